@@ -1,0 +1,29 @@
+# Two entry points (see README): `make demo` and `make test`. Both create .venv first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+CORES ?= all
+
+.PHONY: setup demo test lint clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --upgrade pip
+	$(BIN)/python -m pip install -c constraints.txt -e '.[dev]'
+	touch $@
+
+demo: setup
+	$(BIN)/snakemake --cores $(CORES)
+
+test: setup
+	$(BIN)/python -m pytest -n 2 --dist loadgroup
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/snakefmt --check Snakefile workflow
+	$(BIN)/snakemake --lint
+
+clean:
+	rm -rf results .snakemake

@@ -1,0 +1,30 @@
+"""Regenerates the tables and figures of four papers on multilingual multimodal embeddings.
+
+Stages (one rules file each): data -> features -> models -> evaluation -> tables/figures.
+Every rule is a thin call into the `mlmm` package; see README.md.
+"""
+
+from snakemake.utils import min_version, validate
+
+
+min_version("8.20")
+
+
+configfile: "config.yaml"
+
+
+validate(config, "workflow/schemas/config.schema.yaml")
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/features.smk"
+include: "workflow/rules/retrieval.smk"
+include: "workflow/rules/nmt.smk"
+include: "workflow/rules/ted.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        FINAL_TARGETS,

@@ -1,0 +1,3 @@
+"""mlmm: regenerate the results of four papers on multilingual multimodal embeddings."""
+
+__version__ = "0.1.0"

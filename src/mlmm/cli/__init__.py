@@ -1,0 +1,43 @@
+"""The ``mlmm`` command line: one subcommand per stage.
+
+Every module in this package that defines ``register(subparsers)`` adds its subcommands, so a
+stage brings its command along without editing a central list. A subcommand's handler is stored
+as ``func`` on its parser; an InputError becomes one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+from mlmm import __version__
+from mlmm.errors import InputError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mlmm",
+        description="Multilingual multimodal embeddings: data, features, training, evaluation.",
+    )
+    parser.add_argument("--version", action="version", version=f"mlmm {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for module_info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{__name__}.{module_info.name}")
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except InputError as exc:
+        print(f"mlmm {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

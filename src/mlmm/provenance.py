@@ -1,0 +1,66 @@
+"""Provenance stamped into every metrics file: config, seed, versions, git commit, timings."""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import mlmm
+
+
+def git_commit(cwd: str | Path | None = None) -> str:
+    """The commit of the working tree (with '-dirty' when it has changes), or 'unknown'."""
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return commit + ("-dirty" if dirty else "")
+
+
+def package_versions() -> dict[str, str]:
+    versions = {"mlmm": mlmm.__version__, "python": sys.version.split()[0]}
+    for name in ("numpy", "torch", "pandas", "sklearn", "sacrebleu"):
+        module = sys.modules.get(name)
+        if module is not None:
+            versions[name] = getattr(module, "__version__", "unknown")
+    return versions
+
+
+def provenance(config: dict[str, Any] | None = None, seed: int | None = None) -> dict[str, Any]:
+    return {
+        "config": config or {},
+        "seed": seed,
+        "versions": package_versions(),
+        "git_commit": git_commit(Path(__file__).resolve().parent),
+        "host": platform.node(),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+
+
+class Timer:
+    """Named wall-clock timings, collected into a dict for the metrics file."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, name: str):
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start

@@ -1,0 +1,1 @@
+"""Image features: one array per (dataset, split, backbone)."""

@@ -1,0 +1,1 @@
+"""Image-sentence ranking variants: training, evaluation, paper tables and figures."""
