@@ -20,7 +20,9 @@ KEYS = ["system", "variant_note", "language", "direction", "metric"]
 PAPER_COLUMNS = ["paper", "table", *KEYS[:2], "dataset", *KEYS[2:], "value", "source_note"]
 
 
-def load_paper_table(paper_tables: str | Path | None, paper: str, table: int) -> pd.DataFrame | None:
+def load_paper_table(
+    paper_tables: str | Path | None, paper: str, table: int
+) -> pd.DataFrame | None:
     """The paper's cells of one table, or None when no paper-table directory is available."""
     if paper_tables is None or not Path(paper_tables).is_dir():
         return None

@@ -1,0 +1,1 @@
+"""Multi30K readers and vocabularies (the data stage)."""
