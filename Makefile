@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 CORES ?= all
+# Rules call the `mlmm` command: put the venv's bin first on PATH.
+export PATH := $(abspath $(BIN)):$(PATH)
 
 .PHONY: setup demo test lint clean
 

@@ -22,6 +22,7 @@ include: "workflow/rules/features.smk"
 include: "workflow/rules/retrieval.smk"
 include: "workflow/rules/nmt.smk"
 include: "workflow/rules/ted.smk"
+include: "workflow/rules/report.smk"
 
 
 rule all:

@@ -1,1 +1,241 @@
-"""NMT 20-best lists and k-best MIRA reranking (Calixto Table 3)."""
+"""NMT 20-best lists and k-best MIRA reranking (Calixto Table 3).
+
+train_nmt -> nbest_lists (val, test) -> nbest_features (embedding similarities) -> mira (on val,
+one per system) -> rerank (test) -> mt_score -> nmt_table. See docs/nmt.md.
+"""
+
+from snakemake.exceptions import WorkflowError
+
+NMT = config["nmt"]
+NMT_DIR = RESULTS / "nmt"
+NMT_SPLITS = ["val", "test_2016_flickr"]
+NMT_TOK = MULTI30K_ROOT / "data/task1/tok"
+NMT_BASE_FEATURES = ["NMT", "WordPenalty"]
+NMT_TABLE = RESULTS / "tables/calixto2017_table3"
+
+for _key, _record in NMT["systems"].items():
+    _unknown = (
+        set(_record["features"])
+        - set(NMT_BASE_FEATURES)
+        - set(NMT["embedding_features"])
+    )
+    if _unknown:
+        raise WorkflowError(
+            f"config nmt.systems.{_key}.features: {sorted(_unknown)} are neither "
+            f"{NMT_BASE_FEATURES} nor names in nmt.embedding_features"
+        )
+
+
+def nmt_text(split, language):
+    return NMT_TOK / f"{split}.lc.norm.tok.{language}"
+
+
+def retrieval_model(feature):
+    spec = NMT["embedding_features"][feature]
+    return RESULTS / "retrieval" / spec["variant"] / f"seed{spec['seed']}" / "model.pt"
+
+
+def nmt_feature_inputs(wildcards):
+    inputs = {f: retrieval_model(f) for f in NMT["embedding_features"]}
+    if any(s["kind"] == "image" for s in NMT["embedding_features"].values()):
+        inputs["images"] = feature_file(FEATURES["backbone"], wildcards.split)
+    return inputs
+
+
+def nmt_feature_options(wildcards, input):
+    options = [
+        f"--feature {f}={spec['kind']}:{input[f]}"
+        for f, spec in NMT["embedding_features"].items()
+    ]
+    if "images" in input.keys():
+        options.append(f"--images {input.images}")
+    return " ".join(options)
+
+
+def nmt_weights(wildcards):
+    if NMT["systems"][wildcards.system]["features"]:
+        return {"weights": NMT_DIR / f"systems/{wildcards.system}/weights.txt"}
+    return {}
+
+
+rule train_nmt:
+    input:
+        multi30k=MULTI30K_MARKER,
+    output:
+        model=NMT_DIR / "model.pt",
+        history=NMT_DIR / "history.csv",
+        metrics=NMT_DIR / "metrics.json",
+    log:
+        LOGS / "nmt/train_nmt.log",
+    benchmark:
+        BENCHMARKS / "nmt/train_nmt.tsv"
+    conda:
+        "../../envs/torch.yaml"
+    threads: NMT["threads"]
+    resources:
+        mem_mb=4000,
+        runtime=600,
+    params:
+        data=NMT_TOK,
+        model=NMT["model"],
+        train=NMT["train"],
+    shell:
+        "mlmm train-nmt --data {params.data} --src {NMT[src]} --tgt {NMT[tgt]}"
+        " --embedding {params.model[embedding]} --hidden {params.model[hidden]}"
+        " --attention {params.model[attention]} --dropout {params.model[dropout]}"
+        " --min-count {params.train[min_count]} --batch-size {params.train[batch_size]}"
+        " --lr {params.train[learning_rate]} --max-epochs {params.train[max_epochs]}"
+        " --patience {params.train[patience]} --seed {params.train[seed]}"
+        " --threads {threads} --out {output.model} --history {output.history}"
+        " --metrics {output.metrics} > {log} 2>&1"
+
+
+rule nbest_lists:
+    input:
+        model=NMT_DIR / "model.pt",
+        multi30k=MULTI30K_MARKER,
+    output:
+        nbest=NMT_DIR / "nbest/{split}.base.nbest",
+        stats=NMT_DIR / "nbest/{split}.beam.json",
+    log:
+        LOGS / "nmt/nbest_{split}.log",
+    benchmark:
+        BENCHMARKS / "nmt/nbest_{split}.tsv"
+    wildcard_constraints:
+        split="|".join(NMT_SPLITS),
+    conda:
+        "../../envs/torch.yaml"
+    threads: NMT["threads"]
+    resources:
+        mem_mb=4000,
+        runtime=240,
+    params:
+        source=lambda w: nmt_text(w.split, NMT["src"]),
+    shell:
+        "mlmm nbest --model {input.model} --source {params.source} --beam {NMT[beam]}"
+        " --threads {threads} --out {output.nbest} --stats {output.stats} > {log} 2>&1"
+
+
+rule nbest_features:
+    input:
+        unpack(nmt_feature_inputs),
+        nbest=NMT_DIR / "nbest/{split}.base.nbest",
+    output:
+        NMT_DIR / "nbest/{split}.nbest",
+    log:
+        LOGS / "nmt/nbest_features_{split}.log",
+    benchmark:
+        BENCHMARKS / "nmt/nbest_features_{split}.tsv"
+    wildcard_constraints:
+        split="|".join(NMT_SPLITS),
+    conda:
+        "../../envs/torch.yaml"
+    threads: NMT["threads"]
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    params:
+        options=nmt_feature_options,
+        source=lambda w: nmt_text(w.split, NMT["src"]),
+    shell:
+        "mlmm nbest-features --nbest {input.nbest} --source {params.source}"
+        " --src {NMT[src]} --tgt {NMT[tgt]} {params.options} --out {output} > {log} 2>&1"
+
+
+rule mira:
+    input:
+        nbest=NMT_DIR / "nbest/val.nbest",
+    output:
+        weights=NMT_DIR / "systems/{system}/weights.txt",
+        history=NMT_DIR / "systems/{system}/mira.csv",
+    log:
+        LOGS / "nmt/mira_{system}.log",
+    benchmark:
+        BENCHMARKS / "nmt/mira_{system}.tsv"
+    conda:
+        "../../envs/core.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    params:
+        features=lambda w: " ".join(NMT["systems"][w.system]["features"]),
+        mira=NMT["mira"],
+        ref=nmt_text("val", NMT["tgt"]),
+    shell:
+        "mlmm mira --nbest {input.nbest} --ref {params.ref} --features {params.features}"
+        " --iters {params.mira[iters]} --c {params.mira[c]} --decay {params.mira[decay]}"
+        " --seed {params.mira[seed]} --out {output.weights} --history {output.history}"
+        " > {log} 2>&1"
+
+
+rule rerank:
+    input:
+        unpack(nmt_weights),
+        nbest=NMT_DIR / "nbest/test_2016_flickr.nbest",
+    output:
+        NMT_DIR / "systems/{system}/test_2016_flickr.1best",
+    log:
+        LOGS / "nmt/rerank_{system}.log",
+    conda:
+        "../../envs/core.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        weights=lambda w, input: (
+            f"--weights {input.weights}" if "weights" in input.keys() else ""
+        ),
+    shell:
+        "mlmm rerank --nbest {input.nbest} {params.weights} --out {output} > {log} 2>&1"
+
+
+rule mt_score:
+    input:
+        hyp=NMT_DIR / "systems/{system}/test_2016_flickr.1best",
+    output:
+        NMT_DIR / "systems/{system}/metrics.json",
+    log:
+        LOGS / "nmt/mt_score_{system}.log",
+    conda:
+        "../../envs/core.yaml"
+    threads: 1
+    resources:
+        mem_mb=3000,
+        runtime=10,
+    params:
+        ref=nmt_text("test_2016_flickr", NMT["tgt"]),
+        system=lambda w: NMT["systems"][w.system]["system"],
+        note=lambda w: NMT["systems"][w.system]["variant_note"],
+        meteor=f"--meteor-jar {NMT['meteor_jar']}" if NMT["meteor_jar"] else "",
+    shell:
+        "mlmm mt-score --hyp {input.hyp} --ref {params.ref} --language {NMT[tgt]}"
+        " {params.meteor} --system {params.system:q} --variant-note {params.note:q}"
+        " --seed {NMT[mira][seed]} --out {output} > {log} 2>&1"
+
+
+rule nmt_table:
+    input:
+        expand(NMT_DIR / "systems/{system}/metrics.json", system=list(NMT["systems"])),
+    output:
+        multiext(str(NMT_TABLE), ".csv", ".md", ".tex"),
+    log:
+        LOGS / "nmt/nmt_table.log",
+    conda:
+        "../../envs/core.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    params:
+        paper=f"--paper-tables {PAPER_TABLES}" if PAPER_TABLES else "",
+    shell:
+        "mlmm nmt-table --metrics {input} {params.paper} --out {NMT_TABLE} > {log} 2>&1"
+
+
+FINAL_TARGETS += [
+    NMT_TABLE.with_suffix(".csv"),
+    NMT_DIR / "nbest/val.beam.json",
+    NMT_DIR / "nbest/test_2016_flickr.beam.json",
+]

@@ -1,1 +1,249 @@
-"""TED cross-lingual document classification (Rajendran Tables 1, 3, 4)."""
+"""TED cross-lingual document classification (Rajendran Tables 1, 3, 4).
+
+corpus (demo | path | url) -> bag-of-words -> one Bridge CorrNet per lambda -> lambda per
+source language -> perceptrons per source language (11 jobs, 121 train/test pairs) and Naive
+Bayes -> Tables 1, 3, 4 and the Table 1 heatmap. See docs/ted.md.
+"""
+
+TED = config["ted"]
+TED_DIR = RESULTS / "ted"
+TED_RUNS = {f"lambda{value:g}": value for value in TED["lambdas"]}
+TED_LANGUAGES = " ".join(TED["languages"])
+TED_CODES = " ".join(f"{ours}={theirs}" for ours, theirs in TED["corpus_codes"].items())
+TED_PAPER = f"--paper-tables {PAPER_TABLES}" if PAPER_TABLES else ""
+TED_TABLES = [
+    RESULTS / f"tables/rajendran2016_table{n}.{ext}"
+    for n in (1, 3, 4)
+    for ext in ("csv", "md", "tex")
+]
+TED_FIGURES = [
+    RESULTS / f"figures/rajendran2016_table1_heatmap.{ext}" for ext in ("png", "pdf")
+]
+TED_LOCATION = {
+    "demo": "",
+    "path": f"--path {TED['path']}",
+    "url": f"--url {TED['url']}",
+}
+
+FINAL_TARGETS += TED_TABLES + TED_FIGURES
+
+
+wildcard_constraints:
+    ted_run="|".join(TED_RUNS),
+    ted_source="|".join(TED["languages"]),
+
+
+rule ted_corpus:
+    output:
+        TED_DIR / "corpus/index.json",
+    log:
+        LOGS / "ted/corpus.log",
+    benchmark:
+        BENCHMARKS / "ted/corpus.tsv"
+    conda:
+        "../../envs/core.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=120,
+    params:
+        source=TED["source"],
+        location=TED_LOCATION[TED["source"]],
+        out_dir=TED_DIR / "corpus",
+        demo=(
+            f"--seed {TED['demo']['seed']} --train-docs {TED['demo']['train_docs']} "
+            f"--test-docs {TED['demo']['test_docs']}"
+        ),
+    shell:
+        "mlmm ted-fetch --source {params.source} {params.location} --out-dir {params.out_dir}"
+        " --languages {TED_LANGUAGES} --corpus-codes {TED_CODES} {params.demo} > {log} 2>&1"
+
+
+rule ted_bow:
+    input:
+        TED_DIR / "corpus/index.json",
+    output:
+        TED_DIR / "bow/meta.json",
+    log:
+        LOGS / "ted/bow.log",
+    benchmark:
+        BENCHMARKS / "ted/bow.tsv"
+    conda:
+        "../../envs/core.yaml"
+    threads: 1
+    resources:
+        mem_mb=8000,
+        runtime=60,
+    params:
+        out_dir=TED_DIR / "bow",
+        min_count=TED["min_count"],
+    shell:
+        "mlmm ted-bow --index {input} --out-dir {params.out_dir} --min-count {params.min_count}"
+        " --languages {TED_LANGUAGES} --corpus-codes {TED_CODES} > {log} 2>&1"
+
+
+rule ted_train:
+    input:
+        TED_DIR / "bow/meta.json",
+    output:
+        model=TED_DIR / "corrnet/{ted_run}/model.pt",
+        codes=TED_DIR / "corrnet/{ted_run}/codes.npz",
+        metrics=TED_DIR / "corrnet/{ted_run}/metrics.json",
+    log:
+        LOGS / "ted/train_{ted_run}.log",
+    benchmark:
+        BENCHMARKS / "ted/train_{ted_run}.tsv"
+    conda:
+        "../../envs/torch.yaml"
+    threads: TED["threads"]
+    resources:
+        mem_mb=16000,
+        runtime=240,
+    params:
+        bow=TED_DIR / "bow",
+        out_dir=lambda wildcards: TED_DIR / "corrnet" / wildcards.ted_run,
+        value=lambda wildcards: TED_RUNS[wildcards.ted_run],
+        settings=(
+            f"--hidden {TED['hidden']} --epochs {TED['epochs']} --batch-size {TED['batch_size']}"
+            f" --learning-rate {TED['learning_rate']} --input {TED['input']} --seed {TED['seed']}"
+        ),
+    shell:
+        "mlmm ted-train --bow {params.bow} --out-dir {params.out_dir} --lambda {params.value}"
+        " {params.settings} --threads {threads} > {log} 2>&1"
+
+
+rule ted_tune:
+    input:
+        bow=TED_DIR / "bow/meta.json",
+        codes=expand(TED_DIR / "corrnet/{ted_run}/codes.npz", ted_run=TED_RUNS),
+    output:
+        TED_DIR / "lambda.json",
+    log:
+        LOGS / "ted/tune.log",
+    benchmark:
+        BENCHMARKS / "ted/tune.tsv"
+    conda:
+        "../../envs/core.yaml"
+    threads: TED["threads"]
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    params:
+        bow=TED_DIR / "bow",
+        runs=[TED_DIR / "corrnet" / run for run in TED_RUNS],
+        settings=(
+            f"--validation-fraction {TED['validation_fraction']}"
+            f" --perceptron-epochs {TED['perceptron_epochs']} --seed {TED['seed']}"
+        ),
+    shell:
+        "mlmm ted-tune --bow {params.bow} --runs {params.runs} --out {output} {params.settings}"
+        " --jobs {threads} > {log} 2>&1"
+
+
+rule ted_classify:
+    input:
+        bow=TED_DIR / "bow/meta.json",
+        tuning=TED_DIR / "lambda.json",
+        codes=expand(TED_DIR / "corrnet/{ted_run}/codes.npz", ted_run=TED_RUNS),
+    output:
+        TED_DIR / "cldc/{ted_source}.json",
+    log:
+        LOGS / "ted/classify_{ted_source}.log",
+    conda:
+        "../../envs/core.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    params:
+        bow=TED_DIR / "bow",
+        epochs=TED["perceptron_epochs"],
+    shell:
+        "mlmm ted-classify --bow {params.bow} --tuning {input.tuning} --source {wildcards.ted_source}"
+        " --out {output} --perceptron-epochs {params.epochs} > {log} 2>&1"
+
+
+rule ted_nb:
+    input:
+        TED_DIR / "bow/meta.json",
+    output:
+        TED_DIR / "nb.json",
+    log:
+        LOGS / "ted/nb.log",
+    benchmark:
+        BENCHMARKS / "ted/nb.tsv"
+    conda:
+        "../../envs/core.yaml"
+    threads: TED["threads"]
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    params:
+        bow=TED_DIR / "bow",
+    shell:
+        "mlmm ted-nb --bow {params.bow} --out {output} --jobs {threads} > {log} 2>&1"
+
+
+rule ted_tables:
+    input:
+        cldc=expand(TED_DIR / "cldc/{ted_source}.json", ted_source=TED["languages"]),
+        nb=TED_DIR / "nb.json",
+    output:
+        [path for path in TED_TABLES if "table4" not in path.name],
+    log:
+        LOGS / "ted/tables.log",
+    conda:
+        "../../envs/core.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        out_dir=RESULTS / "tables",
+    shell:
+        "mlmm ted-tables --cldc {input.cldc} --nb {input.nb} {TED_PAPER}"
+        " --out-dir {params.out_dir} > {log} 2>&1"
+
+
+rule ted_heatmap:
+    input:
+        RESULTS / "tables/rajendran2016_table1.csv",
+    output:
+        TED_FIGURES,
+    log:
+        LOGS / "ted/heatmap.log",
+    conda:
+        "../../envs/core.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        stem=RESULTS / "figures/rajendran2016_table1_heatmap",
+    shell:
+        "mlmm ted-heatmap --table {input} --out {params.stem} > {log} 2>&1"
+
+
+rule ted_table4:
+    input:
+        bow=TED_DIR / "bow/meta.json",
+        tuning=TED_DIR / "lambda.json",
+        models=expand(TED_DIR / "corrnet/{ted_run}/model.pt", ted_run=TED_RUNS),
+    output:
+        [path for path in TED_TABLES if "table4" in path.name],
+    log:
+        LOGS / "ted/table4.log",
+    conda:
+        "../../envs/torch.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=10,
+    params:
+        bow=TED_DIR / "bow",
+        words=" ".join(TED["table4_words"]),
+        k=TED["table4_k"],
+        out_dir=RESULTS / "tables",
+    shell:
+        "mlmm ted-neighbours --bow {params.bow} --tuning {input.tuning} --words {params.words}"
+        " --k {params.k} --out-dir {params.out_dir} > {log} 2>&1"

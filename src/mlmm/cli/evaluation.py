@@ -1,0 +1,135 @@
+"""``mlmm eval-retrieval``, ``mlmm retrieval-tables`` and ``mlmm retrieval-figures``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "eval-retrieval",
+        help="R@1/5/10, medr and meanr of image and caption embeddings (VSE++ conventions)",
+        description="Row i of the image array is image i; rows k*i .. k*i+k-1 of the caption "
+        "array are its k captions. Writes {'i2t': {...}, 't2i': {...}, 'provenance': ...}.",
+    )
+    p.add_argument("--images", required=True, type=Path, help="(n, d) .npy image embeddings")
+    p.add_argument("--captions", required=True, type=Path, help="(n*k, d) .npy caption embeddings")
+    p.add_argument("--per-image", required=True, type=int, metavar="K", help="captions per image")
+    p.add_argument("--folds", type=int, default=1, help="5 = COCO 1K protocol (mean of 5 folds)")
+    p.add_argument("--similarity", choices=["cosine", "order"], default="cosine")
+    p.add_argument("--chunk", type=int, default=None, help="captions per score block")
+    p.add_argument("--out", required=True, type=Path, help="metrics JSON")
+    p.set_defaults(func=run_eval)
+
+    p = subparsers.add_parser(
+        "retrieval-tables",
+        help="paper tables of the retrieval runs beside the papers' numbers",
+        description="Kadar 2018 Tables 2-7, Calixto 2017 Tables 1-2, AME 2019 Tables 1, 2, 5 "
+        "from per-run metrics.json files; each configured variant's paper_rows say which rows.",
+    )
+    _run_arguments(p)
+    p.add_argument("--paper-tables", type=Path, default=None, help="directory of paper CSVs")
+    p.add_argument("--out", required=True, type=Path, help="directory for <paper>_table<N>.*")
+    p.set_defaults(func=run_tables)
+
+    p = subparsers.add_parser(
+        "retrieval-figures",
+        help="Kadar 2018 Figure 3 and AME 2019 Figure 2 (PNG and PDF)",
+        description="Figures from per-run metrics.json files (AME Figure 2 from 'history').",
+    )
+    _run_arguments(p)
+    p.add_argument("--out", required=True, type=Path, help="directory for <paper>_figure<N>.*")
+    p.set_defaults(func=run_figures)
+
+
+def _run_arguments(p) -> None:
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--config",
+        type=Path,
+        action="append",
+        help="config YAML with retrieval.variants (repeatable; later files override earlier)",
+    )
+    source.add_argument("--record-json", help="the retrieval section as JSON (used by Snakemake)")
+    p.add_argument(
+        "--runs",
+        required=True,
+        nargs="*",
+        type=Path,
+        help="metrics.json files or directories of them (none: paper numbers only)",
+    )
+
+
+def run_eval(args) -> None:
+    import numpy as np
+
+    from mlmm.errors import InputError
+    from mlmm.evaluation import retrieval_metrics
+    from mlmm.io import write_json
+    from mlmm.provenance import Timer, provenance
+
+    arrays = {}
+    for name in ("images", "captions"):
+        path = getattr(args, name)
+        if not path.is_file():
+            raise InputError(path, f"a .npy array of {name} embeddings", "no such file")
+        try:
+            arrays[name] = np.load(path, allow_pickle=False)
+        except ValueError as exc:
+            raise InputError(path, "a .npy array", f"unreadable data ({exc})") from None
+        if arrays[name].ndim != 2:
+            raise InputError(path, "a 2-d array", f"shape {arrays[name].shape}")
+    n, m = arrays["images"].shape[0], arrays["captions"].shape[0]
+    if args.per_image < 1 or m != n * args.per_image:
+        raise InputError(args.captions, f"{n} x {args.per_image} rows", f"{m} rows")
+    if arrays["images"].shape[1] != arrays["captions"].shape[1]:
+        raise InputError(
+            args.captions, f"{arrays['images'].shape[1]} columns", f"{arrays['captions'].shape[1]}"
+        )
+    if args.folds < 1 or n % args.folds:
+        raise InputError(args.images, f"a row count divisible by {args.folds} folds", str(n))
+    timer = Timer()
+    with timer("evaluate"):
+        metrics = retrieval_metrics(
+            arrays["images"],
+            arrays["captions"],
+            args.per_image,
+            args.similarity,
+            args.folds,
+            args.chunk,
+        )
+    settings = {
+        k: str(v) if isinstance(v, Path) else v
+        for k, v in vars(args).items()
+        if k not in ("func", "command")
+    }
+    write_json(args.out, {**metrics, "provenance": provenance(settings), "timings": timer.seconds})
+    for direction in ("i2t", "t2i"):
+        shown = " ".join(f"{k}={v:.1f}" for k, v in metrics[direction].items())
+        print(f"{direction}: {shown}")
+
+
+def _runs(args):
+    import json
+
+    from mlmm.report import load_runs, read_section
+
+    if args.record_json is not None:
+        return load_runs(args.runs, json.loads(args.record_json), "--record-json")
+    return load_runs(args.runs, read_section(args.config), " + ".join(map(str, args.config)))
+
+
+def run_tables(args) -> None:
+    from mlmm.report import build_tables
+
+    runs = _runs(args)
+    for path in build_tables(runs, args.paper_tables, args.out):
+        print(path)
+
+
+def run_figures(args) -> None:
+    from mlmm.report import build_figures
+
+    runs = _runs(args)
+    for path in build_figures(runs, args.out):
+        print(path)

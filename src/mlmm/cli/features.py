@@ -1,0 +1,82 @@
+"""``mlmm features``: extract image features for one split list outside Snakemake."""
+
+from __future__ import annotations
+
+import argparse
+
+BACKBONE_NAMES = ("resnet50", "vgg19", "resnet152", "efficientnet_lite0")  # mlmm.features.BACKBONES
+
+
+def _weights(value: str) -> str | None:
+    return None if value.lower() == "none" else value
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "features",
+        help="extract CNN image features for a split list",
+        description=(
+            "Write OUT (.npy, row i = image i of LIST) with OUT.json (backbone, dim, dtype, "
+            "preprocessing, skipped rows, provenance, timings) and OUT.txt (copy of LIST). "
+            "Finished shards are kept in OUT.work/ so a killed run resumes."
+        ),
+    )
+    p.add_argument("--backbone", required=True, choices=BACKBONE_NAMES)
+    p.add_argument("--images", required=True, metavar="DIR", help="directory of the images")
+    p.add_argument("--split", required=True, metavar="LIST", help="file with one image name a line")
+    p.add_argument("--out", required=True, metavar="PATH", help="output array (.npy)")
+    p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    p.add_argument(
+        "--batch-size",
+        type=int,
+        default=None,
+        help="images per batch (default: 256 GPU, 32 CPU; /10 for ten-crop)",
+    )
+    p.add_argument("--dtype", default="float32", choices=("float32", "float16"))
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="image-decoding processes (default: up to 8 on a GPU, 1 on CPU)",
+    )
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    p.add_argument("--shard-size", type=int, default=1024, help="rows per resumable shard")
+    p.add_argument(
+        "--on-bad-image",
+        default="error",
+        choices=("error", "skip"),
+        help="skip: NaN rows, listed in the sidecar and OUT.skipped.tsv",
+    )
+    p.add_argument(
+        "--weights",
+        type=_weights,
+        default="DEFAULT",
+        help="torchvision weights name (DEFAULT, IMAGENET1K_V1, ...) or 'none' "
+        "for random init; efficientnet_lite0: DEFAULT = the packaged weights",
+    )
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> None:
+    from mlmm.features import extract  # torch is heavy: import only when the command runs
+
+    sidecar = extract(
+        args.images,
+        args.split,
+        args.out,
+        args.backbone,
+        weights=args.weights,
+        device=args.device,
+        batch_size=args.batch_size,
+        dtype=args.dtype,
+        workers=args.workers,
+        threads=args.threads,
+        shard_size=args.shard_size,
+        on_bad_image=args.on_bad_image,
+        progress=not args.no_progress,
+    )
+    print(
+        f"{args.out}: {sidecar['n']} x {sidecar['dim']} {sidecar['dtype']} "
+        f"({sidecar['weights']}), {len(sidecar['skipped'])} skipped"
+    )

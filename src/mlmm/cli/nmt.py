@@ -1,0 +1,273 @@
+"""NMT n-best reranking (Calixto & Liu 2017, Table 3): train-nmt, nbest, nbest-features, mira,
+rerank, mt-score, nmt-table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from mlmm.errors import InputError
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "train-nmt", help="train the attention NMT model (early stopping on validation BLEU)",
+        description="Train a bidirectional-GRU encoder / GRU decoder with additive attention on "
+        "DATA/{train,val}.lc.norm.tok.{SRC,TGT}; keep the epoch with the best validation BLEU.",
+    )
+    p.add_argument("--data", required=True, type=Path, help="directory of tokenised splits")
+    p.add_argument("--src", default="en")
+    p.add_argument("--tgt", default="de")
+    p.add_argument("--embedding", type=int, default=64)
+    p.add_argument("--hidden", type=int, default=128)
+    p.add_argument("--attention", type=int, default=128)
+    p.add_argument("--dropout", type=float, default=0.2)
+    p.add_argument("--min-count", type=int, default=1, help="rarer training words become <unk>")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--max-epochs", type=int, default=30)
+    p.add_argument("--patience", type=int, default=5)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--out", required=True, type=Path, help="model checkpoint (.pt)")
+    p.add_argument("--history", required=True, type=Path, help="per-epoch CSV")
+    p.add_argument("--metrics", required=True, type=Path, help="metrics JSON")
+    p.set_defaults(func=run_train)
+
+    p = subparsers.add_parser(
+        "nbest", help="beam-search n-best lists (Moses format) with NMT features",
+        description="Translate every line of SOURCE with beam search; write the BEAM best per "
+        "sentence with features NMT (log p(Y|X)) and WordPenalty (-length).",
+    )
+    p.add_argument("--model", required=True, type=Path)
+    p.add_argument("--source", required=True, type=Path, help="tokenised source sentences")
+    p.add_argument("--beam", type=int, default=20)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--out", required=True, type=Path)
+    p.add_argument("--stats", type=Path, help="JSON with sentences/s of the beam search")
+    p.set_defaults(func=run_nbest)
+
+    p = subparsers.add_parser(
+        "nbest-features", help="add embedding-similarity features to an n-best list",
+        description="Add one feature per --feature NAME=KIND:MODEL, KIND 'image' (s_i(image, "
+        "hypothesis), needs --images) or 'source' (s_s(hypothesis, source)), MODEL a trained "
+        "retrieval model. Without --feature the list is copied unchanged.",
+    )
+    p.add_argument("--nbest", required=True, type=Path)
+    p.add_argument("--source", required=True, type=Path, help="tokenised source sentences")
+    p.add_argument("--images", type=Path, help="image features (.npy), row i = sentence i")
+    p.add_argument("--feature", action="append", default=[], metavar="NAME=KIND:MODEL")
+    p.add_argument("--src", default="en")
+    p.add_argument("--tgt", default="de")
+    p.add_argument("--out", required=True, type=Path)
+    p.set_defaults(func=run_features)
+
+    p = subparsers.add_parser(
+        "mira", help="tune reranking weights with k-best batch MIRA",
+        description="k-best batch MIRA (Cherry & Foster 2012, as Moses kbmira) on a Moses "
+        "n-best list; writes the averaged weights of the epoch with the best tuning BLEU.",
+    )
+    p.add_argument("--nbest", required=True, type=Path)
+    p.add_argument("--ref", required=True, type=Path, action="append",
+                   help="reference file (repeat for several); line id+1 = sentence id")
+    p.add_argument("--features", nargs="+", help="tune only these features (default: all)")
+    p.add_argument("--iters", type=int, default=60)
+    p.add_argument("--c", type=float, default=0.01)
+    p.add_argument("--decay", type=float, default=0.999)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--out", required=True, type=Path, help="weights file ('Name= w' lines)")
+    p.add_argument("--history", type=Path, help="per-epoch CSV")
+    p.set_defaults(func=run_mira)
+
+    p = subparsers.add_parser(
+        "rerank", help="write the 1-best of an n-best list under given weights",
+        description="Rerank every sentence's hypotheses by weights . features (first on ties); "
+        "without --weights, the first hypothesis of each sentence (the decoder's 1-best).",
+    )
+    p.add_argument("--nbest", required=True, type=Path)
+    p.add_argument("--weights", type=Path)
+    p.add_argument("--out", required=True, type=Path)
+    p.set_defaults(func=run_rerank)
+
+    p = subparsers.add_parser(
+        "mt-score", help="BLEU/TER/chrF (and METEOR) of a tokenised 1-best output",
+        description="Corpus metrics with sacrebleu (tokenize=none, unsmoothed BLEU) and METEOR "
+        "1.5 when --meteor-jar is given and usable; writes a metrics JSON for nmt-table.",
+    )
+    p.add_argument("--hyp", required=True, type=Path)
+    p.add_argument("--ref", required=True, type=Path)
+    p.add_argument("--language", default="de")
+    p.add_argument("--meteor-jar", help="jar path, or 'pycocoevalcap' for the jar it ships")
+    p.add_argument("--system", required=True, help="paper spelling of the system")
+    p.add_argument("--variant-note", default="")
+    p.add_argument("--seed", type=int)
+    p.add_argument("--out", required=True, type=Path)
+    p.set_defaults(func=run_score)
+
+    p = subparsers.add_parser(
+        "nmt-table", help="Calixto 2017 Table 3 from mt-score JSONs, beside the paper",
+    )
+    p.add_argument("--metrics", required=True, nargs="+", type=Path)
+    p.add_argument("--paper-tables", help="directory of the paper tables (optional)")
+    p.add_argument("--out", required=True, type=Path, help="output stem (.csv/.md/.tex added)")
+    p.set_defaults(func=run_table)
+
+
+def _tokenised(path: Path) -> list[list[str]]:
+    from mlmm.io import read_lines
+
+    return [line.split() for line in read_lines(path)]
+
+
+def run_train(args) -> None:
+    import pandas as pd
+    import torch
+
+    from mlmm.io import write_json, write_text
+    from mlmm.nmt.model import Sizes
+    from mlmm.nmt.train import TrainConfig, train
+    from mlmm.provenance import Timer, provenance
+
+    torch.set_num_threads(args.threads)
+    split = {s: {lang: _tokenised(args.data / f"{s}.lc.norm.tok.{lang}")
+                 for lang in (args.src, args.tgt)} for s in ("train", "val")}
+    config = TrainConfig(
+        Sizes(args.embedding, args.hidden, args.attention, args.dropout), args.min_count,
+        args.batch_size, args.lr, max_epochs=args.max_epochs, patience=args.patience,
+        seed=args.seed,
+    )
+    timer = Timer()
+    with timer("train"):
+        translator, history = train(
+            split["train"][args.src], split["train"][args.tgt], split["val"][args.src],
+            split["val"][args.tgt], config, (args.src, args.tgt),
+        )
+    translator.save(args.out)
+    write_text(args.history, pd.DataFrame(history).to_csv(index=False))
+    best = max(history, key=lambda h: h["val_bleu"])
+    settings = {k: v for k, v in vars(args).items() if k != "func"}
+    write_json(args.metrics, {
+        "provenance": provenance(settings, args.seed), "timings": timer.seconds,
+        "best_epoch": best["epoch"], "val_bleu": best["val_bleu"], "epochs": len(history),
+        "train_tokens_per_second": sum(h["tokens_per_second"] for h in history) / len(history),
+        "src_vocabulary": len(translator.src), "tgt_vocabulary": len(translator.tgt),
+    })
+    print(f"best validation BLEU {best['val_bleu']:.2f} at epoch {best['epoch']}")
+
+
+def run_nbest(args) -> None:
+    import time
+
+    import torch
+
+    from mlmm.io import write_json
+    from mlmm.nbest import write_nbest
+    from mlmm.nmt.model import load_translator
+    from mlmm.nmt.search import nbest_lists
+
+    torch.set_num_threads(args.threads)
+    translator = load_translator(args.model)
+    sources = _tokenised(args.source)
+    start = time.perf_counter()
+    nbest = nbest_lists(translator, sources, args.beam)
+    seconds = time.perf_counter() - start
+    write_nbest(args.out, nbest)
+    if args.stats:
+        write_json(args.stats, {"sentences": len(sources), "beam": args.beam,
+                                "seconds": seconds, "sentences_per_second": len(sources) / seconds})
+    print(f"{len(sources)} sentences, {len(sources) / seconds:.1f} sentences/s")
+
+
+def parse_feature_spec(spec: str) -> tuple[str, str, Path]:
+    """``NAME=KIND:MODEL`` -> (name, kind, model path)."""
+    name, eq, rest = spec.partition("=")
+    kind, colon, model = rest.partition(":")
+    if not (eq and colon and name and model) or kind not in ("image", "source"):
+        raise InputError("--feature", "NAME=image:MODEL or NAME=source:MODEL", repr(spec))
+    return name, kind, Path(model)
+
+
+def run_features(args) -> None:
+    import numpy as np
+
+    from mlmm.nbest import check_feature_name, read_nbest, write_nbest
+    from mlmm.nmt.features import EmbeddingScorer, add_features
+
+    specs = [parse_feature_spec(s) for s in args.feature]
+    for name, _, _ in specs:
+        check_feature_name(name)
+    images = np.load(args.images) if args.images else None
+    scorers = [
+        (name, EmbeddingScorer(model, kind, args.tgt, args.src, images))
+        for name, kind, model in specs
+    ]
+    nbest = add_features(read_nbest(args.nbest), _tokenised(args.source), scorers)
+    write_nbest(args.out, nbest)
+    print(f"features: {nbest.columns}")
+
+
+def run_mira(args) -> None:
+    import pandas as pd
+
+    from mlmm.io import write_text
+    from mlmm.nbest import read_nbest, read_references, write_weights
+    from mlmm.rerank import mira, nbest_stats
+
+    nbest = read_nbest(args.nbest)
+    if args.features:
+        nbest = nbest.select(args.features)
+    refs = read_references(args.ref, nbest.ids)
+    result = mira(nbest.features, nbest_stats(nbest.texts, refs), args.iters, args.c,
+                  args.decay, args.seed)
+    write_weights(args.out, nbest.layout, result.weights)
+    if args.history:
+        write_text(args.history, pd.DataFrame(result.history).to_csv(index=False))
+    print(f"initial BLEU {result.initial_bleu:.2f}; best tuning BLEU {result.best_bleu:.2f} "
+          f"at epoch {result.best_epoch}")
+
+
+def run_rerank(args) -> None:
+    import numpy as np
+
+    from mlmm.io import write_text
+    from mlmm.nbest import read_nbest, read_weights, weight_vector
+    from mlmm.rerank import rerank
+
+    nbest = read_nbest(args.nbest)
+    if args.weights:
+        weights = read_weights(args.weights)
+        unknown = sorted(set(weights) - set(dict(nbest.layout)))
+        if unknown:
+            raise InputError(args.weights, f"features of {args.nbest}", f"{unknown}")
+        best = rerank(nbest.features, weight_vector(nbest.layout, weights, args.weights))
+    else:
+        best = np.zeros(len(nbest), dtype=int)
+    write_text(args.out, "".join(t[b] + "\n" for t, b in zip(nbest.texts, best, strict=True)))
+
+
+def run_score(args) -> None:
+    from mlmm.io import read_lines, write_json
+    from mlmm.nmt.metrics import meteor_modules, mt_metrics, resolve_meteor_jar
+    from mlmm.provenance import provenance
+
+    hyps = read_lines(args.hyp, allow_empty_lines=True)
+    refs = read_lines(args.ref)
+    if len(hyps) != len(refs):
+        raise InputError(args.hyp, f"{len(refs)} lines like {args.ref}", f"{len(hyps)}")
+    jar, meteor_note = resolve_meteor_jar(args.meteor_jar)
+    scores = mt_metrics(hyps, refs, args.language, jar)
+    if jar is not None:
+        meteor_note = meteor_modules(jar, args.language)[1]
+    settings = {k: str(v) for k, v in vars(args).items() if k != "func"}
+    write_json(args.out, {
+        "provenance": provenance(settings, args.seed), "system": args.system,
+        "variant_note": args.variant_note, "scores": scores, "meteor": meteor_note,
+    })
+    print(json.dumps(scores))
+
+
+def run_table(args) -> None:
+    from mlmm.nmt.table import table3
+
+    notes = table3(args.metrics, args.paper_tables, args.out)
+    print("\n".join(notes))

@@ -1,0 +1,107 @@
+"""``mlmm train-retrieval`` (one variant x seed) and ``mlmm retrieval-vectors`` (FME/AME)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "train-retrieval",
+        help="train and evaluate one image-sentence ranking variant with one seed",
+        description="Resolves the variant from the config's retrieval section (defaults merged), "
+        "trains with early stopping (resuming from OUT/checkpoint.pt after a kill), evaluates on "
+        "the variant's test split and writes OUT/{model.pt,history.csv,metrics.json}.",
+    )
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--config",
+        type=Path,
+        action="append",
+        help="config YAML (repeatable; later files override earlier ones)",
+    )
+    source.add_argument("--record-json", help="the retrieval section as JSON (used by Snakemake)")
+    p.add_argument("--variant", required=True)
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument(
+        "--data-root",
+        type=Path,
+        default=Path("results/multi30k"),
+        help="Multi30K layout root (holds data/task1, data/task2)",
+    )
+    p.add_argument(
+        "--features-root",
+        type=Path,
+        default=Path("results/multi30k/features"),
+        help="directory of <backbone>/<split>.npy",
+    )
+    p.add_argument("--vectors", type=Path, help="directory of wiki.<lang>.align.vec (FME/AME)")
+    p.add_argument("--muse", type=Path, help="directory of MUSE en-<lang>.txt dictionaries")
+    p.add_argument("--sts", type=Path, help="directory of <year>/STS.{input,gs}.images.txt")
+    p.add_argument("--device", help="override the variant's device (auto, cpu, cuda)")
+    p.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
+    p.add_argument("--no-progress", action="store_true", help="no tqdm bar")
+    p.set_defaults(func=run_train)
+
+    v = subparsers.add_parser(
+        "retrieval-vectors",
+        help="aligned word vectors for FME/AME (demo: derived; real: downloaded)",
+        description="Writes OUT/wiki.<lang>.align.vec. With --url, downloads fastText's aligned "
+        "vectors ({lang} in the URL is replaced). Otherwise derives demo vectors from the training "
+        "captions under --data-root (PPMI+SVD per language, Procrustes onto English on MUSE).",
+    )
+    v.add_argument("--out", type=Path, required=True)
+    v.add_argument("--languages", nargs="+", required=True)
+    v.add_argument(
+        "--url",
+        help="e.g. https://dl.fbaipublicfiles.com/fasttext/vectors-aligned/wiki.{lang}.align.vec",
+    )
+    v.add_argument("--data-root", type=Path, default=Path("results/multi30k"))
+    v.add_argument("--muse", type=Path, help="directory of MUSE en-<lang>.txt (demo derivation)")
+    v.add_argument("--dim", type=int, default=300)
+    v.add_argument("--train-fraction", type=float, default=0.8)
+    v.set_defaults(func=run_vectors)
+
+
+def _section(args) -> dict:
+    if args.record_json is not None:
+        return json.loads(args.record_json)
+    import yaml
+
+    from mlmm.errors import InputError
+    from mlmm.retrieval.config import merge_config
+
+    merged: dict = {}
+    for path in args.config:
+        if not path.is_file():
+            raise InputError(path, "a config file", "no such file")
+        merged = merge_config(merged, yaml.safe_load(path.read_text(encoding="utf-8")) or {})
+    return merged.get("retrieval") or {}
+
+
+def run_train(args) -> None:
+    from mlmm.retrieval.config import resolve_variant
+    from mlmm.retrieval.train import Paths, train_variant
+
+    record = resolve_variant(_section(args), args.variant)
+    if args.device:
+        record["device"] = args.device
+    paths = Paths(args.data_root, args.features_root, args.vectors, args.muse, args.sts)
+    metrics = train_variant(
+        record, args.seed, paths, args.out, progress=not args.no_progress, threads=args.threads
+    )
+    for lang, m in metrics["test"].items():
+        print(lang, json.dumps({d: {k: round(v, 1) for k, v in m[d].items()} for d in m}))
+
+
+def run_vectors(args) -> None:
+    from mlmm.retrieval.align import derive_demo, download
+
+    if args.url:
+        download(args.url, args.languages, args.out)
+    else:
+        derive_demo(
+            args.data_root, args.muse, args.languages, args.dim, args.train_fraction, args.out
+        )

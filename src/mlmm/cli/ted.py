@@ -1,0 +1,226 @@
+"""Commands of the TED cross-lingual document classification stage (see docs/ted.md)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from mlmm.ted import LANGUAGES, TOPICS
+
+
+def _codes(items: list[str]) -> dict[str, str]:
+    """`pt-br=pb` pairs -> {"pt-br": "pb"}."""
+    return dict(item.split("=", 1) for item in items)
+
+
+def _corpus_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--languages", nargs="+", default=LANGUAGES)
+    p.add_argument(
+        "--corpus-codes",
+        nargs="*",
+        default=["pt-br=pb"],
+        help="our code=corpus directory code, e.g. pt-br=pb",
+    )
+
+
+def _demo_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--train-docs", type=int, default=200, help="training talks per pair")
+    p.add_argument("--test-docs", type=int, default=50, help="test talks per pair")
+
+
+def _settings(args: argparse.Namespace) -> dict:
+    keys = [
+        "hidden",
+        "epochs",
+        "batch_size",
+        "learning_rate",
+        "seed",
+        "input",
+        "validation_fraction",
+        "perceptron_epochs",
+    ]
+    settings = {k: getattr(args, k) for k in keys if hasattr(args, k)}
+    if getattr(args, "lam", None) is not None:
+        settings["lambda"] = args.lam
+    return settings
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "demo-ted",
+        help="write a TED-like corpus in the TED CLDC layout",
+        description="Write a deterministic TED-like corpus (12 languages, 15 topics) to OUT, "
+        "laid out like ted-cldc/: OUT/<X>-en and OUT/en-<X>.",
+    )
+    p.add_argument("out", type=Path)
+    _demo_args(p)
+    p.set_defaults(func=run_demo)
+
+    p = subparsers.add_parser(
+        "ted-fetch",
+        help="make the TED CLDC corpus available (demo, local path or URL)",
+        description="Generate, locate or download+unpack the corpus; writes OUT_DIR/index.json "
+        "naming its root.",
+    )
+    p.add_argument("--source", choices=["demo", "path", "url"], required=True)
+    p.add_argument("--path", help="local ted-cldc directory (source path)")
+    p.add_argument("--url", help=".tar.gz/.zip of ted-cldc (source url); file:// works too")
+    p.add_argument("--out-dir", type=Path, required=True)
+    _corpus_args(p)
+    _demo_args(p)
+    p.set_defaults(func=run_fetch)
+
+    p = subparsers.add_parser("ted-bow", help="bag-of-words matrices per language")
+    p.add_argument("--index", type=Path, required=True, help="index.json of ted-fetch")
+    p.add_argument("--out-dir", type=Path, required=True)
+    p.add_argument("--min-count", type=int, default=6, help="keep words seen this often")
+    _corpus_args(p)
+    p.set_defaults(func=run_bow)
+
+    p = subparsers.add_parser("ted-train", help="train Bridge CorrNet with one lambda")
+    p.add_argument("--bow", type=Path, required=True)
+    p.add_argument("--out-dir", type=Path, required=True)
+    p.add_argument("--lambda", dest="lam", type=float, required=True)
+    p.add_argument("--hidden", type=int, default=128)
+    p.add_argument("--epochs", type=int, default=10)
+    p.add_argument("--batch-size", type=int, default=20)
+    p.add_argument("--learning-rate", type=float, default=0.01)
+    p.add_argument("--input", choices=["binary", "count"], default="binary")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--threads", type=int, default=1)
+    p.set_defaults(func=run_train)
+
+    p = subparsers.add_parser("ted-tune", help="choose lambda per source language")
+    p.add_argument("--bow", type=Path, required=True)
+    p.add_argument("--runs", type=Path, nargs="+", required=True, help="ted-train directories")
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--validation-fraction", type=float, default=0.2)
+    p.add_argument("--perceptron-epochs", type=int, default=10)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--jobs", type=int, default=1)
+    p.set_defaults(func=run_tune)
+
+    p = subparsers.add_parser("ted-classify", help="perceptrons of one training language")
+    p.add_argument("--bow", type=Path, required=True)
+    p.add_argument("--tuning", type=Path, required=True)
+    p.add_argument("--source", required=True)
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--perceptron-epochs", type=int, default=10)
+    p.set_defaults(func=run_classify)
+
+    p = subparsers.add_parser("ted-nb", help="monolingual Naive Bayes baseline (Table 3)")
+    p.add_argument("--bow", type=Path, required=True)
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--jobs", type=int, default=1)
+    p.set_defaults(func=run_nb)
+
+    p = subparsers.add_parser("ted-tables", help="Rajendran 2016 Tables 1 and 3")
+    p.add_argument("--cldc", type=Path, nargs="+", required=True)
+    p.add_argument("--nb", type=Path, required=True)
+    p.add_argument("--paper-tables", default=None)
+    p.add_argument("--out-dir", type=Path, required=True)
+    p.set_defaults(func=run_tables)
+
+    p = subparsers.add_parser("ted-heatmap", help="heatmap of Table 1 (PNG and PDF)")
+    p.add_argument("--table", type=Path, required=True, help="rajendran2016_table1.csv")
+    p.add_argument("--out", type=Path, required=True, help="output stem (no suffix)")
+    p.set_defaults(func=run_heatmap)
+
+    p = subparsers.add_parser("ted-neighbours", help="Table 4: nearest words of English words")
+    p.add_argument("--bow", type=Path, required=True)
+    p.add_argument("--tuning", type=Path, required=True)
+    p.add_argument("--words", nargs="+", required=True)
+    p.add_argument("--k", type=int, default=4)
+    p.add_argument("--out-dir", type=Path, required=True)
+    p.set_defaults(func=run_neighbours)
+
+
+def run_demo(args: argparse.Namespace) -> None:
+    from mlmm.ted.demo import generate
+
+    generate(args.out, seed=args.seed, train_docs=args.train_docs, test_docs=args.test_docs)
+
+
+def run_fetch(args: argparse.Namespace) -> None:
+    from mlmm.ted.corpus import fetch
+
+    demo = {"seed": args.seed, "train_docs": args.train_docs, "test_docs": args.test_docs}
+    root = fetch(
+        args.source,
+        args.out_dir,
+        args.languages,
+        _codes(args.corpus_codes),
+        path=args.path,
+        url=args.url,
+        demo=demo,
+    )
+    print(f"ted-cldc root: {root}")
+
+
+def run_bow(args: argparse.Namespace) -> None:
+    import json
+
+    from mlmm.ted.bow import build
+
+    root = Path(json.loads(args.index.read_text(encoding="utf-8"))["root"])
+    meta = build(
+        root, args.out_dir, args.languages, TOPICS, _codes(args.corpus_codes), args.min_count
+    )
+    print("vocabulary sizes:", meta["vocabulary"])
+
+
+def run_train(args: argparse.Namespace) -> None:
+    from mlmm.ted.experiment import train_stage
+
+    metrics = train_stage(args.bow, args.out_dir, _settings(args), threads=args.threads)
+    print(f"seconds per epoch: {metrics['seconds_per_epoch']:.2f}")
+
+
+def run_tune(args: argparse.Namespace) -> None:
+    import json
+
+    from mlmm.ted.experiment import tune_stage
+
+    runs = {}
+    for run in args.runs:
+        settings = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
+        runs[float(settings["provenance"]["config"]["lambda"])] = run
+    result = tune_stage(args.bow, runs, args.out, _settings(args), jobs=args.jobs)
+    print({lang: c["lambda"] for lang, c in result["chosen"].items()})
+
+
+def run_classify(args: argparse.Namespace) -> None:
+    from mlmm.ted.experiment import classify_stage
+
+    result = classify_stage(args.bow, args.tuning, args.source, args.out, _settings(args))
+    print({lang: round(f1, 3) for lang, f1 in result["f1"].items()})
+
+
+def run_nb(args: argparse.Namespace) -> None:
+    from mlmm.ted.experiment import nb_stage
+
+    result = nb_stage(args.bow, args.out, jobs=args.jobs)
+    print({lang: round(f1, 3) for lang, f1 in result["f1"].items()})
+
+
+def run_tables(args: argparse.Namespace) -> None:
+    from mlmm.ted.report import table1, table3
+
+    table1(args.cldc, args.paper_tables, args.out_dir)
+    table3(args.cldc, args.nb, args.paper_tables, args.out_dir)
+
+
+def run_heatmap(args: argparse.Namespace) -> None:
+    from mlmm.ted.report import heatmap
+
+    heatmap(args.table, args.out)
+
+
+def run_neighbours(args: argparse.Namespace) -> None:
+    import json
+
+    from mlmm.ted.report import neighbours
+
+    run = Path(json.loads(args.tuning.read_text(encoding="utf-8"))["overall"]["run"])
+    neighbours(run / "model.pt", args.bow, args.words, args.k, args.out_dir)

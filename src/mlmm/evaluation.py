@@ -1,0 +1,403 @@
+"""Retrieval and similarity metrics with the VSE++ conventions: matrices in, numbers out, no I/O.
+
+Layout: row ``i`` of the image matrix is image ``i``; rows ``k*i .. k*i+k-1`` of the caption
+matrix are its ``k`` captions. A score matrix is ``(n_images, n_images * k)``.
+
+Ranks are 0-based positions in a list sorted by descending score. Image-to-text: the rank of an
+image is the best (lowest) rank of its ``k`` captions among all captions. Text-to-image: the
+rank of the caption's image among all images. ``R@K = 100 * mean(rank < K)``,
+``medr = floor(median(rank)) + 1``, ``meanr = mean(rank) + 1`` (VSE++ ``i2t``/``t2i``).
+
+Ties. VSE++ sorts with ``numpy.argsort(d)[::-1]``; numpy's default sort is not stable (on
+AVX-512/AVX2 machines numpy >= 1.25 uses SIMD sorting networks even for short arrays), so the
+order it gives tied scores depends on the numpy version and the CPU and cannot be reproduced.
+We use the deterministic version of the same expression, ``numpy.argsort(d, kind="stable")[::-1]``:
+an item's rank is the number of items scoring strictly higher plus the number of *later* items
+(higher index) scoring the same. ``tests/test_evaluation.py`` checks equality with a VSE++
+loop using that sort on tie-heavy integer data.
+
+Everything is computed from one pass of score-matrix blocks over caption columns (bounded
+memory): no sort, only counts of "scores above the positive's score" per query.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Literal
+
+import numpy as np
+import torch
+
+from mlmm.errors import InputError
+from mlmm.io import read_lines
+
+METRICS = ("R@1", "R@5", "R@10", "medr", "meanr")
+Similarity = Literal["cosine", "order"]
+# Score-block budget (elements) when no chunk size is given: 2**24 float32 = 64 MiB.
+BLOCK_ELEMENTS = 1 << 24
+# Element budget of the (rows, cols, dim) broadcast of the order-embedding score.
+ORDER_ELEMENTS = 1 << 24
+
+
+def summarise_ranks(ranks: np.ndarray | torch.Tensor) -> dict[str, float]:
+    """R@1/5/10, medr and meanr from 0-based ranks, as VSE++ computes them."""
+    ranks = np.asarray(ranks.cpu() if isinstance(ranks, torch.Tensor) else ranks, dtype=np.float64)
+    out = {f"R@{k}": float(100.0 * np.mean(ranks < k)) for k in (1, 5, 10)}
+    out["medr"] = float(np.floor(np.median(ranks)) + 1)
+    out["meanr"] = float(ranks.mean() + 1)
+    return out
+
+
+def recall_sum(metrics: dict[str, dict[str, float]]) -> float:
+    """Sum of R@1, R@5 and R@10 over both directions: the model-selection criterion."""
+    return float(sum(metrics[d][f"R@{k}"] for d in ("i2t", "t2i") for k in (1, 5, 10)))
+
+
+# ----------------------------------------------------------------------------------------
+# similarities
+
+
+def _as_tensor(x: np.ndarray | torch.Tensor) -> torch.Tensor:
+    t = torch.as_tensor(x)
+    if t.ndim != 2:
+        raise ValueError(f"expected a 2-d matrix, found shape {tuple(t.shape)}")
+    return t if t.dtype == torch.float64 else t.float()
+
+
+def l2_normalise(x: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.normalize(x, dim=1)
+
+
+def order_scores(images: torch.Tensor, captions: torch.Tensor) -> torch.Tensor:
+    """Order-embedding score (Vendrov et al. 2016), ``S[i, c] = -||max(0, c - i)||^2``.
+
+    A caption is an abstraction of its image, so it should lie below the image in every
+    coordinate; the score penalises coordinates where the caption exceeds the image (the
+    direction of VSE++ ``order_sim``, ``max(0, s - im)``). VSE++ takes the square root of the
+    sum; the square is monotone on non-negative numbers, so rankings agree up to rounding.
+    Computed in blocks so that the (rows, cols, dim) broadcast stays bounded.
+    """
+    n, m, d = images.shape[0], captions.shape[0], images.shape[1]
+    out = torch.empty(n, m, dtype=images.dtype)
+    step = max(1, ORDER_ELEMENTS // max(1, m * d))
+    cols = m if step > 1 else max(1, ORDER_ELEMENTS // d)
+    for a in range(0, n, step):
+        for b in range(0, m, cols):
+            diff = captions[None, b : b + cols, :] - images[a : a + step, None, :]
+            out[a : a + step, b : b + cols] = -diff.clamp_(min=0).pow_(2).sum(-1)
+    return out
+
+
+def pair_scores(images: torch.Tensor, captions: torch.Tensor, similarity: Similarity):
+    """Score of every (image row, caption row) pair of already prepared embeddings."""
+    if similarity == "cosine":
+        return images @ captions.T
+    if similarity == "order":
+        return order_scores(images, captions)
+    raise ValueError(f"similarity must be 'cosine' or 'order', found {similarity!r}")
+
+
+def own_scores(
+    images: torch.Tensor, captions: torch.Tensor, per_image: int, similarity: Similarity
+):
+    """Score of every caption with its own image (row c // k), without the full matrix."""
+    owners = images.repeat_interleave(per_image, dim=0)
+    if similarity == "cosine":
+        return (owners * captions).sum(1)
+    return -(captions - owners).clamp(min=0).pow(2).sum(1)
+
+
+def _prepare(x, similarity: Similarity) -> torch.Tensor:
+    """Cosine needs unit rows; order embeddings are used as they are (VSE++ keeps |x|)."""
+    x = _as_tensor(x)
+    return l2_normalise(x) if similarity == "cosine" else x
+
+
+# ----------------------------------------------------------------------------------------
+# rank counting
+
+
+# Counting with int32 sums: a bool sum widens to int64 and is about twice as slow.
+
+
+def _below(t: torch.Tensor) -> torch.Tensor:
+    """The next representable value below: ``s >= t`` is ``s > _below(t)`` for finite floats."""
+    return torch.nextafter(t, torch.full_like(t, -torch.inf))
+
+
+class _RowRanks:
+    """Best rank of each query row among its own targets, accumulated over column blocks.
+
+    Row ``i`` (a query) owns the ``kt`` target columns ``g[i]*kt .. g[i]*kt+kt-1``; ``g`` is
+    non-decreasing. With ``m`` the best own score and ``c`` the last own column reaching it,
+    the rank is ``#{j not own: s_j > m} + #{j not own, j > c: s_j == m}`` (a stable descending
+    sort puts later ties first). In a block, rows whose own columns lie wholly to the left of
+    it count ``s >= m``, rows to the right count ``s > m``; the few rows owning columns in the
+    block are counted exactly with their own columns left out.
+    """
+
+    def __init__(self, per_row: torch.Tensor, groups: torch.Tensor, kt: int) -> None:
+        best = per_row.max(1).values
+        # last column reaching the best own score: flip, argmax finds the first maximum
+        last = kt - 1 - torch.argmax((per_row.flip(1) == best[:, None]).to(torch.int8), dim=1)
+        self.best, self.best_below = best, _below(best)
+        self.best_col = groups * kt + last
+        self.groups, self.kt = groups, kt
+        self.counts = torch.zeros(len(groups), dtype=torch.int64)
+
+    def add(self, a: int, block: torch.Tensor) -> None:
+        b = a + block.shape[1]
+        r0 = int(torch.searchsorted(self.groups, a // self.kt, right=False))
+        r1 = int(torch.searchsorted(self.groups, (b - 1) // self.kt, right=True))
+        if r0:
+            self.counts[:r0] += (block[:r0] > self.best_below[:r0, None]).sum(1, dtype=torch.int32)
+        if r1 < len(self.groups):
+            self.counts[r1:] += (block[r1:] > self.best[r1:, None]).sum(1, dtype=torch.int32)
+        if r1 > r0:
+            sub, best = block[r0:r1], self.best[r0:r1, None]
+            cols = torch.arange(a, b)[None, :]
+            beats = (sub > best) | ((sub == best) & (cols > self.best_col[r0:r1, None]))
+            beats &= cols // self.kt != self.groups[r0:r1, None]
+            self.counts[r0:r1] += beats.sum(1, dtype=torch.int32)
+
+
+class _ColumnRanks:
+    """Rank of each query column's own row (row ``c // k``) among all rows of a full column.
+
+    ``#{rows j != o: s_j > p} + #{rows j > o: s_j == p}`` with ``p`` the own score; rows above
+    the block's own rows count ``s > p``, rows below count ``s >= p``.
+    """
+
+    def __init__(self, own: torch.Tensor, per_image: int) -> None:
+        self.own, self.own_below, self.k = own, _below(own), per_image
+        self.ranks = torch.zeros(len(own), dtype=torch.int64)
+
+    def add(self, a: int, block: torch.Tensor) -> None:
+        b = a + block.shape[1]
+        o0, o1 = a // self.k, (b - 1) // self.k + 1
+        own, ranks = self.own[a:b], self.ranks[a:b]
+        if o0:
+            ranks += (block[:o0] > own).sum(0, dtype=torch.int32)
+        if o1 < block.shape[0]:
+            ranks += (block[o1:] > self.own_below[a:b]).sum(0, dtype=torch.int32)
+        sub = block[o0:o1]
+        rows = torch.arange(o0, o1)[:, None]
+        owner = (torch.arange(a, b) // self.k)[None, :]
+        beats = ((sub > own) | ((sub == own) & (rows > owner))) & (rows != owner)
+        ranks += beats.sum(0, dtype=torch.int32)
+
+
+def _blocks(
+    n_cols: int, chunk: int, score: Callable[[int, int], torch.Tensor]
+) -> Iterator[tuple[int, torch.Tensor]]:
+    for a in range(0, n_cols, chunk):
+        yield a, score(a, min(n_cols, a + chunk))
+
+
+def _chunk_size(rows: int, chunk: int | None) -> int:
+    if chunk is not None:
+        if chunk < 1:
+            raise ValueError(f"chunk must be positive, found {chunk}")
+        return chunk
+    return max(1, BLOCK_ELEMENTS // max(1, rows))
+
+
+def _check_layout(n_images: int, n_captions: int, per_image: int) -> None:
+    if per_image < 1:
+        raise ValueError(f"per_image must be positive, found {per_image}")
+    if n_images == 0 or n_captions != n_images * per_image:
+        raise ValueError(
+            f"expected {per_image} captions per image ({n_images * per_image} for {n_images} "
+            f"images), found {n_captions} captions"
+        )
+
+
+def _both_directions(
+    n_images: int,
+    per_image: int,
+    own: torch.Tensor,
+    blocks: Iterator[tuple[int, torch.Tensor]],
+    want: tuple[str, ...] = ("i2t", "t2i"),
+) -> dict[str, torch.Tensor]:
+    if "i2t" in want:
+        rows = _RowRanks(own.view(n_images, per_image), torch.arange(n_images), per_image)
+    else:
+        rows = None
+    cols = _ColumnRanks(own, per_image) if "t2i" in want else None
+    for a, block in blocks:
+        if rows is not None:
+            rows.add(a, block)
+        if cols is not None:
+            cols.add(a, block)
+    out = {}
+    if rows is not None:
+        out["i2t"] = rows.counts
+    if cols is not None:
+        out["t2i"] = cols.ranks
+    return out
+
+
+def _score_matrix_ranks(scores, per_image: int, want: tuple[str, ...], chunk: int | None):
+    scores = _as_tensor(scores)
+    n, m = scores.shape
+    _check_layout(n, m, per_image)
+    own = scores[torch.arange(m) // per_image, torch.arange(m)]
+    blocks = _blocks(m, _chunk_size(n, chunk), lambda a, b: scores[:, a:b])
+    return _both_directions(n, per_image, own, blocks, want)
+
+
+def i2t(scores, per_image: int, chunk: int | None = None) -> dict[str, float]:
+    """Image-to-text metrics of a precomputed ``(n_images, n_images * k)`` score matrix."""
+    return summarise_ranks(_score_matrix_ranks(scores, per_image, ("i2t",), chunk)["i2t"])
+
+
+def t2i(scores, per_image: int, chunk: int | None = None) -> dict[str, float]:
+    """Text-to-image metrics of a precomputed ``(n_images, n_images * k)`` score matrix."""
+    return summarise_ranks(_score_matrix_ranks(scores, per_image, ("t2i",), chunk)["t2i"])
+
+
+def retrieval_ranks(
+    images,
+    captions,
+    per_image: int,
+    similarity: Similarity = "cosine",
+    chunk: int | None = None,
+) -> dict[str, torch.Tensor]:
+    """0-based i2t ranks (one per image) and t2i ranks (one per caption) from embeddings."""
+    images, captions = _prepare(images, similarity), _prepare(captions, similarity)
+    if images.shape[1] != captions.shape[1]:
+        raise ValueError(f"embedding sizes differ: {images.shape[1]} vs {captions.shape[1]}")
+    n = images.shape[0]
+    _check_layout(n, captions.shape[0], per_image)
+    with torch.inference_mode():
+        own = own_scores(images, captions, per_image, similarity)
+        score = lambda a, b: pair_scores(images, captions[a:b], similarity)  # noqa: E731
+        blocks = _blocks(captions.shape[0], _chunk_size(n, chunk), score)
+        return _both_directions(n, per_image, own, blocks)
+
+
+def retrieval_metrics(
+    image_emb,
+    caption_emb,
+    per_image: int,
+    similarity: Similarity = "cosine",
+    folds: int = 1,
+    chunk: int | None = None,
+) -> dict[str, dict[str, float]]:
+    """``{"i2t": {...}, "t2i": {...}}`` from embeddings; ``folds=5`` is the COCO 1K protocol.
+
+    With folds, images are cut into ``folds`` consecutive equal parts (with their captions),
+    each part is evaluated on its own, and every metric is the mean over the parts (VSE++
+    ``evalrank(fold5=True)``).
+    """
+    image_emb, caption_emb = _as_tensor(image_emb), _as_tensor(caption_emb)
+    n = image_emb.shape[0]
+    if folds < 1 or n % folds:
+        raise ValueError(f"{n} images cannot be cut into {folds} equal folds")
+    size = n // folds
+    per_fold = []
+    for f in range(folds):
+        ims = image_emb[f * size : (f + 1) * size]
+        caps = caption_emb[f * size * per_image : (f + 1) * size * per_image]
+        ranks = retrieval_ranks(ims, caps, per_image, similarity, chunk)
+        per_fold.append({d: summarise_ranks(r) for d, r in ranks.items()})
+    return {
+        d: {m: float(np.mean([fold[d][m] for fold in per_fold])) for m in METRICS}
+        for d in ("i2t", "t2i")
+    }
+
+
+def c2c_metrics(
+    query_emb,
+    target_emb,
+    per_image: int = 1,
+    similarity: Similarity = "cosine",
+    chunk: int | None = None,
+) -> dict[str, float]:
+    """Caption-to-caption retrieval across languages (AME Table 5).
+
+    Query caption ``q`` (image ``q // k``, one language) is ranked against every caption of
+    the other language; its rank is the best rank among the ``k`` target captions of the same
+    image (the i2t rule, with a caption as the query). With ``k = 1`` (translations) this is
+    plain one-to-one retrieval. Order similarity treats targets as the lower (caption) side.
+    """
+    queries, targets = _prepare(query_emb, similarity), _prepare(target_emb, similarity)
+    if queries.shape != targets.shape:
+        raise ValueError(f"query and target shapes differ: {queries.shape} vs {targets.shape}")
+    nq = queries.shape[0]
+    if per_image < 1 or nq % per_image:
+        raise ValueError(f"{nq} captions are not {per_image} per image")
+    groups = torch.arange(nq) // per_image
+    with torch.inference_mode():
+        # own[q, t]: query q against target caption t of its image
+        grouped = targets.view(nq // per_image, per_image, -1)[groups]
+        if similarity == "cosine":
+            own = torch.einsum("qd,qkd->qk", queries, grouped)
+        else:
+            own = -(grouped - queries[:, None, :]).clamp(min=0).pow(2).sum(-1)
+        rows = _RowRanks(own, groups, per_image)
+        score = lambda a, b: pair_scores(queries, targets[a:b], similarity)  # noqa: E731
+        for a, block in _blocks(nq, _chunk_size(nq, chunk), score):
+            rows.add(a, block)
+    return summarise_ranks(rows.counts)
+
+
+# ----------------------------------------------------------------------------------------
+# semantic textual similarity
+
+
+def sts_pearson(emb_a, emb_b, gold) -> float:
+    """Pearson r of ``5 * cosine(a, b)`` against the gold scores; NaN gold pairs are skipped.
+
+    Calixto & Liu (2017, Table 2) scale the cosine by 5 onto the gold 0-5 range; Pearson is
+    scale-invariant, the factor only keeps the predictions on the gold scale.
+    """
+    a, b = l2_normalise(_as_tensor(emb_a).double()), l2_normalise(_as_tensor(emb_b).double())
+    gold = np.asarray(gold, dtype=np.float64)
+    if a.shape != b.shape or a.shape[0] != len(gold):
+        raise ValueError(f"shapes differ: {tuple(a.shape)}, {tuple(b.shape)}, gold {gold.shape}")
+    predicted = 5.0 * (a * b).sum(1).numpy()
+    keep = ~np.isnan(gold)
+    if keep.sum() < 2:
+        raise ValueError("fewer than two pairs with a gold score")
+    return float(np.corrcoef(predicted[keep], gold[keep])[0, 1])
+
+
+def read_sts(input_path, gold_path) -> tuple[list[str], list[str], np.ndarray]:
+    """SemEval STS files: ``STS.input.*.txt`` (s1 TAB s2) and ``STS.gs.*.txt`` (0-5 or empty).
+
+    Returns both sentence lists and the gold scores, NaN where the gold line is empty (pairs
+    the organisers did not score).
+    """
+    pairs = read_lines(input_path)
+    gold_lines = read_lines(gold_path, allow_empty_lines=True)
+    if len(gold_lines) != len(pairs):
+        raise InputError(
+            gold_path, f"{len(pairs)} lines (one per pair in {input_path})", f"{len(gold_lines)}"
+        )
+    first, second = [], []
+    for number, line in enumerate(pairs, start=1):
+        fields = line.split("\t")
+        if len(fields) != 2 or not all(f.strip() for f in fields):
+            raise InputError(
+                input_path,
+                "two non-empty sentences separated by one TAB",
+                f"{len(fields)} field(s)",
+                line=number,
+            )
+        first.append(fields[0])
+        second.append(fields[1])
+    gold = np.full(len(pairs), np.nan)
+    for number, line in enumerate(gold_lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            value = float(line)
+        except ValueError:
+            value = np.nan
+        if not 0.0 <= value <= 5.0:
+            raise InputError(
+                gold_path, "a score in [0, 5] or an empty line", repr(line), line=number
+            )
+        gold[number - 1] = value
+    return first, second, gold

@@ -1,0 +1,316 @@
+"""Images dir + split list -> one feature array whose row i is image i of the list.
+
+Work is cut into shards of ``shard_size`` rows written to ``<out stem>.work/`` beside the
+output as they finish, so a killed job resumes from its last finished shard; the final array
+is assembled from the shards and renamed into place atomically, then the work dir is removed.
+A work dir made for other settings (backbone, weights, dtype, list, shard size) is discarded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from PIL import Image
+from torch.utils.data import DataLoader, Dataset
+from tqdm import tqdm
+
+from mlmm.errors import InputError
+from mlmm.features.backbones import FeatureNet, build_trunk, get_backbone, make_transform
+from mlmm.io import atomic_path, read_lines, write_json, write_npy, write_text
+from mlmm.provenance import Timer, provenance
+
+DTYPES = ("float32", "float16")
+BAD_IMAGE_POLICIES = ("error", "skip")
+SHOWN_BAD = 10
+
+
+@dataclass
+class Outputs:
+    """The files written for one split: the array and, beside it, sidecar, list and report."""
+
+    array: Path
+
+    @property
+    def sidecar(self) -> Path:
+        return self.array.with_suffix(".json")
+
+    @property
+    def image_list(self) -> Path:
+        return self.array.with_suffix(".txt")
+
+    @property
+    def skipped(self) -> Path:
+        return self.array.with_name(self.array.stem + ".skipped.tsv")
+
+    @property
+    def work(self) -> Path:
+        return self.array.with_name(self.array.stem + ".work")
+
+
+class ImageRows(Dataset):
+    """Row -> (row, tensor, error). An unreadable image gives a zero tensor and the reason,
+    so one bad file does not kill the loader; the caller decides (error or NaN row)."""
+
+    def __init__(self, paths: list[Path], rows: list[int], transform, shape: tuple[int, ...]):
+        self.paths, self.rows, self.transform, self.shape = paths, rows, transform, shape
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, index: int):
+        row = self.rows[index]
+        try:
+            with Image.open(self.paths[row]) as image:
+                tensor = self.transform(image.convert("RGB"))
+            return row, tensor, ""
+        except (OSError, ValueError, SyntaxError) as exc:  # PIL raises all three on bad files
+            return row, torch.zeros(self.shape), f"{type(exc).__name__}: {exc}"
+
+
+def resolve_device(device: str) -> torch.device:
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise InputError("device", "a visible CUDA GPU for device 'cuda'", "none (use auto or cpu)")
+    if device not in ("cpu", "cuda"):
+        raise InputError("device", "auto, cpu or cuda", repr(device))
+    return torch.device(device)
+
+
+def default_batch_size(device: torch.device, crops: int) -> int:
+    """Images per batch: large on a GPU to keep it busy, divided by the crops per image."""
+    return max(1, (256 if device.type == "cuda" else 32) // crops)
+
+
+def default_workers(device: torch.device) -> int:
+    """Decoding processes: several on a GPU machine; on CPU they compete with the model."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return min(8, cpus or 1) if device.type == "cuda" else min(2, max(0, (cpus or 1) - 1))
+
+
+def check_images(paths: list[Path], names: list[str]) -> list[tuple[int, str, str]]:
+    """(row, name, reason) of every image that is missing or whose header PIL cannot read.
+
+    Cheap (headers only); data truncated further in is found when the image is decoded.
+    """
+    bad = []
+    for row, (path, name) in enumerate(zip(paths, names, strict=True)):
+        try:
+            with Image.open(path):
+                pass
+        except FileNotFoundError:
+            bad.append((row, name, "no such file"))
+        except (OSError, ValueError, SyntaxError) as exc:
+            bad.append((row, name, f"{type(exc).__name__}: {exc}"))
+    return bad
+
+
+def bad_image_error(images_dir: Path, split: Path, bad: list[tuple[int, str, str]]) -> InputError:
+    shown = "; ".join(f"{name} ({reason})" for _, name, reason in bad[:SHOWN_BAD])
+    more = f"; ... and {len(bad) - SHOWN_BAD} more" if len(bad) > SHOWN_BAD else ""
+    return InputError(
+        images_dir,
+        f"a readable image for every name in {split} (or on_bad_image: skip)",
+        f"{len(bad)} missing or unreadable: {shown}{more}",
+    )
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _load_shards(work: Path, fingerprint: dict, n_shards: int) -> dict[int, list]:
+    """Finished shards of an earlier run with the same fingerprint: {shard: bad rows}."""
+    state = work / "state.json"
+    if work.exists() and (
+        not state.is_file() or json.loads(state.read_text(encoding="utf-8")) != fingerprint
+    ):
+        print(f"discarding {work}: made with other settings")
+        shutil.rmtree(work)
+    if not work.exists():
+        work.mkdir(parents=True)
+        write_json(state, fingerprint)
+    done = {}
+    for k in range(n_shards):
+        array, meta = work / f"shard-{k:05d}.npy", work / f"shard-{k:05d}.json"
+        if array.is_file() and meta.is_file():
+            done[k] = [tuple(b) for b in json.loads(meta.read_text(encoding="utf-8"))["bad"]]
+    return done
+
+
+def _save_shard(work: Path, k: int, features: np.ndarray, bad: list) -> None:
+    """Bad-row list first, array last: a shard counts as finished once its array exists."""
+    write_json(work / f"shard-{k:05d}.json", {"bad": bad})
+    write_npy(work / f"shard-{k:05d}.npy", features)
+
+
+def extract(
+    images: str | Path,
+    split: str | Path,
+    out: str | Path,
+    backbone: str,
+    *,
+    weights: str | None = "DEFAULT",
+    device: str = "auto",
+    batch_size: int | None = None,
+    dtype: str = "float32",
+    workers: int | None = None,
+    threads: int | None = None,
+    shard_size: int = 1024,
+    on_bad_image: str = "error",
+    progress: bool = True,
+) -> dict:
+    """Extract features of every image named in ``split`` (one file name per line, looked up
+    in ``images``) and write ``out`` (.npy) with its sidecar .json and list copy .txt.
+
+    Returns the sidecar's content.
+    """
+    images, split, outputs = Path(images), Path(split), Outputs(Path(out))
+    spec = get_backbone(backbone)
+    if dtype not in DTYPES:
+        raise InputError("dtype", " or ".join(DTYPES), repr(dtype))
+    if on_bad_image not in BAD_IMAGE_POLICIES:
+        raise InputError("on_bad_image", " or ".join(BAD_IMAGE_POLICIES), repr(on_bad_image))
+    if shard_size < 1:
+        raise InputError("shard_size", "a positive number of rows", str(shard_size))
+    if not images.is_dir():
+        raise InputError(images, "a directory of images", "no such directory")
+    timer = Timer()
+    names = read_lines(split)
+    paths = [images / name for name in names]
+    dev = resolve_device(device)
+    batch_size = batch_size or default_batch_size(dev, spec.crops)
+    workers = default_workers(dev) if workers is None else workers
+    if threads:
+        torch.set_num_threads(threads)
+
+    with timer("check_images"):
+        precheck = check_images(paths, names)
+    if precheck and on_bad_image == "error":
+        raise bad_image_error(images, split, precheck)
+
+    n, n_shards = len(names), -(-len(names) // shard_size)
+    fingerprint = {
+        "backbone": backbone,
+        "weights": weights,
+        "dtype": dtype,
+        "shard_size": shard_size,
+        "images": str(images.resolve()),
+        "split_sha256": _sha256(split),
+    }
+    done = _load_shards(outputs.work, fingerprint, n_shards)
+    todo = [k for k in range(n_shards) if k not in done]
+    rows = [r for k in todo for r in range(k * shard_size, min(n, (k + 1) * shard_size))]
+
+    with timer("load_model"):
+        trunk, weights_label = build_trunk(spec, weights)
+        model = FeatureNet(trunk, channels_last=dev.type == "cuda").eval().to(dev)
+        if dev.type == "cuda":
+            torch.backends.cudnn.benchmark = True
+            model = model.to(memory_format=torch.channels_last)
+    shape = (spec.crops, 3, spec.crop, spec.crop) if spec.crops > 1 else (3, spec.crop, spec.crop)
+    loader = DataLoader(
+        ImageRows(paths, rows, make_transform(spec), shape),
+        batch_size=batch_size,
+        shuffle=False,
+        num_workers=workers,
+        pin_memory=dev.type == "cuda",
+        prefetch_factor=4 if workers else None,
+    )
+    autocast = (
+        torch.autocast("cuda", dtype=torch.float16)
+        if dev.type == "cuda"
+        else contextlib.nullcontext()
+    )
+    buffers: dict[int, tuple[np.ndarray, list, list]] = {}  # shard -> (features, filled, bad)
+    bar = tqdm(total=n, initial=n - len(rows), unit="img", desc=f"{backbone} {split.stem}",
+               disable=not progress, mininterval=2.0)  # fmt: skip
+    start = time.perf_counter()
+    with timer("extract"), torch.inference_mode():
+        for batch_rows, batch, errors in loader:
+            failed = [
+                (int(r), names[int(r)], e) for r, e in zip(batch_rows, errors, strict=True) if e
+            ]
+            if failed and on_bad_image == "error":
+                raise bad_image_error(images, split, failed)
+            with autocast:
+                features = model(batch.to(dev, non_blocking=True))
+            features = features.float().cpu().numpy()
+            for row, vector, error in zip(batch_rows.tolist(), features, errors, strict=True):
+                k = row // shard_size
+                if k not in buffers:
+                    size = min(n, (k + 1) * shard_size) - k * shard_size
+                    buffers[k] = (np.empty((size, spec.dim), dtype=np.float32), [], [])
+                array, filled, bad = buffers[k]
+                array[row - k * shard_size] = np.nan if error else vector
+                filled.append(row)
+                if error:
+                    bad.append((row, names[row], error))
+                if len(filled) == len(array):
+                    _save_shard(outputs.work, k, array.astype(dtype), bad)
+                    done[k] = bad
+                    del buffers[k]
+            bar.update(len(batch_rows))
+    bar.close()
+    seconds = time.perf_counter() - start
+
+    with timer("write"):
+        skipped = sorted(b for k in range(n_shards) for b in done[k])
+        with atomic_path(outputs.array) as tmp:
+            final = np.lib.format.open_memmap(tmp, mode="w+", dtype=dtype, shape=(n, spec.dim))
+            for k in range(n_shards):
+                final[k * shard_size : (k + 1) * shard_size] = np.load(
+                    outputs.work / f"shard-{k:05d}.npy"
+                )
+            final.flush()
+            del final
+        write_text(outputs.image_list, "\n".join(names) + "\n")
+        if on_bad_image == "skip":
+            write_text(
+                outputs.skipped,
+                "row\tname\treason\n" + "".join(f"{r}\t{m}\t{e}\n" for r, m, e in skipped),
+            )
+    settings = {
+        "backbone": backbone,
+        "weights": weights,
+        "images": str(images),
+        "split": str(split),
+        "device": str(dev),
+        "batch_size": batch_size,
+        "workers": workers,
+        "threads": torch.get_num_threads(),
+        "dtype": dtype,
+        "shard_size": shard_size,
+        "on_bad_image": on_bad_image,
+    }
+    sidecar = {
+        "backbone": backbone,
+        "dim": spec.dim,
+        "dtype": dtype,
+        "n": n,
+        "layer": spec.layer,
+        "weights": weights_label,
+        "preprocessing": spec.preprocessing(),
+        "images_dir": str(images),
+        "image_list": str(split),
+        "image_list_copy": outputs.image_list.name,
+        "skipped": [{"row": r, "name": m, "reason": e} for r, m, e in skipped],
+        "skipped_marked_as": "NaN rows" if skipped else None,
+        "resumed_rows": n - len(rows),
+        "extracted_rows": len(rows),
+        "images_per_second": len(rows) / seconds if rows and seconds > 0 else None,
+        "provenance": provenance(settings),
+        "timings": timer.seconds,
+    }
+    write_json(outputs.sidecar, sidecar)
+    shutil.rmtree(outputs.work)
+    return sidecar

@@ -1,0 +1,242 @@
+"""Moses n-best lists: ``id ||| hypothesis ||| Name= v1 v2 ... ||| score``.
+
+Only dense features are handled: every line of a list carries the same feature names (in any
+order) with the same number of values each; the reader puts them into one fixed column layout so
+that a list becomes one float matrix per sentence, which is what MIRA and reranking work on.
+Feature names must not contain underscores (Moses' readers take those for sparse features).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from mlmm.errors import InputError
+from mlmm.io import read_lines, write_text
+
+Layout = list[tuple[str, int]]
+
+
+@dataclass
+class NBestList:
+    """Hypotheses per sentence id, with a dense feature matrix (k_i x d) per sentence."""
+
+    layout: Layout
+    ids: list[int] = field(default_factory=list)
+    texts: list[list[str]] = field(default_factory=list)
+    features: list[np.ndarray] = field(default_factory=list)
+    scores: list[np.ndarray] = field(default_factory=list)
+
+    @property
+    def columns(self) -> list[str]:
+        """One name per feature column: ``Name`` for a single value, ``Name.j`` otherwise."""
+        return expand_layout(self.layout)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def select(self, names: Sequence[str]) -> NBestList:
+        """The same list restricted to the named features (in the order given)."""
+        known = dict(self.layout)
+        missing = [n for n in names if n not in known]
+        if missing:
+            raise InputError("n-best list", f"features among {list(known)}", f"{missing}")
+        starts = feature_offsets(self.layout)
+        cols = [starts[n] + j for n in names for j in range(known[n])]
+        return NBestList(
+            [(n, known[n]) for n in names],
+            list(self.ids),
+            [list(t) for t in self.texts],
+            [f[:, cols] for f in self.features],
+            list(self.scores),
+        )
+
+    def with_features(self, name: str, values: list[np.ndarray]) -> NBestList:
+        """A copy with one more feature (one array of shape (k_i,) or (k_i, m) per sentence)."""
+        check_feature_name(name)
+        if name in dict(self.layout):
+            raise InputError("n-best list", f"a new feature name instead of {name!r}", "a clash")
+        values = [np.asarray(v, dtype=np.float64).reshape(len(t), -1) for v, t in zip(
+            values, self.texts, strict=True)]
+        width = values[0].shape[1] if values else 1
+        return NBestList(
+            [*self.layout, (name, width)],
+            list(self.ids),
+            [list(t) for t in self.texts],
+            [np.hstack([f, v]) for f, v in zip(self.features, values, strict=True)],
+            list(self.scores),
+        )
+
+
+def expand_layout(layout: Layout) -> list[str]:
+    return [name if n == 1 else f"{name}.{j}" for name, n in layout for j in range(n)]
+
+
+def feature_offsets(layout: Layout) -> dict[str, int]:
+    offsets, start = {}, 0
+    for name, n in layout:
+        offsets[name] = start
+        start += n
+    return offsets
+
+
+def check_feature_name(name: str) -> None:
+    if not name or "_" in name or "=" in name or any(c.isspace() for c in name):
+        raise InputError(
+            "feature name", "a name without underscores, '=' or spaces", repr(name)
+        )
+
+
+def _parse_features(text: str, where: Path | str, line: int) -> dict[str, list[float]]:
+    found: dict[str, list[float]] = {}
+    current: list[float] | None = None
+    for token in text.split():
+        if token.endswith("="):
+            name = token[:-1]
+            if not name or name in found:
+                raise InputError(where, "distinct 'Name=' labels", repr(token), line=line)
+            current = found[name] = []
+            continue
+        if current is None:
+            raise InputError(where, "a 'Name=' label before values", repr(token), line=line)
+        try:
+            value = float(token)
+        except ValueError:
+            raise InputError(where, "a number", repr(token), line=line) from None
+        if not math.isfinite(value):
+            raise InputError(where, "a finite number", repr(token), line=line)
+        current.append(value)
+    empty = [n for n, v in found.items() if not v]
+    if not found or empty:
+        raise InputError(where, "'Name= v1 v2 ...' features", repr(text.strip()), line=line)
+    return found
+
+
+def read_nbest(path: str | Path) -> NBestList:
+    """Read a Moses n-best list; a malformed line is an InputError naming its line number.
+
+    Sentences are kept in order of first appearance; their lines need not be contiguous.
+    """
+    layout: Layout | None = None
+    position: dict[int, int] = {}
+    texts: list[list[str]] = []
+    rows: list[list[list[float]]] = []
+    scores: list[list[float]] = []
+    for number, line in enumerate(read_lines(path, allow_empty_lines=True), start=1):
+        if not line.strip():
+            raise InputError(path, "an n-best line", "an empty line", line=number)
+        parts = line.split("|||")
+        if len(parts) != 4:
+            raise InputError(
+                path, "4 fields 'id ||| hypothesis ||| features ||| score'",
+                f"{len(parts)} field(s)", line=number,
+            )
+        sid, hyp, feats, score = parts
+        try:
+            sentence = int(sid.strip())
+            value = float(score.strip())
+        except ValueError:
+            raise InputError(
+                path, "an integer id and a numeric score", repr(f"{sid}|||...|||{score}"),
+                line=number,
+            ) from None
+        if sentence < 0 or not math.isfinite(value):
+            raise InputError(path, "id >= 0 and a finite score", repr(line[:60]), line=number)
+        found = _parse_features(feats, path, number)
+        if layout is None:
+            layout = [(n, len(v)) for n, v in found.items()]
+        shape = {n: len(v) for n, v in found.items()}
+        if shape != dict(layout):
+            raise InputError(path, f"features {dict(layout)}", f"{shape}", line=number)
+        if sentence not in position:
+            position[sentence] = len(texts)
+            texts.append([])
+            rows.append([])
+            scores.append([])
+        at = position[sentence]
+        texts[at].append(" ".join(hyp.split()))
+        rows[at].append([v for name, _ in layout for v in found[name]])
+        scores[at].append(value)
+    if layout is None:
+        raise InputError(path, "at least one n-best line", "an empty file")
+    return NBestList(
+        layout,
+        list(position),
+        texts,
+        [np.asarray(r, dtype=np.float64) for r in rows],
+        [np.asarray(s, dtype=np.float64) for s in scores],
+    )
+
+
+def format_nbest(nbest: NBestList) -> str:
+    for name, _ in nbest.layout:
+        check_feature_name(name)
+    lines = []
+    for sid, texts, feats, scores in zip(
+        nbest.ids, nbest.texts, nbest.features, nbest.scores, strict=True
+    ):
+        for text, row, score in zip(texts, feats, scores, strict=True):
+            fields = " ".join(_labelled(nbest.layout, row))
+            lines.append(f"{sid} ||| {text} ||| {fields} ||| {float(score)!r}")
+    return "".join(line + "\n" for line in lines)
+
+
+def _labelled(layout: Layout, vector: np.ndarray) -> list[str]:
+    """``Name= v1 v2`` per feature, with values written exactly (repr round-trips)."""
+    offsets = feature_offsets(layout)
+    return [
+        f"{name}= " + " ".join(repr(float(v)) for v in vector[offsets[name]: offsets[name] + n])
+        for name, n in layout
+    ]
+
+
+def write_nbest(path: str | Path, nbest: NBestList) -> None:
+    write_text(path, format_nbest(nbest))
+
+
+def read_weights(path: str | Path) -> dict[str, np.ndarray]:
+    """A weights file: one ``Name= w1 w2 ...`` line per feature (Moses moses.ini style)."""
+    weights: dict[str, np.ndarray] = {}
+    for number, line in enumerate(read_lines(path), start=1):
+        found = _parse_features(line, path, number)
+        for name, values in found.items():
+            if name in weights:
+                raise InputError(path, "each feature once", f"{name!r} again", line=number)
+            weights[name] = np.asarray(values, dtype=np.float64)
+    return weights
+
+
+def write_weights(path: str | Path, layout: Layout, vector: np.ndarray) -> None:
+    write_text(path, "\n".join(_labelled(layout, vector)) + "\n")
+
+
+def weight_vector(layout: Layout, weights: dict[str, np.ndarray], where: str | Path) -> np.ndarray:
+    """Weights laid out as the list's columns; features without a weight get 0."""
+    parts = []
+    for name, n in layout:
+        w = weights.get(name, np.zeros(n))
+        if w.shape != (n,):
+            raise InputError(where, f"{n} weight(s) for {name}", f"{w.shape[0]}", key=name)
+        parts.append(w)
+    return np.concatenate(parts) if parts else np.zeros(0)
+
+
+def read_references(paths: Sequence[str | Path], ids: Sequence[int]) -> list[list[str]]:
+    """References per sentence id: line ``id + 1`` of every reference file (ids are 0-based)."""
+    files = [read_lines(p, allow_empty_lines=True) for p in paths]
+    if not files:
+        raise InputError("--ref", "at least one reference file", "none")
+    for path, lines in zip(paths, files, strict=True):
+        if len(lines) != len(files[0]):
+            raise InputError(path, f"{len(files[0])} lines like {paths[0]}", f"{len(lines)}")
+        bad = [i for i in ids if i >= len(lines)]
+        if bad:
+            raise InputError(
+                path, f"a reference line for every sentence id (ids 0..{len(lines) - 1})",
+                f"no line for sentence id {bad[0]}",
+            )
+    return [[lines[i] for lines in files] for i in ids]

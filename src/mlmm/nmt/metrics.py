@@ -1,0 +1,87 @@
+"""Corpus metrics of 1-best outputs: BLEU, TER, chrF (sacrebleu) and METEOR 1.5 (Java).
+
+All text is already tokenised and lowercased Multi30K, so sacrebleu runs with tokenize="none"
+and corpus BLEU is unsmoothed. METEOR needs Java and the METEOR 1.5 jar; the jar that the PyPI
+package pycocoevalcap ships has no German paraphrase table, so for German it runs with the exact
+and stem modules only (weights 1.0 0.8) and the result says so.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import sacrebleu
+
+from mlmm.errors import InputError
+
+
+def resolve_meteor_jar(setting: str | None) -> tuple[Path | None, str]:
+    """The jar to use, or None with the reason METEOR is not computed.
+
+    ``setting`` is a path, "pycocoevalcap" (the jar inside that installed package) or None.
+    """
+    if setting is None:
+        return None, "METEOR not computed: nmt.meteor_jar is null"
+    if shutil.which("java") is None:
+        return None, "METEOR not computed: no java on PATH"
+    if setting == "pycocoevalcap":
+        try:
+            import pycocoevalcap
+        except ImportError:
+            return None, "METEOR not computed: pycocoevalcap is not installed"
+        path = Path(pycocoevalcap.__file__).parent / "meteor" / "meteor-1.5.jar"
+    else:
+        path = Path(setting)
+    if not path.is_file():
+        return None, f"METEOR not computed: no jar at {path}"
+    return path, f"METEOR 1.5 ({path.name})"
+
+
+def meteor_modules(jar: Path, language: str) -> tuple[list[str], str]:
+    """Extra METEOR arguments and a note: without the language's paraphrase table (the
+    pycocoevalcap jar has English only) the paraphrase module is left out."""
+    if (jar.parent / "data" / f"paraphrase-{language}.gz").is_file():
+        return [], f"METEOR 1.5, -l {language}, modules exact stem paraphrase"
+    note = f"METEOR 1.5, -l {language}, modules exact stem (no paraphrase-{language}.gz)"
+    return ["-m", "exact stem", "-w", "1.0 0.8"], note
+
+
+def meteor(
+    hypotheses: Sequence[str], references: Sequence[str], jar: Path, language: str
+) -> tuple[float, str]:
+    """Corpus METEOR (0-100) and a note on the modules used."""
+    extra, note = meteor_modules(jar, language)
+    command = ["java", "-Xmx2G", "-jar", str(jar), "HYP", "REF", "-l", language, "-lower", "-q"]
+    command += extra
+    with tempfile.TemporaryDirectory() as tmp:
+        hyp, ref = Path(tmp) / "hyp", Path(tmp) / "ref"
+        hyp.write_text("".join(h + "\n" for h in hypotheses), encoding="utf-8")
+        ref.write_text("".join(r + "\n" for r in references), encoding="utf-8")
+        command[command.index("HYP")], command[command.index("REF")] = str(hyp), str(ref)
+        run = subprocess.run(command, capture_output=True, text=True)
+    lines = run.stdout.strip().splitlines()
+    if run.returncode != 0 or not lines:
+        raise InputError(jar, "a working METEOR 1.5 jar", run.stderr.strip()[-300:] or "no output")
+    return 100.0 * float(lines[-1]), note
+
+
+def mt_metrics(
+    hypotheses: Sequence[str],
+    references: Sequence[str],
+    language: str,
+    meteor_jar: Path | None = None,
+) -> dict[str, float]:
+    """BLEU, TER, chrF (and METEOR when a jar is given) of tokenised 1-best output, 0-100."""
+    hyps, refs = list(hypotheses), [list(references)]
+    scores = {
+        "BLEU": sacrebleu.corpus_bleu(hyps, refs, tokenize="none", smooth_method="none").score,
+        "TER": sacrebleu.corpus_ter(hyps, refs).score,
+        "chrF": sacrebleu.corpus_chrf(hyps, refs).score,
+    }
+    if meteor_jar is not None:
+        scores["METEOR"] = meteor(hyps, references, meteor_jar, language)[0]
+    return scores

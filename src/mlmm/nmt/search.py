@@ -1,0 +1,117 @@
+"""Greedy decoding (for validation) and beam search producing n-best lists with NMT features."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from mlmm.nbest import NBestList
+from mlmm.nmt.model import BOS, EOS, PAD, Seq2Seq, Translator
+
+
+def pad_batch(sequences: Sequence[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-padded (B, L) tensor and lengths; an empty sequence becomes a single EOS."""
+    sequences = [s or [EOS] for s in sequences]
+    lengths = torch.tensor([len(s) for s in sequences])
+    out = torch.full((len(sequences), int(lengths.max())), PAD, dtype=torch.long)
+    for i, s in enumerate(sequences):
+        out[i, : len(s)] = torch.tensor(s)
+    return out, lengths
+
+
+def max_length(source_length: int) -> int:
+    return 2 * source_length + 10
+
+
+def _forbid(logp: torch.Tensor) -> torch.Tensor:
+    logp[:, PAD] = float("-inf")
+    logp[:, BOS] = float("-inf")
+    return logp
+
+
+@torch.no_grad()
+def greedy(model: Seq2Seq, sources: Sequence[list[int]], batch_size: int = 128) -> list[list[int]]:
+    """Greedy translations (token ids without EOS), batched."""
+    model.eval()
+    out: list[list[int]] = []
+    for start in range(0, len(sources), batch_size):
+        src, lengths = pad_batch(sources[start: start + batch_size])
+        annotations, keys, mask, state = model.encode(src, lengths)
+        previous = torch.full((len(src),), BOS, dtype=torch.long)
+        words = []
+        done = torch.zeros(len(src), dtype=torch.bool)
+        for _ in range(max_length(int(lengths.max()))):
+            logp, state = model.step(previous, state, annotations, keys, mask)
+            previous = _forbid(logp).argmax(-1)
+            words.append(previous)
+            done |= previous == EOS
+            if done.all():
+                break
+        table = torch.stack(words, 1).tolist()
+        for row in table:
+            out.append(row[: row.index(EOS)] if EOS in row else row)
+    return out
+
+
+@torch.no_grad()
+def beam_search(model: Seq2Seq, source: list[int], beam: int) -> list[tuple[list[int], float]]:
+    """The ``beam`` best (token ids, log p(Y|X)) of one source sentence, best first.
+
+    A hypothesis is finished when it emits EOS (its log-probability included); search stops when
+    ``beam`` hypotheses are finished and no live one can beat the worst of them (log-probabilities
+    only fall), or at the length limit, where live hypotheses are finished as they are.
+    """
+    model.eval()
+    src, lengths = pad_batch([source])
+    annotations, keys, mask, state = model.encode(src, lengths)
+    live: list[list[int]] = [[]]
+    scores = torch.zeros(1)
+    finished: list[tuple[list[int], float]] = []
+    for _ in range(max_length(len(source))):
+        n = len(live)
+        previous = torch.tensor([h[-1] if h else BOS for h in live])
+        logp, state = model.step(
+            previous, state, annotations.expand(n, -1, -1), keys.expand(n, -1, -1),
+            mask.expand(n, -1),
+        )
+        candidates = (scores[:, None] + _forbid(logp)).view(-1)
+        top = candidates.topk(min(2 * beam, candidates.numel()))
+        vocab = logp.shape[1]
+        keep, new_scores = [], []
+        for value, index in zip(top.values.tolist(), top.indices.tolist(), strict=True):
+            origin, word = divmod(index, vocab)
+            if word == EOS:
+                finished.append((live[origin], value))
+            else:
+                keep.append((origin, word))
+                new_scores.append(value)
+                if len(keep) == beam:
+                    break
+        finished.sort(key=lambda item: -item[1])
+        if not keep or (len(finished) >= beam and new_scores[0] <= finished[beam - 1][1]):
+            live, scores = [], torch.zeros(0)
+            break
+        origins = torch.tensor([o for o, _ in keep])
+        live = [live[o] + [w] for o, w in keep]
+        scores = torch.tensor(new_scores)
+        state = state[origins]
+    finished += list(zip(live, scores.tolist(), strict=True))
+    finished.sort(key=lambda item: -item[1])
+    return finished[:beam]
+
+
+def nbest_lists(
+    translator: Translator, sources: Sequence[list[str]], beam: int, progress: bool = True
+) -> NBestList:
+    """n-best lists with features NMT = log p(Y|X) and WordPenalty = -|Y|; score = log p."""
+    ids, texts, features, scores = [], [], [], []
+    for i, tokens in enumerate(tqdm(sources, desc="beam search", disable=not progress)):
+        hyps = beam_search(translator.model, translator.src.encode(tokens), beam)
+        ids.append(i)
+        texts.append([" ".join(translator.tgt.decode(h)) for h, _ in hyps])
+        features.append(np.array([[s, -len(h)] for h, s in hyps], dtype=np.float64))
+        scores.append(np.array([s for _, s in hyps], dtype=np.float64))
+    return NBestList([("NMT", 1), ("WordPenalty", 1)], ids, texts, features, scores)

@@ -1,0 +1,48 @@
+"""Calixto & Liu 2017 Table 3: MT metrics of the NMT 1-best and of reranked 20-best lists."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from mlmm.errors import InputError
+from mlmm.tables import beside_paper, load_paper_table, summarise_runs, write_table
+
+LANGUAGE, DIRECTION = "en-de", "mt"
+METRICS = ["BLEU", "METEOR", "TER", "chrF"]
+
+
+def table3(metrics: Sequence[Path], paper_tables: str | None, stem: Path) -> list[str]:
+    """Write ``stem``.csv/.md/.tex from `mlmm mt-score` JSONs; return the table notes."""
+    rows, meteor_notes = [], set()
+    for path in metrics:
+        try:
+            record = json.loads(Path(path).read_text(encoding="utf-8"))
+            system, note, scores = record["system"], record["variant_note"], record["scores"]
+        except (OSError, ValueError, KeyError) as exc:
+            raise InputError(path, "a metrics JSON written by `mlmm mt-score`", str(exc)) from None
+        meteor_notes.add(record.get("meteor", ""))
+        for metric in METRICS:
+            if metric in scores:
+                rows.append({"system": system, "variant_note": note, "language": LANGUAGE,
+                             "direction": DIRECTION, "metric": metric, "value": scores[metric]})
+    ours = summarise_runs(pd.DataFrame(rows))
+    paper = load_paper_table(paper_tables, "calixto2017", 3)
+    table = beside_paper(ours, paper)
+    order = {m: i for i, m in enumerate(METRICS)}
+    table = table.sort_values("metric", key=lambda c: c.map(order), kind="stable")
+    notes = [
+        "Test set: 20-best lists of our NMT model, reranked with weights tuned by k-best batch "
+        "MIRA on the validation 20-best lists; BLEU/TER/chrF by sacrebleu on tokenised, "
+        "lowercased text (tokenize=none, unsmoothed BLEU).",
+        *sorted(n for n in meteor_notes if n),
+        "Rows without a paper value are ours only (e.g. chrF, or reranking with the NMT "
+        "features alone).",
+    ]
+    if paper is None:
+        notes.append("Paper numbers not available: paper_tables directory missing.")
+    write_table(table, stem, "Calixto & Liu 2017, Table 3: NMT 20-best reranking", notes)
+    return notes

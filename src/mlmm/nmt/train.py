@@ -1,0 +1,112 @@
+"""Training with teacher forcing, Adam and gradient clipping; early stopping on validation BLEU."""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import sacrebleu
+import torch
+from tqdm import tqdm
+
+from mlmm.nmt.model import BOS, EOS, PAD, Seq2Seq, Sizes, Tokens, Translator
+from mlmm.nmt.search import greedy, pad_batch
+
+
+@dataclass
+class TrainConfig:
+    sizes: Sizes = field(default_factory=Sizes)
+    min_count: int = 1
+    batch_size: int = 64
+    learning_rate: float = 1e-3
+    clip: float = 1.0
+    max_epochs: int = 30
+    patience: int = 5
+    seed: int = 1
+
+
+def bleu(hypotheses: Sequence[str], references: Sequence[str]) -> float:
+    """Corpus BLEU as everywhere in this stage: sacrebleu on tokenised text, no smoothing."""
+    return sacrebleu.corpus_bleu(
+        list(hypotheses), [list(references)], tokenize="none", smooth_method="none"
+    ).score
+
+
+def _batches(pairs, batch_size: int, rng: np.random.Generator):
+    """Batches of similar source length (sorted within shuffled pools of 20 batches)."""
+    order = rng.permutation(len(pairs))
+    pool = 20 * batch_size
+    for start in range(0, len(order), pool):
+        chunk = sorted(order[start: start + pool], key=lambda i: len(pairs[i][0]))
+        batches = [chunk[b: b + batch_size] for b in range(0, len(chunk), batch_size)]
+        for b in rng.permutation(len(batches)):
+            yield [pairs[i] for i in batches[b]]
+
+
+def train(
+    train_src: Sequence[list[str]],
+    train_tgt: Sequence[list[str]],
+    val_src: Sequence[list[str]],
+    val_tgt: Sequence[list[str]],
+    config: TrainConfig,
+    languages: tuple[str, str] = ("en", "de"),
+    progress: bool = True,
+) -> tuple[Translator, list[dict]]:
+    """Train; after every epoch translate the validation set greedily and keep the model with
+    the best validation BLEU; stop after ``patience`` epochs without improvement."""
+    torch.manual_seed(config.seed)
+    rng = np.random.default_rng(config.seed)
+    src_tokens = Tokens.build(train_src, config.min_count)
+    tgt_tokens = Tokens.build(train_tgt, config.min_count)
+    model = Seq2Seq(len(src_tokens), len(tgt_tokens), config.sizes)
+    optimiser = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
+    pairs = [
+        (src_tokens.encode(s), tgt_tokens.encode(t))
+        for s, t in zip(train_src, train_tgt, strict=True)
+    ]
+    val_ids = [src_tokens.encode(s) for s in val_src]
+    val_refs = [" ".join(t) for t in val_tgt]
+    best_bleu, best_state, stale, history = -1.0, None, 0, []
+    for epoch in range(1, config.max_epochs + 1):
+        model.train()
+        start, tokens, total = time.perf_counter(), 0, 0.0
+        bar = tqdm(list(_batches(pairs, config.batch_size, rng)), desc=f"epoch {epoch}",
+                   disable=not progress)
+        for batch in bar:
+            src, lengths = pad_batch([s for s, _ in batch])
+            tgt, _ = pad_batch([[BOS, *t, EOS] for _, t in batch])
+            logp = model(src, lengths, tgt[:, :-1])
+            gold = tgt[:, 1:]
+            loss = torch.nn.functional.nll_loss(
+                logp.reshape(-1, logp.shape[-1]), gold.reshape(-1), ignore_index=PAD,
+                reduction="sum",
+            )
+            n = int((gold != PAD).sum())
+            optimiser.zero_grad()
+            (loss / n).backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip)
+            optimiser.step()
+            tokens += n
+            total += loss.item()
+        seconds = time.perf_counter() - start
+        hyps = [" ".join(tgt_tokens.decode(h)) for h in greedy(model, val_ids)]
+        score = bleu(hyps, val_refs)
+        history.append({
+            "epoch": epoch, "train_nll": total / max(tokens, 1), "val_bleu": score,
+            "seconds": seconds, "tokens_per_second": tokens / seconds,
+        })
+        if progress:
+            print(f"epoch {epoch}: nll {total / max(tokens, 1):.3f}, val BLEU {score:.2f}",
+                  flush=True)
+        if score > best_bleu:
+            best_bleu, best_state, stale = score, copy.deepcopy(model.state_dict()), 0
+        else:
+            stale += 1
+            if stale >= config.patience:
+                break
+    model.load_state_dict(best_state)
+    model.eval()
+    return Translator(model, src_tokens, tgt_tokens, *languages), history

@@ -1,0 +1,477 @@
+"""Retrieval tables and figures from per-run ``metrics.json`` files, beside the papers' numbers.
+
+A run is ``results/retrieval/<variant>/seed<k>/metrics.json``. Which paper rows a variant
+stands for is data: its ``paper_rows`` in ``config.yaml``, e.g.
+``{paper: kadar2018, table: 2, system: "Bilingual + c2c", variant_note: "..."}`` or
+``{paper: ame2019, figure: 2, system: AME}``, with an optional ``languages`` list that keeps
+only those languages of the run. ``system`` and ``variant_note`` must be spelled as in the
+paper's CSV (``paper_tables/<paper>_table<N>.csv``) so that our cells line up with the paper's.
+
+Every cell of ours is the mean, standard deviation and count over the seeds of the variants
+mapped onto it; rows the papers only quote (earlier work) stay in as references.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from mlmm.errors import InputError
+from mlmm.tables import KEYS, beside_paper, load_paper_table, summarise_runs, write_table
+
+RECALLS = ("R@1", "R@5", "R@10")
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """Which cells of a run a paper table shows."""
+
+    paper: str
+    table: int
+    title: str
+    languages: tuple[str, ...]
+    directions: tuple[str, ...]
+    metrics: tuple[str, ...]
+    extra: tuple[tuple[str, str, str], ...] = field(default=())  # (language, direction, metric)
+
+    @property
+    def stem(self) -> str:
+        return f"{self.paper}_table{self.table}"
+
+    def cells(self) -> set[tuple[str, str, str]]:
+        grid = {(la, d, m) for la in self.languages for d in self.directions for m in self.metrics}
+        return grid | set(self.extra)
+
+
+_ALIGNMENT = (("en-de", "", "alignment"),)
+TABLES = [
+    TableSpec(
+        "kadar2018",
+        2,
+        "Kadar et al. 2018, Table 2: English image-sentence ranking",
+        ("en",),
+        ("i2t", "t2i"),
+        RECALLS,
+    ),
+    TableSpec(
+        "kadar2018",
+        3,
+        "Kadar et al. 2018, Table 3: German image-sentence ranking",
+        ("de",),
+        ("i2t", "t2i"),
+        RECALLS,
+    ),
+    TableSpec(
+        "kadar2018",
+        4,
+        "Kadar et al. 2018, Table 4: translation vs comparable (R@10)",
+        ("en", "de"),
+        ("i2t", "t2i"),
+        ("R@10",),
+    ),
+    TableSpec(
+        "kadar2018",
+        5,
+        "Kadar et al. 2018, Table 5: overlapping vs disjoint images (R@10)",
+        ("en", "de"),
+        ("i2t", "t2i"),
+        ("R@10",),
+    ),
+    TableSpec(
+        "kadar2018",
+        6,
+        "Kadar et al. 2018, Table 6: four languages (T2I R@10)",
+        ("en", "de", "fr", "cs"),
+        ("t2i",),
+        ("R@10",),
+    ),
+    TableSpec(
+        "kadar2018",
+        7,
+        "Kadar et al. 2018, Table 7: high-to-low resource transfer (T2I R@10)",
+        ("fr", "cs"),
+        ("t2i",),
+        ("R@10",),
+    ),
+    TableSpec(
+        "calixto2017",
+        1,
+        "Calixto & Liu 2017, Table 1: image-sentence ranking",
+        ("en", "de"),
+        ("t2i", "i2t"),
+        (*RECALLS, "medr"),
+    ),
+    TableSpec(
+        "calixto2017",
+        2,
+        "Calixto & Liu 2017, Table 2: STS Pearson r (SemEval images)",
+        ("en",),
+        ("sts",),
+        ("pearson",),
+    ),
+    TableSpec(
+        "ame2019",
+        1,
+        "Mohammadshahi et al. 2019, Table 1: Multi30k English",
+        ("en",),
+        ("i2t", "t2i"),
+        (*RECALLS, "medr"),
+        _ALIGNMENT,
+    ),
+    TableSpec(
+        "ame2019",
+        2,
+        "Mohammadshahi et al. 2019, Table 2: Multi30k German",
+        ("de",),
+        ("i2t", "t2i"),
+        (*RECALLS, "medr"),
+        _ALIGNMENT,
+    ),
+    TableSpec(
+        "ame2019",
+        5,
+        "Mohammadshahi et al. 2019, Table 5: caption-caption retrieval",
+        ("en-de",),
+        ("t2t_en2de", "t2t_de2en"),
+        RECALLS,
+    ),
+]
+FIGURES = {"kadar2018": 3, "ame2019": 2}
+
+
+@dataclass
+class Run:
+    variant: str
+    seed: int
+    metrics: dict
+    paper_rows: list[dict]
+
+
+# ----------------------------------------------------------------------------------------
+# reading runs
+
+
+def read_section(config_paths: list[Path]) -> dict:
+    """The ``retrieval`` section of config files merged in order (as Snakemake merges them)."""
+    import yaml
+
+    from mlmm.retrieval.config import merge_config
+
+    merged: dict = {}
+    for path in map(Path, config_paths):
+        if not path.is_file():
+            raise InputError(path, "a config file", "no such file")
+        try:
+            loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as exc:
+            raise InputError(path, "YAML", str(exc).splitlines()[0]) from None
+        merged = merge_config(merged, loaded)
+    return merged.get("retrieval") or {}
+
+
+def _metrics_files(paths: list[Path]) -> list[Path]:
+    out = []
+    for path in paths:
+        if path.is_dir():
+            out += sorted(path.rglob("metrics.json"))
+        elif path.is_file():
+            out.append(path)
+        else:
+            raise InputError(path, "a metrics.json file or a directory of runs", "no such path")
+    return out
+
+
+def load_runs(paths: list[Path], section: dict, where: str = "config") -> list[Run]:
+    """Every run's metrics with its variant's ``paper_rows`` from the retrieval section."""
+    from mlmm.retrieval.config import resolve_variant
+
+    rows_of: dict[str, list[dict]] = {}
+    runs = []
+    for path in _metrics_files([Path(p) for p in paths]):
+        try:
+            metrics = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise InputError(path, "a JSON metrics file", f"unreadable JSON ({exc})") from None
+        for key in ("variant", "seed", "test"):
+            if key not in metrics:
+                raise InputError(path, f"a metrics file with '{key}'", "none", key=key)
+        name = metrics["variant"]
+        if name not in rows_of:
+            record = resolve_variant(section, name, where)
+            rows_of[name] = [_check_row(r, where, name) for r in record["paper_rows"]]
+        runs.append(Run(name, int(metrics["seed"]), metrics, rows_of[name]))
+    return runs
+
+
+def _check_row(row: dict, where: str, variant: str) -> dict:
+    place = f"{where} retrieval.variants.{variant}.paper_rows"
+    if not isinstance(row, dict) or "paper" not in row or "system" not in row:
+        raise InputError(place, "entries {paper, table or figure, system, ...}", repr(row))
+    if ("table" in row) == ("figure" in row):
+        raise InputError(place, "exactly one of 'table' and 'figure'", repr(row))
+    return {"variant_note": "", "languages": None, **row}
+
+
+def run_cells(metrics: dict) -> list[dict]:
+    """One record per number of a run: language, direction, metric, dataset, value."""
+    cells = []
+    for lang, directions in metrics.get("test", {}).items():
+        for direction in ("i2t", "t2i"):
+            for metric, value in (directions.get(direction) or {}).items():
+                cells.append(dict(language=lang, direction=direction, metric=metric, value=value))
+    for pair, values in (metrics.get("c2c") or {}).items():
+        a, b = pair.split("-")
+        language = f"{a}-{b}" if a == "en" or (b != "en" and a < b) else f"{b}-{a}"
+        for metric, value in values.items():
+            cells.append(
+                dict(language=language, direction=f"t2t_{a}2{b}", metric=metric, value=value)
+            )
+    for year, value in (metrics.get("sts") or {}).items():
+        cells.append(
+            dict(language="en", direction="sts", metric="pearson", value=value, dataset=str(year))
+        )
+    for pair, value in (metrics.get("alignment") or {}).items():
+        cells.append(dict(language=pair, direction="", metric="alignment", value=value))
+    for cell in cells:
+        cell.setdefault("dataset", "")
+    return cells
+
+
+def runs_frame(runs: list[Run], paper: str, number: int, key: str = "table") -> pd.DataFrame:
+    """Long frame of every cell of every run mapped onto one paper table (or figure)."""
+    records = []
+    for run in runs:
+        for row in run.paper_rows:
+            if row["paper"] != paper or row.get(key) != number:
+                continue
+            for cell in run_cells(run.metrics):
+                if row["languages"] and cell["language"] not in row["languages"]:
+                    continue
+                records.append(
+                    dict(
+                        system=row["system"],
+                        variant_note=row["variant_note"],
+                        variant=run.variant,
+                        seed=run.seed,
+                        **cell,
+                    )
+                )
+    columns = [*KEYS, "dataset", "value", "variant", "seed"]
+    return pd.DataFrame.from_records(records, columns=columns)
+
+
+# ----------------------------------------------------------------------------------------
+# tables
+
+
+def build_table(runs: list[Run], spec: TableSpec, paper_tables: Path | None) -> pd.DataFrame:
+    """Our cells of one paper table (mean, std, count over seeds) beside the paper's."""
+    ours = runs_frame(runs, spec.paper, spec.table)
+    wanted = spec.cells()
+    cells = zip(ours.language, ours.direction, ours.metric, strict=True)
+    ours = ours[np.array([cell in wanted for cell in cells], dtype=bool)]
+    paper = load_paper_table(paper_tables, spec.paper, spec.table)
+    if spec.directions != ("sts",):
+        return _in_paper_order(beside_paper(summarise_runs(ours), paper), paper, spec)
+    # STS: one column of cells per SemEval year (the paper's rows differ only in dataset)
+    parts = []
+    years = sorted(set(ours.dataset) | ({"2014", "2015"} if paper is not None else set()))
+    for year in years:
+        cells = None if paper is None else paper[paper.dataset.str.contains(year)]
+        mine = summarise_runs(ours[ours.dataset == year])
+        parts.append(beside_paper(mine, cells).assign(dataset=year))
+    if not parts:
+        return _numeric(beside_paper(summarise_runs(ours), None).assign(dataset=""))
+    frame = _in_paper_order(pd.concat(parts, ignore_index=True), paper, spec)
+    return frame[["dataset", *[c for c in frame.columns if c != "dataset"]]]
+
+
+def _rows(frame: pd.DataFrame) -> list[tuple[str, str]]:
+    return list(zip(frame.system, frame.variant_note, strict=True))
+
+
+def _numeric(frame: pd.DataFrame) -> pd.DataFrame:
+    """Number columns as floats even where a table has no run of ours (all empty)."""
+    for column in ("paper", "ours", "ours_std", "runs", "diff"):
+        frame[column] = pd.to_numeric(frame[column]).astype(float)
+    return frame
+
+
+def _in_paper_order(frame: pd.DataFrame, paper: pd.DataFrame | None, spec: TableSpec):
+    """The paper's row order, our rows without a paper row after them; within a row, the
+    table's language, direction and metric order."""
+    systems = [] if paper is None else list(dict.fromkeys(_rows(paper)))
+    systems += [s for s in dict.fromkeys(_rows(frame)) if s not in systems]
+
+    def position(values, order) -> list[int]:
+        order = list(order)
+        return [order.index(v) if v in order else len(order) for v in values]
+
+    keys = pd.DataFrame(
+        {
+            "row": position(_rows(frame), systems),
+            "dataset": frame.get("dataset", ""),
+            "language": position(frame.language, spec.languages),
+            "direction": position(frame.direction, spec.directions),
+            "metric": position(frame.metric, spec.metrics),
+        },
+        index=frame.index,
+    )
+    order = keys.sort_values(list(keys.columns), kind="stable").index
+    return _numeric(frame.loc[order].reset_index(drop=True))
+
+
+def _notes(runs: list[Run], spec: TableSpec, paper_tables: Path | None) -> list[str]:
+    notes = [
+        "ours = mean over seeds, ours_std = standard deviation, runs = number of runs; "
+        "diff = ours - paper."
+    ]
+    paper = load_paper_table(paper_tables, spec.paper, spec.table)
+    if paper is None:
+        notes.append(f"paper numbers unavailable (no {spec.stem}.csv in the paper-table directory)")
+    else:
+        notes += [f"paper's data: {d}" for d in dict.fromkeys(paper.dataset) if d]
+    mapping: dict[str, set[str]] = {}
+    for run in runs:
+        for row in run.paper_rows:
+            if row["paper"] == spec.paper and row.get("table") == spec.table:
+                mapping.setdefault(f"{row['system']} [{row['variant_note']}]", set()).add(
+                    run.variant
+                )
+    for label, variants in mapping.items():
+        notes.append(f"{label}: variant(s) {', '.join(sorted(variants))}")
+    if not mapping:
+        notes.append("no configured variant maps onto this table: paper numbers only")
+    return notes
+
+
+def build_tables(runs: list[Run], paper_tables: Path | None, out: Path) -> list[Path]:
+    """Write every retrieval table as ``out/<paper>_table<N>.{csv,md,tex}``."""
+    written = []
+    for spec in TABLES:
+        frame = build_table(runs, spec, paper_tables)
+        written += write_table(
+            frame, Path(out) / spec.stem, spec.title, _notes(runs, spec, paper_tables)
+        )
+    return written
+
+
+# ----------------------------------------------------------------------------------------
+# figures
+
+
+def _save(fig, stem: Path) -> list[Path]:
+    from mlmm.io import atomic_path
+
+    paths = []
+    for suffix in (".png", ".pdf"):
+        path = stem.with_suffix(suffix)
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format=suffix[1:], dpi=150, bbox_inches="tight")
+        paths.append(path)
+    return paths
+
+
+def _empty(ax, message: str) -> None:
+    ax.text(0.5, 0.5, message, ha="center", va="center", wrap=True, transform=ax.transAxes)
+    ax.set_axis_off()
+
+
+def kadar_figure3(runs: list[Run], out: Path, metric: str = "R@10") -> list[Path]:
+    """Kadar et al. 2018, Figure 3: Monolingual vs Bilingual vs Multilingual, en and de.
+
+    Grouped bars of ``metric`` (mean over seeds, error bar = std) for image-to-text and
+    text-to-image retrieval; the systems are the ``system`` names of the variants' rows with
+    ``figure: 3``, in the paper's order where they use its names.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    frame = runs_frame(runs, "kadar2018", 3, key="figure")
+    frame = frame[frame.direction.isin(["i2t", "t2i"]) & (frame.metric == metric)]
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), sharey=True, layout="constrained")
+    if frame.empty:
+        _empty(axes[0], "no configured variant maps onto Kadar et al. Figure 3")
+        axes[1].set_axis_off()
+        return _close(fig, _save(fig, Path(out) / "kadar2018_figure3"))
+    order = ["Monolingual", "Bilingual", "Multilingual"]
+    systems = sorted(set(frame.system), key=lambda s: (order.index(s) if s in order else 9, s))
+    languages = [la for la in ("en", "de") if la in set(frame.language)]  # the paper's panels
+    stats = frame.groupby(["direction", "language", "system"])["value"].agg(["mean", "std"])
+    width = 0.8 / len(systems)
+    for ax, direction, title in zip(
+        axes, ("i2t", "t2i"), ("image to text", "text to image"), strict=True
+    ):
+        for s, system in enumerate(systems):
+            means = [stats["mean"].get((direction, la, system), np.nan) for la in languages]
+            stds = [stats["std"].get((direction, la, system), np.nan) for la in languages]
+            x = np.arange(len(languages)) + (s - (len(systems) - 1) / 2) * width
+            ax.bar(x, means, width, yerr=np.nan_to_num(stds), capsize=3, label=system)
+        ax.set_xticks(np.arange(len(languages)), languages)
+        ax.set_title(title)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].set_ylabel(f"{metric} (mean over seeds)")
+    axes[1].legend(frameon=False, fontsize=8)
+    fig.suptitle("Kadar et al. 2018, Figure 3: one, two and four training languages")
+    return _close(fig, _save(fig, Path(out) / "kadar2018_figure3"))
+
+
+def ame_figure2(runs: list[Run], out: Path) -> list[Path]:
+    """AME 2019, Figure 2: alignment ratio and image-to-text R@1 at each validation step.
+
+    Curves from each mapped run's ``history`` (mean over seeds at each step).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = []
+    for run in runs:
+        labels = [r for r in run.paper_rows if r["paper"] == "ame2019" and r.get("figure") == 2]
+        for label in labels:
+            for point in run.metrics.get("history") or []:
+                rows.append(
+                    dict(
+                        system=label["system"],
+                        step=point.get("step"),
+                        seed=run.seed,
+                        alignment=point.get("alignment"),
+                        r1=point.get("R@1_i2t"),
+                    )
+                )
+    frame = pd.DataFrame(rows, columns=["system", "step", "seed", "alignment", "r1"])
+    frame = frame.dropna(subset=["step"])
+    fig, ax = plt.subplots(figsize=(6, 3.6), layout="constrained")
+    if frame.empty:
+        _empty(ax, "no configured variant with a history maps onto AME Figure 2")
+        return _close(fig, _save(fig, Path(out) / "ame2019_figure2"))
+    right = ax.twinx()
+    for system, group in frame.groupby("system", sort=False):
+        curve = group.groupby("step")[["alignment", "r1"]].mean(numeric_only=True)
+        ax.plot(curve.index, curve["alignment"], "o-", c="C0", ms=3, label=f"{system} alignment")
+        right.plot(curve.index, curve["r1"], "s--", c="C1", ms=3, label=f"{system} R@1 i2t")
+    ax.set_xlabel("training step (validation points)")
+    ax.set_ylabel("alignment ratio (precision@1, %)")
+    right.set_ylabel("image-to-text R@1 (%)")
+    handles = ax.get_legend_handles_labels()[0] + right.get_legend_handles_labels()[0]
+    ax.legend(handles=handles, frameon=False, fontsize=8, loc="lower right")
+    ax.set_title("AME 2019, Figure 2: alignment ratio and R@1 during training")
+    return _close(fig, _save(fig, Path(out) / "ame2019_figure2"))
+
+
+def _close(fig, paths: list[Path]) -> list[Path]:
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return paths
+
+
+def build_figures(runs: list[Run], out: Path) -> list[Path]:
+    return kadar_figure3(runs, out) + ame_figure2(runs, out)

@@ -1,0 +1,214 @@
+"""Cross-lingual word vectors for FME / AME: reading, the MUSE lexicon, Procrustes, RCSLS and
+the alignment ratio (word-translation precision@1 on held-out MUSE pairs).
+
+Real runs read fastText's pre-aligned vectors (``wiki.<lang>.align.vec``, text format: a
+"count dim" header, then "word v1 .. vd" lines). The demo world has no such vectors, so
+``demo_vectors`` derives them the way aligned vectors are made: each language's own vectors
+(PPMI + SVD of sentence co-occurrence in its training captions), then the non-English ones
+rotated onto English by Procrustes on the MUSE training pairs.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from mlmm.errors import InputError
+from mlmm.io import atomic_path, read_lines
+
+Lexicon = list[tuple[str, str]]
+
+
+def read_vec(path: str | Path, words: set[str] | None = None) -> dict[str, np.ndarray]:
+    """Vectors of ``words`` (all when None) from a fastText .vec text file, streamed."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(path, "a fastText .vec file of aligned word vectors", "no such file")
+    out: dict[str, np.ndarray] = {}
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        header = handle.readline().split()
+        if len(header) != 2 or not all(h.isdigit() for h in header):
+            raise InputError(path, "a 'count dim' header", repr(" ".join(header)[:40]), line=1)
+        dim = int(header[1])
+        for number, line in enumerate(handle, start=2):
+            word, _, rest = line.rstrip("\n").partition(" ")
+            if words is not None and word not in words or word in out:
+                continue
+            values = np.array(rest.split(), dtype=np.float32)
+            if values.shape != (dim,):
+                raise InputError(path, f"a word and {dim} numbers", f"{values.size}", line=number)
+            out[word] = values
+    return out
+
+
+def write_vec(path: str | Path, vectors: dict[str, np.ndarray]) -> None:
+    dim = len(next(iter(vectors.values())))
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(f"{len(vectors)} {dim}\n")
+        for word, v in vectors.items():
+            handle.write(word + " " + " ".join(f"{x:.5f}" for x in v) + "\n")
+
+
+def read_lexicon(path: str | Path) -> Lexicon:
+    """MUSE dictionary: one 'source target' pair per line (space or tab separated)."""
+    pairs = []
+    for number, line in enumerate(read_lines(path), start=1):
+        parts = line.split()
+        if len(parts) != 2:
+            raise InputError(path, "'source target'", repr(line[:40]), line=number)
+        pairs.append((parts[0], parts[1]))
+    return pairs
+
+
+def split_lexicon(pairs: Lexicon, train_fraction: float, seed: int = 0) -> tuple[Lexicon, Lexicon]:
+    """Train / held-out pairs, split by source word (all translations of a word stay together)."""
+    sources = list(dict.fromkeys(s for s, _ in pairs))
+    order = np.random.default_rng(seed).permutation(len(sources))
+    train_words = {sources[i] for i in order[: int(round(train_fraction * len(sources)))]}
+    train = [p for p in pairs if p[0] in train_words]
+    return train, [p for p in pairs if p[0] not in train_words]
+
+
+def procrustes(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Orthogonal W minimising ||x W^T - y||: rows of x map onto rows of y."""
+    u, _, vt = torch.linalg.svd(y.t().double() @ x.double())
+    return (u @ vt).to(x.dtype)
+
+
+def _unit(x: torch.Tensor) -> torch.Tensor:
+    return x / x.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+
+
+def precision_at_1(
+    src: torch.Tensor, tgt: torch.Tensor, gold: dict[int, set[int]], mapping: torch.Tensor | None
+) -> float:
+    """Percentage of held-out source words whose nearest target word (cosine) is a translation.
+
+    ``gold`` maps a source row to its target rows; ``mapping`` (W) maps source onto target.
+    """
+    if not gold:
+        return float("nan")
+    rows = sorted(gold)
+    query = src[rows] if mapping is None else src[rows] @ mapping.t()
+    nearest = (_unit(query) @ _unit(tgt).t()).argmax(dim=1).tolist()
+    return 100.0 * float(np.mean([n in gold[r] for r, n in zip(rows, nearest, strict=True)]))
+
+
+def rcsls_loss(
+    src: torch.Tensor, tgt: torch.Tensor, pairs: torch.Tensor, mapping: torch.Tensor, knn: int
+) -> torch.Tensor:
+    """Joulin et al. (2018) relaxed CSLS over training pairs (rows of ``pairs`` = src, tgt ids).
+
+    -2 cos(Wx_i, y_i) + mean of cos to the k nearest targets of Wx_i + mean of cos of y_i to
+    its k nearest mapped sources, averaged over the pairs.
+    """
+    mapped = _unit(src @ mapping.t())
+    targets = _unit(tgt)
+    wx, y = mapped[pairs[:, 0]], targets[pairs[:, 1]]
+    k_t, k_s = min(knn, targets.shape[0]), min(knn, mapped.shape[0])
+    near_t = (wx @ targets.t()).topk(k_t, dim=1).values.mean(1)
+    near_s = (y @ mapped.t()).topk(k_s, dim=1).values.mean(1)
+    return (-2.0 * (wx * y).sum(1) + near_t + near_s).mean()
+
+
+def lexicon_indices(pairs: Lexicon, src_index: dict[str, int], tgt_index: dict[str, int]):
+    """(src row, tgt row) of the pairs whose both words are known, and the gold sets."""
+    kept = [(src_index[s], tgt_index[t]) for s, t in pairs if s in src_index and t in tgt_index]
+    gold: dict[int, set[int]] = {}
+    for s, t in kept:
+        gold.setdefault(s, set()).add(t)
+    return kept, gold
+
+
+def ppmi_svd(sentences: list[list[str]], dim: int) -> dict[str, np.ndarray]:
+    """Word vectors from sentence-level co-occurrence: positive PMI, truncated SVD, U sqrt(S)."""
+    counts = Counter(w for s in sentences for w in s)
+    words = sorted(counts)
+    if len(words) <= dim:
+        raise InputError("training captions", f"more than {dim} word types", str(len(words)))
+    index = {w: i for i, w in enumerate(words)}
+    co = np.zeros((len(words), len(words)), dtype=np.float64)
+    for s in sentences:
+        ids = sorted({index[w] for w in s})
+        for a, b in itertools.permutations(ids, 2):
+            co[a, b] += 1.0
+    total = co.sum()
+    row, col = co.sum(1, keepdims=True), co.sum(0, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pmi = np.log(co * total / (row * col))
+    ppmi = np.where(np.isfinite(pmi) & (pmi > 0), pmi, 0.0)
+    u, s, _ = np.linalg.svd(ppmi, full_matrices=False)
+    vecs = (u[:, :dim] * np.sqrt(s[:dim])).astype(np.float32)
+    signs = np.sign(vecs[np.abs(vecs).argmax(0), np.arange(dim)])  # deterministic sign per axis
+    return {w: vecs[i] * signs for w, i in index.items()}
+
+
+def demo_vectors(
+    sentences: dict[str, list[list[str]]],
+    lexicons: dict[str, Lexicon],
+    dim: int,
+    train_fraction: float,
+) -> dict[str, dict[str, np.ndarray]]:
+    """English vectors as they are; every other language rotated onto English (Procrustes on
+    the training half of its ``en-<lang>`` lexicon), as fastText's aligned vectors are made."""
+    out = {lang: ppmi_svd(sents, dim) for lang, sents in sentences.items()}
+    en = out["en"]
+    for lang, vecs in out.items():
+        if lang == "en":
+            continue
+        train, _ = split_lexicon(lexicons[lang], train_fraction)
+        en_words, tgt_words = list(en), list(vecs)
+        kept, _ = lexicon_indices(
+            train, {w: i for i, w in enumerate(en_words)}, {w: i for i, w in enumerate(tgt_words)}
+        )
+        if len(kept) < 2:
+            raise InputError(
+                f"en-{lang} lexicon", "at least 2 known training pairs", str(len(kept))
+            )
+        x = torch.from_numpy(np.stack([vecs[tgt_words[t]] for _, t in kept]))
+        y = torch.from_numpy(np.stack([en[en_words[s]] for s, _ in kept]))
+        w = procrustes(x, y).numpy()
+        out[lang] = {word: v @ w.T for word, v in vecs.items()}
+    return out
+
+
+def derive_demo(
+    data_root: Path, muse: Path | None, langs: list[str], dim: int, train_fraction: float, out: Path
+) -> None:
+    """Demo-world aligned vectors from all training captions (task1 + task2) of each language."""
+    from mlmm.retrieval.data import split_captions
+
+    if "en" not in langs or muse is None:
+        raise InputError(
+            "retrieval-vectors", "English among --languages and --muse DIR", str(langs)
+        )
+    sentences = {
+        lang: [
+            c
+            for portion in ("translation", "comparable")
+            for caps in split_captions(data_root, "train", lang, portion)
+            for c in caps
+        ]
+        for lang in langs
+    }
+    lexicons = {lang: read_lexicon(Path(muse) / f"en-{lang}.txt") for lang in langs if lang != "en"}
+    for lang, vectors in demo_vectors(sentences, lexicons, dim, train_fraction).items():
+        write_vec(Path(out) / f"wiki.{lang}.align.vec", vectors)
+
+
+def download(url: str, langs: list[str], out: Path) -> None:
+    """fastText aligned vectors, one file per language, written atomically."""
+    import shutil
+    import urllib.request
+
+    for lang in langs:
+        with (
+            atomic_path(Path(out) / f"wiki.{lang}.align.vec") as tmp,
+            urllib.request.urlopen(url.format(lang=lang)) as response,
+            open(tmp, "wb") as handle,
+        ):
+            shutil.copyfileobj(response, handle)

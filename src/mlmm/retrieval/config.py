@@ -1,0 +1,136 @@
+"""The variant record: every key the trainer reads, its default, and how a variant is resolved.
+
+A variant in config.yaml states only what differs from ``retrieval.defaults``, which in turn
+states only what differs from ``DEFAULTS`` below (the same defaults are in the config schema,
+``$defs/variant``; a test keeps the two equal). Nested records (``optimizer``, ``alignment``, ...)
+are merged key by key; lists (``train_data``, ``paper_rows``) replace.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from mlmm.errors import InputError
+
+DEFAULTS: dict[str, Any] = {
+    # text side
+    "encoder": "shared",  # shared: one GRU and one union vocabulary; per-language: one each
+    "word_embeddings": "random",  # random | fme (frozen pre-aligned) | ame (RCSLS fine-tuned)
+    "embed_dim": 300,
+    "hidden": 1024,
+    "joint": 1024,  # joint space; a linear layer maps the GRU state there when it differs
+    "dropout": 0.0,
+    "min_count": 4,  # rarer training words become <unk>
+    # image side
+    "backbone": "efficientnet_lite0",
+    # data: sources of (image, caption) pairs; captions_per_image null = all of them
+    "train_data": [{"portion": "comparable", "languages": ["en"], "captions_per_image": None}],
+    "image_subset": {"fraction": 1.0, "assignment": "overlap"},  # or disjoint across languages
+    # objective
+    "batching": "switch",  # switch: Kadar's c2i/c2c task switching; joint: Calixto/AME tuples
+    "c2c": False,
+    "c2c_probability": 0.5,
+    "beta": 1.0,  # joint batching: beta * S_I + (1 - beta) * S_S
+    "loss": "max",  # max: VSE++ max-of-hinges; sum: every in-batch negative (VSE)
+    "margin": 0.2,
+    "similarity": "cosine",  # cosine (symmetric) | order (asymmetric, Vendrov)
+    "alignment": {  # AME's RCSLS fine-tuning of the word embeddings (word_embeddings: ame)
+        "every": 500,
+        "lr": 2.0,
+        "knn": 5,
+        "train_fraction": 0.8,  # MUSE source words for training; the rest measure precision@1
+        "max_pairs": 5000,
+    },
+    # optimisation
+    "batch_size": 128,
+    "optimizer": {"lr": 2.0e-4, "decay_epochs": None, "decay_factor": 0.1},
+    "grad_clip": 2.0,
+    "epochs": 30,
+    "early_stopping": {"every": None, "patience": 10},  # every: iterations, null = each epoch
+    "checkpoint_every": 500,
+    "select_language": "en",
+    "validation": {"split": "val", "images": [0, None], "portion": "comparable"},
+    "test": {"split": "test_2016_flickr", "images": [0, None], "portion": "comparable"},
+    "sts": True,  # STS Pearson of the English encoder (when the variant has English)
+    "seeds": 1,  # runs with seeds 1..N
+    "device": "auto",
+    "paper_rows": [],
+}
+
+CHOICES = {
+    "encoder": ("shared", "per-language"),
+    "word_embeddings": ("random", "fme", "ame"),
+    "batching": ("switch", "joint"),
+    "loss": ("max", "sum"),
+    "similarity": ("cosine", "order"),
+}
+PORTIONS = ("translation", "comparable")
+
+
+def _merge(base: dict, override: dict, where: str) -> dict:
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        if key not in base:
+            raise InputError(where, f"one of the keys {sorted(base)}", repr(key), key=key)
+        if isinstance(base[key], dict) and isinstance(value, dict):
+            out[key] = _merge(base[key], value, where)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def resolve_variant(section: dict, name: str, where: str = "config.yaml") -> dict:
+    """DEFAULTS <- section['defaults'] <- section['variants'][name], checked."""
+    variants = section.get("variants") or {}
+    if name not in variants:
+        raise InputError(where, f"a variant named in retrieval.variants {sorted(variants)}", name)
+    record = _merge(DEFAULTS, section.get("defaults") or {}, f"{where} retrieval.defaults")
+    record = _merge(record, variants[name] or {}, f"{where} retrieval.variants.{name}")
+    check(record, f"{where} retrieval.variants.{name}")
+    record["name"] = name
+    return record
+
+
+def check(record: dict, where: str) -> None:
+    for key, options in CHOICES.items():
+        if record[key] not in options:
+            raise InputError(where, f"{key} in {options}", repr(record[key]), key=key)
+    for source in record["train_data"]:
+        if source.get("portion") not in PORTIONS or not source.get("languages"):
+            raise InputError(where, "train_data entries {portion, languages}", repr(source))
+    if record["image_subset"]["assignment"] not in ("overlap", "disjoint"):
+        raise InputError(where, "image_subset.assignment overlap|disjoint", repr(record))
+    if not 0.0 <= record["beta"] <= 1.0:
+        raise InputError(where, "0 <= beta <= 1", str(record["beta"]), key="beta")
+    if record["select_language"] not in languages(record):
+        raise InputError(
+            where, f"select_language in {languages(record)}", record["select_language"]
+        )
+    if record["word_embeddings"] != "random" and record["encoder"] != "shared":
+        raise InputError(
+            where, "encoder shared with pre-aligned word embeddings", record["encoder"]
+        )
+
+
+def merge_config(base: dict, override: dict) -> dict:
+    """Recursive dict update, as Snakemake merges --configfile files: dicts merge, rest replaces."""
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(out.get(key), dict) and isinstance(value, dict):
+            out[key] = merge_config(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def languages(record: dict) -> list[str]:
+    """The variant's languages in first-mention order over its training sources."""
+    out: list[str] = []
+    for source in record["train_data"]:
+        out += [lang for lang in source["languages"] if lang not in out]
+    return out
+
+
+def seeds(record: dict) -> list[int]:
+    return list(range(1, int(record["seeds"]) + 1))

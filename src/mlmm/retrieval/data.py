@@ -1,0 +1,220 @@
+"""Training and evaluation data of a variant, built from the Multi30K readers and feature arrays.
+
+Captions are kept per image: ``captions[lang][i]`` is the list of token lists that image ``i``
+contributes for ``lang`` in this variant (empty when the image is not used for that language).
+From that one structure come the three kinds of training examples: c2i pairs per language,
+c2c pairs (Cartesian products of one image's captions across every pair of languages, Kádár
+Section 4) and joint tuples (image with one caption per language, Calixto / AME).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from mlmm.data import multi30k
+from mlmm.data.vocab import Vocabulary
+from mlmm.errors import InputError
+from mlmm.retrieval.config import languages
+
+Captions = dict[str, list[list[list[str]]]]
+
+
+def features_path(features_root: str | Path, backbone: str, split: str) -> Path:
+    return Path(features_root) / backbone / f"{split}.npy"
+
+
+def load_features(
+    features_root: str | Path, backbone: str, split: str, n_images: int
+) -> np.ndarray:
+    path = features_path(features_root, backbone, split)
+    if not path.is_file():
+        raise InputError(path, "an image feature array (rule extract_features)", "no such file")
+    feats = np.load(path, mmap_mode="r")
+    if feats.ndim != 2 or feats.shape[0] != n_images:
+        raise InputError(path, f"{n_images} rows (one per image of {split})", f"{feats.shape}")
+    return np.array(feats, dtype=np.float32)
+
+
+def split_captions(
+    root: str | Path, split: str, language: str, portion: str
+) -> list[list[list[str]]]:
+    """Per image, its captions of one portion; fr/cs have no comparable portion: translation."""
+    if portion == "comparable" and language in multi30k.COMPARABLE_LANGUAGES:
+        return multi30k.comparable_captions(root, split, language)
+    return [[c] for c in multi30k.translation_captions(root, split, language)]
+
+
+def image_subsets(n_images: int, langs: list[str], subset: dict, rng: np.random.Generator):
+    """Which images each language trains on (Kádár Table 5: half, overlap or disjoint)."""
+    fraction, assignment = subset["fraction"], subset["assignment"]
+    if fraction >= 1.0:
+        return {lang: np.arange(n_images) for lang in langs}
+    size = int(round(fraction * n_images))
+    order = rng.permutation(n_images)
+    if assignment == "overlap":
+        return {lang: np.sort(order[:size]) for lang in langs}
+    if size * len(langs) > n_images:
+        raise InputError("image_subset", f"fraction <= 1/{len(langs)} for disjoint", str(fraction))
+    return {lang: np.sort(order[k * size : (k + 1) * size]) for k, lang in enumerate(langs)}
+
+
+def training_captions(root: str | Path, record: dict, rng: np.random.Generator) -> Captions:
+    """The variant's training captions per language and image (sources, subsets, undersampling)."""
+    langs = languages(record)
+    n_images = len(multi30k.image_list(root, "train"))
+    subsets = image_subsets(n_images, langs, record["image_subset"], rng)
+    out: Captions = {lang: [[] for _ in range(n_images)] for lang in langs}
+    for source in record["train_data"]:
+        keep = source.get("captions_per_image")
+        for lang in source["languages"]:
+            per_image = split_captions(root, "train", lang, source["portion"])
+            for i in subsets[lang]:
+                caps = per_image[i]
+                if keep is not None and keep < len(caps):
+                    caps = [caps[j] for j in sorted(rng.choice(len(caps), keep, replace=False))]
+                out[lang][i].extend(caps)
+    return out
+
+
+def c2i_pairs(captions: Captions) -> dict[str, list[tuple[int, list[str]]]]:
+    return {
+        lang: [(i, c) for i, caps in enumerate(per_image) for c in caps]
+        for lang, per_image in captions.items()
+    }
+
+
+def c2c_pairs(captions: Captions) -> list[tuple[str, list[str], str, list[str]]]:
+    """(lang_a, caption_a, lang_b, caption_b) for every language pair and every image."""
+    out = []
+    for la, lb in itertools.combinations(list(captions), 2):
+        for caps_a, caps_b in zip(captions[la], captions[lb], strict=True):
+            out += [(la, a, lb, b) for a, b in itertools.product(caps_a, caps_b)]
+    return out
+
+
+def joint_tuples(captions: Captions) -> list[tuple[int, list[list[str]]]]:
+    """(image, [caption in each language]) pairing the k-th captions of an image."""
+    langs = list(captions)
+    out = []
+    for i in range(len(captions[langs[0]])):
+        n = min(len(captions[lang][i]) for lang in langs)
+        out += [(i, [captions[lang][i][k] for lang in langs]) for k in range(n)]
+    return out
+
+
+class Vocabularies:
+    """Token ids per language: one union vocabulary (shared encoder), or one per language.
+
+    With pre-aligned word vectors (FME/AME) each language keeps its own rows even for words
+    spelled alike, so the shared vocabulary keys words as ``lang:word``.
+    """
+
+    def __init__(self, vocabs: dict[str, Vocabulary], encoder_of: dict[str, str], tagged: bool):
+        self.vocabs, self.encoder_of, self.tagged = vocabs, encoder_of, tagged
+
+    @classmethod
+    def build(cls, captions: Captions, record: dict) -> Vocabularies:
+        min_count = record["min_count"]
+        counts = {
+            lang: Counter(w for caps in per_image for c in caps for w in c)
+            for lang, per_image in captions.items()
+        }
+        if record["encoder"] == "per-language":
+            vocabs = {lang: Vocabulary(c, min_count) for lang, c in counts.items()}
+            return cls(vocabs, {lang: lang for lang in captions}, tagged=False)
+        tagged = record["word_embeddings"] != "random"
+        union: Counter[str] = Counter()
+        for lang, c in counts.items():
+            union.update({cls.key(lang, w, tagged): n for w, n in c.items() if n >= min_count})
+        return cls({"shared": Vocabulary(union, 1)}, {lang: "shared" for lang in captions}, tagged)
+
+    @staticmethod
+    def key(lang: str, word: str, tagged: bool) -> str:
+        return f"{lang}:{word}" if tagged else word
+
+    def encode(self, lang: str, tokens: list[str]) -> list[int]:
+        vocab = self.vocabs[self.encoder_of[lang]]
+        return vocab.encode([self.key(lang, w, self.tagged) for w in tokens])
+
+    def state(self) -> dict:
+        return {
+            "words": {name: v.words for name, v in self.vocabs.items()},
+            "counts": {name: v.counts for name, v in self.vocabs.items()},
+            "encoder_of": self.encoder_of,
+            "tagged": self.tagged,
+        }
+
+    @classmethod
+    def from_state(cls, state: dict) -> Vocabularies:
+        vocabs = {name: Vocabulary(Counter(c), 1) for name, c in state["counts"].items()}
+        for name, vocab in vocabs.items():
+            if vocab.words != state["words"][name]:
+                raise InputError("model.pt", "a vocabulary that rebuilds in the saved order", name)
+        return cls(vocabs, state["encoder_of"], state["tagged"])
+
+
+def pad(sequences: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Padded (batch, max_len) ids and lengths; an empty caption becomes one <unk>."""
+    sequences = [s or [1] for s in sequences]
+    lengths = torch.tensor([len(s) for s in sequences], dtype=torch.long)
+    out = torch.zeros(len(sequences), int(lengths.max()), dtype=torch.long)
+    for row, s in enumerate(sequences):
+        out[row, : len(s)] = torch.tensor(s, dtype=torch.long)
+    return out, lengths
+
+
+@dataclass
+class EvalSet:
+    """Images of one split (a range of them) with k captions per image in each language."""
+
+    features: np.ndarray
+    captions: dict[str, list[list[str]]]  # flat, rows k*i .. k*i+k-1 belong to image i
+    per_image: dict[str, int]
+
+
+def eval_set(root, features_root, backbone: str, spec: dict, langs: list[str]) -> EvalSet:
+    split = spec["split"]
+    names = multi30k.image_list(root, split)
+    start, stop = spec["images"]
+    feats = load_features(features_root, backbone, split, len(names))[start:stop]
+    captions, per_image = {}, {}
+    for lang in langs:
+        per = split_captions(root, split, lang, spec["portion"])[start:stop]
+        k = min(len(c) for c in per)
+        captions[lang] = [c for caps in per for c in caps[:k]]
+        per_image[lang] = k
+    return EvalSet(feats, captions, per_image)
+
+
+class Cycler:
+    """Batches of indices: shuffle everything, walk through, reshuffle when exhausted.
+
+    Its state (generator + position) goes into checkpoints so a resumed run sees the same batches.
+    """
+
+    def __init__(self, n: int, rng: np.random.Generator) -> None:
+        if n < 2:
+            raise InputError("training data", "at least 2 examples", str(n))
+        self.n, self.rng = n, rng
+        self.order = rng.permutation(n)
+        self.pos = 0
+
+    def next(self, batch_size: int) -> np.ndarray:
+        if self.n - self.pos < 2:  # a lone example would have no negatives
+            self.order, self.pos = self.rng.permutation(self.n), 0
+        batch = self.order[self.pos : self.pos + batch_size]
+        self.pos += len(batch)
+        return batch
+
+    def state(self) -> dict:
+        return {"rng": self.rng.bit_generator.state, "order": self.order, "pos": self.pos}
+
+    def load(self, state: dict) -> None:
+        self.rng.bit_generator.state = state["rng"]
+        self.order, self.pos = np.asarray(state["order"]), int(state["pos"])

@@ -1,0 +1,102 @@
+"""Joint image-sentence embedding: GRU sentence encoders, a linear image projection, L2 norm.
+
+Cosine similarity is the symmetric score; the order-embedding score of Vendrov et al. (2015), as
+AME writes it (S(a, b) = -||max(0, b - a)||^2, a the image or more specific item), is the
+asymmetric one; as in VSE++ the order variant takes absolute values of the normalised embeddings.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence
+
+SIMILARITIES = ("cosine", "order")
+
+
+def l2norm(x: torch.Tensor) -> torch.Tensor:
+    return x / x.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+
+
+def score_matrix(a: torch.Tensor, b: torch.Tensor, similarity: str) -> torch.Tensor:
+    """scores[i, j] = s(a_i, b_j); for ``order`` a holds the more specific items (images)."""
+    if similarity == "cosine":
+        return a @ b.t()
+    if similarity == "order":
+        diff = (b.unsqueeze(0) - a.unsqueeze(1)).clamp_min(0)
+        return -(diff * diff).sum(-1)
+    raise ValueError(f"unknown similarity {similarity!r}")
+
+
+def rowwise_score(a: torch.Tensor, b: torch.Tensor, similarity: str) -> torch.Tensor:
+    """scores[i] = s(a_i, b_i)."""
+    if similarity == "cosine":
+        return (a * b).sum(-1)
+    if similarity == "order":
+        diff = (b - a).clamp_min(0)
+        return -(diff * diff).sum(-1)
+    raise ValueError(f"unknown similarity {similarity!r}")
+
+
+class TextEncoder(nn.Module):
+    """Word embeddings -> GRU (packed) -> last hidden state -> projection to the joint space."""
+
+    def __init__(
+        self, vocab_size: int, embed_dim: int, hidden: int, joint: int, dropout: float
+    ) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, embed_dim, padding_idx=0)
+        self.gru = nn.GRU(embed_dim, hidden, batch_first=True)
+        self.dropout = nn.Dropout(dropout)
+        self.proj = nn.Linear(hidden, joint) if joint != hidden else nn.Identity()
+        nn.init.uniform_(self.embed.weight, -0.1, 0.1)
+
+    def forward(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        emb = self.dropout(self.embed(tokens))
+        packed = pack_padded_sequence(emb, lengths.cpu(), batch_first=True, enforce_sorted=False)
+        _, last = self.gru(packed)
+        return self.proj(self.dropout(last[-1]))
+
+
+class JointEmbedding(nn.Module):
+    """Image projection plus one text encoder per ``vocab_sizes`` key ("shared" or a language)."""
+
+    def __init__(
+        self,
+        feature_dim: int,
+        vocab_sizes: dict[str, int],
+        embed_dim: int,
+        hidden: int,
+        joint: int,
+        dropout: float,
+        similarity: str,
+    ) -> None:
+        super().__init__()
+        if similarity not in SIMILARITIES:
+            raise ValueError(f"unknown similarity {similarity!r}")
+        self.similarity = similarity
+        self.image = nn.Linear(feature_dim, joint)
+        self.image_dropout = nn.Dropout(dropout)
+        self.text = nn.ModuleDict(
+            {
+                name: TextEncoder(n, embed_dim, hidden, joint, dropout)
+                for name, n in vocab_sizes.items()
+            }
+        )
+        # Xavier init of the image layer as in VSE++.
+        r = (6.0 / (feature_dim + joint)) ** 0.5
+        nn.init.uniform_(self.image.weight, -r, r)
+        nn.init.zeros_(self.image.bias)
+
+    def _finish(self, x: torch.Tensor) -> torch.Tensor:
+        x = l2norm(x.float())
+        return x.abs() if self.similarity == "order" else x
+
+    def embed_images(self, features: torch.Tensor) -> torch.Tensor:
+        return self._finish(self.image(self.image_dropout(features)))
+
+    def embed_text(self, encoder: str, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        return self._finish(self.text[encoder](tokens, lengths))
+
+    def scores(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return score_matrix(a, b, self.similarity)

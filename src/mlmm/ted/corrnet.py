@@ -1,0 +1,234 @@
+"""Bridge CorrNet (Rajendran et al. 2016, Section 3) on sparse bag-of-words input.
+
+One encoder per view, h(v_j) = sigmoid(W_j v_j + b) with the bias b shared by all encoders,
+and one decoder per view, g_j(h) = p(W'_j h + c_j). English is the pivot: every training
+talk is a pair (v_j, v_en). For a mini-batch from pair j the loss is (Eq. 4)
+
+    L(z, g(h(z))) + L(z, g(h(v_j))) + L(z, g(h(v_en))) - lambda * corr(h(V_j), h(V_en))
+
+with h(z) = sigmoid(W_j v_j + W_en v_en + b), each L reconstructing both views, and corr the
+sum over hidden units of the Pearson correlation across the mini-batch (Eq. 5). A mini-batch
+holds talks of one pair only; the batches of all pairs are shuffled together every epoch.
+
+Sparse input, dense output: an encoder is an `nn.EmbeddingBag` in "sum" mode fed with the CSR
+rows of the batch (indices, offsets, values), so encoding costs O(non-zeros x hidden) and the
+encoder gradient is sparse. The decoders reconstruct the full vocabulary densely: the three
+hidden codes of a batch are stacked and decoded in one matrix product per view (3 x batch x
+vocabulary, about 3.6M outputs at batch 20 and a 60k vocabulary). With binary input the
+decoder is a sigmoid with cross-entropy, with count input a linear layer with squared error;
+either is summed over the vocabulary and averaged over the batch. The decoder bias starts at
+each word's training-set mean (its logit for binary input), so training does not spend its
+first steps learning word frequencies.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+def correlation(hx: torch.Tensor, hy: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
+    """Sum over hidden units of the correlation of two views' codes across the batch (Eq. 5)."""
+    xc = hx - hx.mean(dim=0, keepdim=True)
+    yc = hy - hy.mean(dim=0, keepdim=True)
+    numerator = (xc * yc).sum(dim=0)
+    denominator = torch.sqrt((xc * xc).sum(dim=0) * (yc * yc).sum(dim=0) + eps)
+    return (numerator / denominator).sum()
+
+
+@dataclass
+class SparseBatch:
+    """CSR rows as EmbeddingBag input, plus the dense target for the decoder."""
+
+    indices: torch.Tensor
+    offsets: torch.Tensor
+    values: torch.Tensor
+    dense: torch.Tensor
+
+    @classmethod
+    def from_csr(cls, rows: sp.csr_matrix, device: str | torch.device = "cpu") -> SparseBatch:
+        return cls(
+            indices=torch.from_numpy(rows.indices.astype(np.int64)).to(device),
+            offsets=torch.from_numpy(rows.indptr[:-1].astype(np.int64)).to(device),
+            values=torch.from_numpy(rows.data.astype(np.float32)).to(device),
+            dense=torch.from_numpy(rows.toarray().astype(np.float32)).to(device),
+        )
+
+
+class BridgeCorrNet(nn.Module):
+    def __init__(self, dims: dict[str, int], hidden: int = 128, binary: bool = True) -> None:
+        super().__init__()
+        self.dims, self.hidden_size, self.binary = dict(dims), hidden, binary
+        self.encoders = nn.ModuleDict(
+            {view: nn.EmbeddingBag(d, hidden, mode="sum", sparse=True) for view, d in dims.items()}
+        )
+        for encoder in self.encoders.values():
+            bound = float(np.sqrt(6.0 / (encoder.weight.shape[0] + hidden)))
+            nn.init.uniform_(encoder.weight, -bound, bound)
+        self.bias = nn.Parameter(torch.zeros(hidden))
+        self.decoders = nn.ModuleDict({view: nn.Linear(hidden, d) for view, d in dims.items()})
+
+    def pre(self, view: str, batch: SparseBatch) -> torch.Tensor:
+        """W_view v (no bias): the encoder's sum of the batch's word vectors."""
+        return self.encoders[view](batch.indices, batch.offsets, per_sample_weights=batch.values)
+
+    def encode(self, view: str, batch: SparseBatch) -> torch.Tensor:
+        return torch.sigmoid(self.pre(view, batch) + self.bias)
+
+    def reconstruction(self, view: str, codes: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """Loss of decoding `view` from each row of `codes`; summed over words and rows."""
+        output = self.decoders[view](codes)
+        if self.binary:
+            return F.binary_cross_entropy_with_logits(output, target, reduction="sum")
+        return F.mse_loss(output, target, reduction="sum")
+
+    def loss(
+        self, view: str, pivot: str, xv: SparseBatch, xp: SparseBatch, lam: float
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Eq. 4 on one mini-batch of pair (view, pivot): (total, reconstruction, corr)."""
+        av, ap = self.pre(view, xv), self.pre(pivot, xp)
+        h_joint = torch.sigmoid(av + ap + self.bias)
+        h_view, h_pivot = torch.sigmoid(av + self.bias), torch.sigmoid(ap + self.bias)
+        codes = torch.cat([h_joint, h_view, h_pivot])
+        size = xv.dense.shape[0]
+        rec = self.reconstruction(view, codes, xv.dense.repeat(3, 1))
+        rec = (rec + self.reconstruction(pivot, codes, xp.dense.repeat(3, 1))) / size
+        corr = correlation(h_view, h_pivot)
+        return rec - lam * corr, rec, corr
+
+    def init_decoder_bias(self, view: str, matrix: sp.csr_matrix) -> None:
+        mean = np.asarray(matrix.mean(axis=0)).ravel()
+        if self.binary:
+            mean = np.clip(mean, 1e-4, 1 - 1e-4)
+            mean = np.log(mean / (1 - mean))
+        with torch.no_grad():
+            self.decoders[view].bias.copy_(torch.from_numpy(mean.astype(np.float32)))
+
+
+def as_input(matrix: sp.csr_matrix, binary: bool) -> sp.csr_matrix:
+    """Counts as the model sees them: binary (word present) or raw counts."""
+    matrix = matrix.tocsr().astype(np.float32)
+    if binary:
+        matrix = matrix.copy()
+        matrix.data[:] = 1.0
+    return matrix
+
+
+def batches(
+    sizes: dict[str, int], batch_size: int, rng: np.random.Generator
+) -> Iterator[tuple[str, np.ndarray]]:
+    """Mini-batches of one pair each, in random order across pairs (a lone last row joins
+    the batch before it, since a correlation needs two rows)."""
+    plan = []
+    for view, n in sizes.items():
+        order = rng.permutation(n)
+        chunks = [order[i : i + batch_size] for i in range(0, n, batch_size)]
+        if len(chunks) > 1 and len(chunks[-1]) < 2:
+            last = chunks.pop()
+            chunks[-1] = np.concatenate([chunks[-1], last])
+        plan += [(view, chunk) for chunk in chunks]
+    for i in rng.permutation(len(plan)):
+        yield plan[i]
+
+
+def train(
+    pairs: dict[str, tuple[sp.csr_matrix, sp.csr_matrix]],
+    pivot_dim: int,
+    pivot: str = "en",
+    hidden: int = 128,
+    epochs: int = 10,
+    batch_size: int = 20,
+    learning_rate: float = 0.01,
+    lam: float = 1.0,
+    seed: int = 1,
+    binary: bool = True,
+    device: str = "cpu",
+    progress: bool = True,
+) -> tuple[BridgeCorrNet, list[dict]]:
+    """Train on {view: (X_view, X_pivot)} row-aligned training pairs; returns model, history."""
+    from tqdm import tqdm
+
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    pairs = {v: (as_input(x, binary), as_input(p, binary)) for v, (x, p) in pairs.items()}
+    dims = {v: x.shape[1] for v, (x, _) in pairs.items()} | {pivot: pivot_dim}
+    model = BridgeCorrNet(dims, hidden, binary).to(device)
+    for view, (x, _) in pairs.items():
+        model.init_decoder_bias(view, x)
+    model.init_decoder_bias(pivot, sp.vstack([p for _, p in pairs.values()]).tocsr())
+    optimiser = torch.optim.SGD(model.parameters(), lr=learning_rate)
+    sizes = {v: x.shape[0] for v, (x, _) in pairs.items()}
+    history = []
+    for epoch in range(1, epochs + 1):
+        start = time.perf_counter()
+        totals = np.zeros(3)
+        steps = 0
+        plan = list(batches(sizes, batch_size, rng))
+        for view, rows in tqdm(plan, desc=f"epoch {epoch}", disable=not progress, leave=False):
+            x, p = pairs[view]
+            xv = SparseBatch.from_csr(x[rows], device)
+            xp = SparseBatch.from_csr(p[rows], device)
+            optimiser.zero_grad(set_to_none=True)
+            total, rec, corr = model.loss(view, pivot, xv, xp, lam)
+            total.backward()
+            optimiser.step()
+            totals += [total.item(), rec.item(), corr.item()]
+            steps += 1
+        mean = totals / max(steps, 1)
+        history.append(
+            {
+                "epoch": epoch,
+                "loss": mean[0],
+                "reconstruction": mean[1],
+                "correlation": mean[2],
+                "seconds": time.perf_counter() - start,
+            }
+        )
+        if progress:
+            print(f"epoch {epoch}: loss {mean[0]:.2f} rec {mean[1]:.2f} corr {mean[2]:.2f}")
+    return model, history
+
+
+@torch.no_grad()
+def encode(model: BridgeCorrNet, view: str, matrix: sp.csr_matrix, chunk: int = 512) -> np.ndarray:
+    """Hidden codes h(v) of every row of `matrix` for `view`, as float32 (rows x hidden)."""
+    model.eval()
+    matrix = as_input(matrix, model.binary)
+    device = model.bias.device
+    out = [
+        model.encode(view, SparseBatch.from_csr(matrix[i : i + chunk], device)).cpu().numpy()
+        for i in range(0, matrix.shape[0], chunk)
+    ]
+    return np.concatenate(out) if out else np.zeros((0, model.hidden_size), np.float32)
+
+
+def save(model: BridgeCorrNet, path) -> None:
+    from mlmm.io import atomic_path
+
+    state = {
+        "dims": model.dims,
+        "hidden": model.hidden_size,
+        "binary": model.binary,
+        "state_dict": model.state_dict(),
+    }
+    with atomic_path(path) as tmp:
+        torch.save(state, tmp)
+
+
+def load(path, device: str = "cpu") -> BridgeCorrNet:
+    state = torch.load(path, map_location=device, weights_only=True)
+    model = BridgeCorrNet(state["dims"], state["hidden"], state["binary"])
+    model.load_state_dict(state["state_dict"])
+    return model.to(device)
+
+
+def word_vectors(model: BridgeCorrNet, view: str) -> np.ndarray:
+    """A word's representation: its encoder column W_view e_w (vocabulary x hidden)."""
+    return model.encoders[view].weight.detach().cpu().numpy()

@@ -1,0 +1,169 @@
+"""The TED CLDC stages the workflow calls: train, tune lambda, classify, Naive Bayes.
+
+Each writes one metrics file with provenance and timings; see mlmm.cli.ted for the commands.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+from joblib import Parallel, delayed
+
+from mlmm.io import atomic_path, write_json, write_text
+from mlmm.provenance import Timer, provenance
+from mlmm.ted import PIVOT
+from mlmm.ted.bow import Bow
+from mlmm.ted.classify import classify, naive_bayes, perceptron, validation_split
+
+
+def lambda_name(lam: float) -> str:
+    """The directory name of a lambda's run, as the workflow spells it (`lambda10`)."""
+    return f"lambda{lam:g}"
+
+
+def train_stage(bow_dir: Path, out_dir: Path, settings: dict, threads: int = 1) -> dict:
+    """Train Bridge CorrNet with one lambda; write model.pt, codes.npz, history.csv, metrics."""
+    import torch
+
+    from mlmm.ted import corrnet
+
+    torch.set_num_threads(threads)
+    timer = Timer()
+    bow = Bow.load(bow_dir)
+    out_dir = Path(out_dir)
+    with timer("load"):
+        pairs = {
+            x: (bow.matrix(x, "train"), bow.matrix(f"{PIVOT}@{x}", "train")) for x in bow.languages
+        }
+    with timer("train"):
+        model, history = corrnet.train(
+            pairs,
+            bow.meta["vocabulary"][PIVOT],
+            pivot=PIVOT,
+            hidden=settings["hidden"],
+            epochs=settings["epochs"],
+            batch_size=settings["batch_size"],
+            learning_rate=settings["learning_rate"],
+            lam=settings["lambda"],
+            seed=settings["seed"],
+            binary=settings["input"] == "binary",
+        )
+    with timer("encode"):
+        codes = {
+            f"{x}.{split}": corrnet.encode(model, x, bow.matrix(x, split))
+            for x in bow.languages
+            for split in ("train", "test")
+        }
+    corrnet.save(model, out_dir / "model.pt")
+    with atomic_path(out_dir / "codes.npz") as tmp, open(tmp, "wb") as handle:
+        np.savez(handle, **codes)
+    columns = list(history[0])
+    rows = [",".join(str(h[c]) for c in columns) for h in history]
+    write_text(out_dir / "history.csv", "\n".join([",".join(columns), *rows]) + "\n")
+    metrics = {
+        "provenance": provenance(settings, settings["seed"]),
+        "timings": timer.seconds,
+        "seconds_per_epoch": float(np.mean([h["seconds"] for h in history])),
+        "history": history,
+    }
+    write_json(out_dir / "metrics.json", metrics)
+    return metrics
+
+
+def _validation_f1(codes_path: Path, bow: Bow, language: str, settings: dict) -> float:
+    codes = np.load(codes_path)[f"{language}.train"]
+    labels = bow.labels(language, "train")
+    fit, held = validation_split(len(codes), settings["validation_fraction"], settings["seed"])
+    scores = classify(
+        lambda: perceptron(settings["perceptron_epochs"]),
+        codes[fit],
+        labels[fit],
+        {"validation": (codes[held], labels[held])},
+    )
+    return float(scores["validation"].mean())
+
+
+def tune_stage(
+    bow_dir: Path, runs: dict[float, Path], out: Path, settings: dict, jobs: int = 1
+) -> dict:
+    """Pick lambda per source language by a monolingual perceptron's validation F1."""
+    bow = Bow.load(bow_dir)
+    lambdas = sorted(runs)
+    tasks = [(lang, lam) for lang in bow.languages for lam in lambdas]
+    scores = Parallel(n_jobs=jobs)(
+        delayed(_validation_f1)(Path(runs[lam]) / "codes.npz", bow, lang, settings)
+        for lang, lam in tasks
+    )
+    table = {lang: {} for lang in bow.languages}
+    for (lang, lam), score in zip(tasks, scores, strict=True):
+        table[lang][lambda_name(lam)] = score
+    chosen = {}
+    for lang in bow.languages:
+        best = max(lambdas, key=lambda lam, lang=lang: table[lang][lambda_name(lam)])
+        chosen[lang] = {"lambda": best, "run": str(runs[best])}
+    mean = {lam: np.mean([table[x][lambda_name(lam)] for x in bow.languages]) for lam in lambdas}
+    overall = max(lambdas, key=lambda lam: mean[lam])
+    result = {
+        "provenance": provenance(settings, settings["seed"]),
+        "validation_f1": table,
+        "chosen": chosen,
+        "overall": {"lambda": overall, "run": str(runs[overall])},
+    }
+    write_json(out, result)
+    return result
+
+
+def classify_stage(bow_dir: Path, tuning: Path, source: str, out: Path, settings: dict) -> dict:
+    """Train on `source`'s training talks in the shared space, test on every language."""
+    timer = Timer()
+    bow = Bow.load(bow_dir)
+    choice = json.loads(Path(tuning).read_text(encoding="utf-8"))["chosen"][source]
+    codes = np.load(Path(choice["run"]) / "codes.npz")
+    tests = {x: (codes[f"{x}.test"], bow.labels(x, "test")) for x in bow.languages}
+    with timer("classify"):
+        scores = classify(
+            lambda: perceptron(settings["perceptron_epochs"]),
+            codes[f"{source}.train"],
+            bow.labels(source, "train"),
+            tests,
+        )
+    result = {
+        "provenance": provenance(settings, settings.get("seed")),
+        "timings": timer.seconds,
+        "source": source,
+        "lambda": choice["lambda"],
+        "topics": bow.topics,
+        "f1": {x: float(s.mean()) for x, s in scores.items()},
+        "topic_f1": {x: s.tolist() for x, s in scores.items()},
+    }
+    write_json(out, result)
+    return result
+
+
+def _nb_scores(bow: Bow, language: str) -> np.ndarray:
+    scores = classify(
+        naive_bayes,
+        bow.matrix(language, "train"),
+        bow.labels(language, "train"),
+        {"test": (bow.matrix(language, "test"), bow.labels(language, "test"))},
+    )
+    return scores["test"]
+
+
+def nb_stage(bow_dir: Path, out: Path, jobs: int = 1) -> dict:
+    """Monolingual multinomial Naive Bayes on raw counts, per language (Table 3 baseline)."""
+    timer = Timer()
+    bow = Bow.load(bow_dir)
+    with timer("classify"):
+        scores = Parallel(n_jobs=jobs)(delayed(_nb_scores)(bow, x) for x in bow.languages)
+    result = {
+        "provenance": provenance({}, None),
+        "timings": timer.seconds,
+        "topics": bow.topics,
+        "f1": {x: float(s.mean()) for x, s in zip(bow.languages, scores, strict=True)},
+        "topic_f1": {x: s.tolist() for x, s in zip(bow.languages, scores, strict=True)},
+    }
+    write_json(out, result)
+    return result

@@ -1,0 +1,107 @@
+"""Helpers for tests that run Snakemake: a throw-away copy of the workflow (so no test writes
+into the user's results/ or .snakemake/), and Snakemake run from this venv."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent  # the venv's bin: snakemake, mlmm, ruff, snakefmt
+SHARED = REPO.parent / "shared"
+WORKFLOW_FILES = ("Snakefile", "config.yaml", "workflow", "profiles", "envs")
+
+# Dumps the parsed workflow as JSON: every rule with the directives the tests check, and the
+# files `rule all` requests (FINAL_TARGETS).
+_DESCRIBE = """
+import json
+from pathlib import Path
+from snakemake.api import SnakemakeApi
+from snakemake.settings.types import OutputSettings, ResourceSettings
+
+with SnakemakeApi(OutputSettings(quiet=True)) as api:
+    wf = api.workflow(resource_settings=ResourceSettings(), snakefile=Path("Snakefile"))._workflow
+    rules = {
+        r.name: {
+            "runs_code": not r.norun,
+            "conda": r.conda_env,
+            "basedir": r.basedir.get_path_or_uri(secret_free=True),
+            "log": [str(f) for f in r.log],
+            "benchmark": str(r.benchmark) if r.benchmark else None,
+            "input": [str(f) for f in r.input],
+        }
+        for r in wf.rules
+    }
+print(json.dumps(rules))
+"""
+
+
+def copy_workflow(dest: Path) -> Path:
+    """Copies what Snakemake needs (not results/) into dest."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in WORKFLOW_FILES:
+        src = REPO / name
+        if src.is_dir():
+            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+        elif src.exists():
+            shutil.copy2(src, dest / name)
+    return dest
+
+
+def tool_env(extra_path: Path | None = None) -> dict[str, str]:
+    """The environment with the venv's bin (and extra_path before it) first on PATH."""
+    env = dict(os.environ)
+    first = [str(extra_path)] if extra_path else []
+    env["PATH"] = os.pathsep.join([*first, str(BIN), env.get("PATH", "")])
+    return env
+
+
+def config_overrides() -> list[str]:
+    """Points paper_tables at the real tables when ../shared is there (the copy has no ../)."""
+    tables = SHARED / "paper_tables"
+    return [f"paper_tables={tables}"] if tables.is_dir() else ["paper_tables=null"]
+
+
+def run_snakemake(
+    workdir: Path,
+    *args: str,
+    extra_path: Path | None = None,
+    timeout: int = 1800,
+) -> subprocess.CompletedProcess:
+    """Runs snakemake in workdir; stdout and stderr together in .stdout."""
+    cmd = [str(BIN / "snakemake"), *args, "--config", *config_overrides()]
+    return subprocess.run(
+        cmd,
+        cwd=workdir,
+        env=tool_env(extra_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def describe_workflow(workdir: Path) -> dict:
+    """Rules of the workflow in workdir, as parsed by Snakemake itself."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _DESCRIBE],
+        cwd=workdir,
+        env=tool_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture
+def workflow_copy(tmp_path: Path) -> Path:
+    """A fresh copy of the workflow for one test."""
+    return copy_workflow(tmp_path / "workflow_copy")

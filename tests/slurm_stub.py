@@ -1,0 +1,151 @@
+"""A one-machine stand-in for the SLURM commands that snakemake-executor-plugin-slurm calls.
+
+tests/test_workflow.py writes one wrapper per command (sbatch, sacct, sinfo, sacctmgr, srun,
+scontrol, squeue) into a directory on PATH; each runs `python slurm_stub.py <command> ARGS`.
+State lives in $MLMM_SLURM_STUB: jobs/<id>.json records an sbatch call (argv, job name) and
+jobs/<id>.rc its exit status; srun.jsonl records the srun calls made inside the jobs.
+
+sbatch runs the job synchronously (the plugin submits from a thread pool, so jobs still run
+side by side) and prints the job id as `--parsable` asks; sacct then answers COMPLETED or
+FAILED from the recorded exit status, which is what the plugin polls.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+ACCOUNT = "stubaccount"
+PARTITIONS = ("cpu*", "gpu")
+
+
+def state() -> Path:
+    path = Path(os.environ["MLMM_SLURM_STUB"])
+    (path / "jobs").mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def next_job_id() -> str:
+    """Job ids from a counter file, locked: two submission threads call sbatch at once."""
+    with open(state() / "counter", "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        handle.seek(0)
+        last = int(handle.read().strip() or 1000)
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(last + 1))
+    return str(last + 1)
+
+
+def option(argv: list[str], *names: str) -> str | None:
+    """Value of `--name value`, `--name=value` or `-n value` in argv."""
+    for i, arg in enumerate(argv):
+        for name in names:
+            if arg == name and i + 1 < len(argv):
+                return argv[i + 1]
+            if arg.startswith(name + "="):
+                return arg[len(name) + 1 :]
+    return None
+
+
+def sbatch(argv: list[str]) -> int:
+    job_id = next_job_id()
+    script = option(argv, "--wrap")
+    if script is None:  # the plugin's pass-command-as-script mode: script on stdin
+        script = sys.stdin.read()
+    record = {"id": job_id, "argv": argv, "name": option(argv, "--job-name", "-J")}
+    jobs = state() / "jobs"
+    (jobs / f"{job_id}.json").write_text(json.dumps(record))
+    log = Path((option(argv, "--output", "-o") or "slurm-%j.out").replace("%j", job_id))
+    log.parent.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_JOB")}
+    env.update(SLURM_JOB_ID=job_id, SLURM_JOBID=job_id)
+    with open(log, "w") as out:
+        proc = subprocess.run(
+            ["/bin/sh", "-c", script],
+            cwd=option(argv, "-D", "--chdir") or None,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    (jobs / f"{job_id}.rc").write_text(str(proc.returncode))
+    print(job_id)
+    return 0
+
+
+def sacct(argv: list[str]) -> int:
+    name = option(argv, "--name")
+    if name is not None:  # status query: "-X --parsable2 ... --format=JobIdRaw,State"
+        for record_file in sorted((state() / "jobs").glob("*.json")):
+            record = json.loads(record_file.read_text())
+            if record["name"] != name:
+                continue
+            rc_file = record_file.with_suffix(".rc")
+            if not rc_file.exists():
+                status = "RUNNING"
+            else:
+                status = "COMPLETED" if rc_file.read_text().strip() == "0" else "FAILED"
+            print(f"{record['id']}|{status}")
+        return 0
+    if "-nu" in argv:  # the plugin guessing an account from the user's recent jobs
+        print(ACCOUNT)
+    return 0  # failure reasons ("--format=Reason") stay empty
+
+
+def srun(argv: list[str]) -> int:
+    """Records the step's options, then runs the command that follows them."""
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):
+        i += 1
+    with open(state() / "srun.jsonl", "a") as handle:
+        handle.write(json.dumps({"job": os.environ.get("SLURM_JOB_ID"), "argv": argv}) + "\n")
+    command = argv[i:]
+    if command == ["sh", "-s"]:
+        return subprocess.run(["/bin/sh", "-s"]).returncode
+    return subprocess.run(command).returncode
+
+
+def sinfo(argv: list[str]) -> int:
+    print("PARTITION")
+    print("\n".join(PARTITIONS))
+    return 0
+
+
+def sacctmgr(argv: list[str]) -> int:
+    print(ACCOUNT)
+    return 0
+
+
+def scontrol(argv: list[str]) -> int:
+    if argv[:2] == ["show", "config"]:
+        print("MaxArraySize            = 1001")
+        print("MinJobAge               = 300 sec")
+    return 0
+
+
+def squeue(argv: list[str]) -> int:
+    return 0
+
+
+COMMANDS = {f.__name__: f for f in (sbatch, sacct, srun, sinfo, sacctmgr, scontrol, squeue)}
+
+
+def install(directory: Path) -> None:
+    """Writes the command wrappers into directory (to be put first on PATH)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for command in COMMANDS:
+        wrapper = directory / command
+        wrapper.write_text(
+            "#!/bin/sh\n"
+            f'exec {shlex.quote(sys.executable)} {shlex.quote(__file__)} {command} "$@"\n'
+        )
+        wrapper.chmod(0o755)
+
+
+if __name__ == "__main__":
+    sys.exit(COMMANDS[sys.argv[1]](sys.argv[2:]))

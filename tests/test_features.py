@@ -1,0 +1,257 @@
+"""Feature extraction: row order, resume, bad images, real weights (espresso), CLI."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from mlmm.errors import InputError
+from mlmm.features import BACKBONES, FeatureNet, build_trunk, extract, extraction, make_transform
+
+COLOURS = [(230, 20, 20), (20, 200, 30), (30, 40, 220), (240, 220, 30), (250, 250, 250),
+           (10, 10, 10), (200, 40, 200), (30, 200, 210), (130, 80, 20)]  # fmt: skip
+
+
+def make_images(root: Path, count: int, seed: int = 0) -> list[str]:
+    """Distinct solid-colour JPEGs, created on disk in a random order; returns a shuffled list."""
+    rng = random.Random(seed)
+    names = [f"img{i:02d}.jpg" for i in range(count)]
+    (root / "images").mkdir(parents=True, exist_ok=True)
+    for i in rng.sample(range(count), count):
+        Image.new("RGB", (48 + 3 * i, 40), COLOURS[i % len(COLOURS)]).save(
+            root / "images" / names[i]
+        )
+    order = rng.sample(names, count)
+    (root / "list.txt").write_text("\n".join(order) + "\n", encoding="utf-8")
+    return order
+
+
+@pytest.fixture(scope="module")
+def lite0():
+    trunk, _ = build_trunk(BACKBONES["efficientnet_lite0"], "DEFAULT")
+    return trunk.eval()
+
+
+def reference(model, backbone: str, path: Path) -> np.ndarray:
+    """The plain way: one image, PIL -> transform -> model."""
+    with Image.open(path) as image:
+        x = make_transform(BACKBONES[backbone])(image.convert("RGB"))
+    with torch.inference_mode():
+        return FeatureNet(model)(x[None])[0].numpy()
+
+
+def run(tmp_path: Path, **kwargs) -> dict:
+    settings = {"backbone": "efficientnet_lite0", "workers": 0, "progress": False, **kwargs}
+    return extract(tmp_path / "images", tmp_path / "list.txt", tmp_path / "out/val.npy", **settings)
+
+
+def test_rows_follow_the_split_list(tmp_path, lite0):
+    order = make_images(tmp_path, 7)
+    sidecar = run(tmp_path, batch_size=2, shard_size=3, workers=1)
+    features = np.load(tmp_path / "out/val.npy")
+    assert features.shape == (7, 1280) and features.dtype == np.float32
+    for row, name in enumerate(order):
+        expected = reference(lite0, "efficientnet_lite0", tmp_path / "images" / name)
+        np.testing.assert_allclose(features[row], expected, rtol=1e-4, atol=1e-4)
+    # The colours are distinct, so the rows are too: a permuted row would not match above.
+    assert np.linalg.matrix_rank(features) == 7
+    assert (tmp_path / "out/val.txt").read_text(encoding="utf-8").split() == order
+    on_disk = json.loads((tmp_path / "out/val.json").read_text(encoding="utf-8"))
+    assert on_disk == json.loads(json.dumps(sidecar))
+    assert (on_disk["backbone"], on_disk["dim"], on_disk["n"]) == ("efficientnet_lite0", 1280, 7)
+    assert on_disk["skipped"] == [] and "provenance" in on_disk and "extract" in on_disk["timings"]
+    assert not (tmp_path / "out/val.work").exists()
+
+
+def test_float16_output(tmp_path):
+    make_images(tmp_path, 3)
+    run(tmp_path, dtype="float32")
+    single = np.load(tmp_path / "out/val.npy")
+    run(tmp_path, dtype="float16")
+    half = np.load(tmp_path / "out/val.npy")
+    assert half.dtype == np.float16
+    np.testing.assert_allclose(half, single, rtol=1e-2, atol=1e-3)
+    assert json.loads((tmp_path / "out/val.json").read_text(encoding="utf-8"))["dtype"] == "float16"
+
+
+def test_resume_after_a_kill_redoes_only_unfinished_shards(tmp_path, monkeypatch):
+    make_images(tmp_path, 7)
+    saved = []
+    real_save = extraction._save_shard
+
+    def save_then_die(work, k, features, bad):
+        if saved:
+            raise KeyboardInterrupt("killed after the first shard")
+        saved.append(k)
+        real_save(work, k, features, bad)
+
+    monkeypatch.setattr(extraction, "_save_shard", save_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        run(tmp_path, batch_size=2, shard_size=3)
+    work = tmp_path / "out/val.work"
+    assert sorted(p.name for p in work.glob("shard-*.npy")) == ["shard-00000.npy"]
+    assert not (tmp_path / "out/val.npy").exists()
+    first_shard = np.load(work / "shard-00000.npy")
+
+    saved.clear()
+    calls = []
+    monkeypatch.setattr(extraction, "_save_shard", lambda *a: calls.append(a[1]) or real_save(*a))
+    sidecar = run(tmp_path, batch_size=2, shard_size=3)
+    assert calls == [1, 2]  # shard 0 was not recomputed
+    assert sidecar["resumed_rows"] == 3 and sidecar["extracted_rows"] == 4
+    resumed = np.load(tmp_path / "out/val.npy")
+    np.testing.assert_array_equal(resumed[:3], first_shard)
+    assert not work.exists()
+
+    (tmp_path / "out/val.npy").unlink()
+    fresh = run(tmp_path, batch_size=2, shard_size=3)
+    assert fresh["resumed_rows"] == 0
+    np.testing.assert_allclose(np.load(tmp_path / "out/val.npy"), resumed, rtol=1e-5, atol=1e-5)
+
+
+def test_work_dir_of_other_settings_is_discarded(tmp_path, monkeypatch):
+    make_images(tmp_path, 4)
+    monkeypatch.setattr(extraction, "_save_shard", _die_after_first(extraction._save_shard))
+    with pytest.raises(KeyboardInterrupt):
+        run(tmp_path, batch_size=2, shard_size=2)
+    monkeypatch.undo()
+    sidecar = run(tmp_path, batch_size=2, shard_size=2, dtype="float16")
+    assert sidecar["resumed_rows"] == 0
+
+
+def _die_after_first(save):
+    calls = []
+
+    def wrapped(*args):
+        if calls:
+            raise KeyboardInterrupt
+        calls.append(args)
+        save(*args)
+
+    return wrapped
+
+
+def _break_images(tmp_path: Path, order: list[str]) -> tuple[list[str], str]:
+    """Delete 11 images, overwrite one with text, truncate one JPEG in its data."""
+    missing = order[:11]
+    for name in missing:
+        (tmp_path / "images" / name).unlink()
+    (tmp_path / "images" / order[11]).write_text("not an image", encoding="utf-8")
+    truncated = tmp_path / "images" / order[12]
+    Image.effect_noise((256, 256), 60).convert("RGB").save(truncated, quality=95)
+    truncated.write_bytes(truncated.read_bytes()[:2000])
+    return missing + [order[11]], order[12]
+
+
+def test_missing_and_unreadable_images_are_an_error_listing_ten_and_the_count(tmp_path):
+    order = make_images(tmp_path, 15)
+    bad, _ = _break_images(tmp_path, order)
+    with pytest.raises(InputError) as caught:
+        run(tmp_path)
+    message = str(caught.value)
+    assert "12 missing or unreadable" in message and "and 2 more" in message
+    for name in bad[:10]:
+        assert name in message
+    for name in bad[10:]:
+        assert name not in message
+    assert not (tmp_path / "out/val.npy").exists()
+
+
+def test_truncated_image_is_an_error_when_decoded(tmp_path):
+    order = make_images(tmp_path, 3)
+    truncated = tmp_path / "images" / order[1]
+    Image.effect_noise((256, 256), 60).convert("RGB").save(truncated, quality=95)
+    truncated.write_bytes(truncated.read_bytes()[:2000])
+    with pytest.raises(InputError, match=f"1 missing or unreadable: {order[1]}"):
+        run(tmp_path)
+
+
+def test_skip_marks_rows_nan_and_reports_them(tmp_path, lite0):
+    order = make_images(tmp_path, 15)
+    bad, truncated = _break_images(tmp_path, order)
+    sidecar = run(tmp_path, on_bad_image="skip", batch_size=4, shard_size=5)
+    features = np.load(tmp_path / "out/val.npy")
+    bad_rows = sorted(order.index(name) for name in [*bad, truncated])
+    assert [s["row"] for s in sidecar["skipped"]] == bad_rows
+    assert [s["name"] for s in sidecar["skipped"]] == [order[r] for r in bad_rows]
+    assert np.isnan(features[bad_rows]).all()
+    good = [r for r in range(15) if r not in bad_rows]
+    assert np.isfinite(features[good]).all()
+    np.testing.assert_allclose(
+        features[good[0]],
+        reference(lite0, "efficientnet_lite0", tmp_path / "images" / order[good[0]]),
+        rtol=1e-4,
+        atol=1e-4,
+    )
+    report = (tmp_path / "out/val.skipped.tsv").read_text(encoding="utf-8").splitlines()
+    assert report[0] == "row\tname\treason"
+    assert [line.split("\t")[:2] for line in report[1:]] == [[str(r), order[r]] for r in bad_rows]
+
+
+def test_efficientnet_lite0_weights_see_an_espresso(tmp_path, lite0):
+    skimage_data = pytest.importorskip("skimage.data")
+    (tmp_path / "images").mkdir()
+    Image.fromarray(skimage_data.coffee()).save(tmp_path / "images/coffee.png")
+    (tmp_path / "list.txt").write_text("coffee.png\n", encoding="utf-8")
+    run(tmp_path)
+    features = torch.from_numpy(np.load(tmp_path / "out/val.npy"))
+    with torch.inference_mode():
+        probabilities = lite0._fc(features).softmax(dim=-1)[0]
+    assert int(probabilities.argmax()) == 967  # espresso
+    assert float(probabilities[967]) > 0.8
+
+
+def test_ten_crop_features_are_the_mean_over_crops():
+    class Linear(torch.nn.Module):
+        def forward(self, x):
+            return x.mean(dim=(2, 3))
+
+    crops = torch.rand(2, 10, 3, 8, 8)
+    got = FeatureNet(Linear())(crops)
+    np.testing.assert_allclose(got, crops.mean(dim=(1, 3, 4)), rtol=1e-6)
+    x = make_transform(BACKBONES["resnet152"])(Image.new("RGB", (300, 260), (10, 20, 30)))
+    assert x.shape == (10, 3, 224, 224)
+
+
+@pytest.mark.parametrize(("backbone", "dim"), [("resnet50", 2048), ("vgg19", 4096)])
+def test_torchvision_backbone_shapes(tmp_path, backbone, dim):
+    make_images(tmp_path, 2)
+    torch.manual_seed(0)
+    sidecar = run(tmp_path, backbone=backbone, weights=None)
+    features = np.load(tmp_path / "out/val.npy")
+    assert features.shape == (2, dim) == (sidecar["n"], sidecar["dim"])
+    assert (features >= 0).all()  # both are taken after a ReLU
+    assert sidecar["weights"] == "random init"
+
+
+def test_unknown_weights_name_is_an_input_error():
+    with pytest.raises(InputError, match="weights"):
+        build_trunk(BACKBONES["resnet50"], "NO_SUCH_WEIGHTS")
+
+
+def test_cli_help_and_bad_input_exit_status(tmp_path):
+    helped = subprocess.run(
+        [sys.executable, "-m", "mlmm", "features", "--help"], capture_output=True, text=True
+    )
+    assert helped.returncode == 0
+    for option in ("--backbone", "--images", "--split", "--out", "--device", "--batch-size",
+                   "--dtype", "--workers", "--on-bad-image"):  # fmt: skip
+        assert option in helped.stdout
+    order = make_images(tmp_path, 2)
+    (tmp_path / "images" / order[0]).unlink()
+    failed = subprocess.run(
+        [sys.executable, "-m", "mlmm", "features", "--backbone", "efficientnet_lite0",
+         "--images", str(tmp_path / "images"), "--split", str(tmp_path / "list.txt"),
+         "--out", str(tmp_path / "out/val.npy"), "--no-progress"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert failed.returncode == 2
+    assert f"1 missing or unreadable: {order[0]} (no such file)" in failed.stderr

@@ -1,0 +1,136 @@
+"""Attention NMT smoke test: tiny training, beam search ordering/shape/scores, feature plug-ins."""
+
+import numpy as np
+import pytest
+import torch
+
+from mlmm.cli import main
+from mlmm.nbest import read_nbest, write_nbest
+from mlmm.nmt.features import EmbeddingScorer, add_features
+from mlmm.nmt.model import BOS, EOS, Sizes, load_translator
+from mlmm.nmt.search import beam_search, greedy, nbest_lists, pad_batch
+from mlmm.nmt.train import TrainConfig, train
+
+WORDS = {"red": "rot", "dog": "hund", "cat": "katze", "big": "gross", "runs": "rennt",
+         "sleeps": "schlaeft", "a": "ein", "small": "klein"}
+
+
+def _corpus(n, seed):
+    rng = np.random.default_rng(seed)
+    keys = list(WORDS)
+    src = [list(rng.choice(keys, size=rng.integers(2, 6))) for _ in range(n)]
+    return src, [[WORDS[w] for w in s] for s in src]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    torch.set_num_threads(1)
+    train_src, train_tgt = _corpus(200, 0)
+    val_src, val_tgt = _corpus(20, 1)
+    config = TrainConfig(Sizes(16, 24, 16, 0.0), batch_size=16, learning_rate=0.01, max_epochs=3,
+                         patience=2)
+    translator, history = train(train_src, train_tgt, val_src, val_tgt, config, progress=False)
+    path = tmp_path_factory.mktemp("nmt") / "model.pt"
+    translator.save(path)
+    return translator, history, path, val_src
+
+
+def test_training_history_and_checkpoint(trained):
+    translator, history, path, _ = trained
+    assert 1 <= len(history) <= 3
+    assert history[-1]["train_nll"] < history[0]["train_nll"]
+    again = load_translator(path)
+    src, lengths = pad_batch([translator.src.encode(["a", "red", "dog"])])
+    assert greedy(again.model, [src[0].tolist()]) == greedy(translator.model, [src[0].tolist()])
+
+
+def _teacher_forced_logp(model, source, target):
+    src, lengths = pad_batch([source])
+    tgt = torch.tensor([[BOS, *target, EOS]])
+    with torch.no_grad():
+        logp = model(src, lengths, tgt[:, :-1])[0]
+    return float(logp.gather(1, tgt[0, 1:, None]).sum())
+
+
+def test_beam_search_is_sorted_and_scores_are_log_probabilities(trained):
+    translator, _, _, val_src = trained
+    source = translator.src.encode(val_src[0])
+    hyps = beam_search(translator.model, source, beam=5)
+    assert len(hyps) == 5
+    scores = [s for _, s in hyps]
+    assert scores == sorted(scores, reverse=True)
+    assert len({tuple(h) for h, _ in hyps}) == 5
+    for tokens, score in hyps[:3]:
+        assert _teacher_forced_logp(translator.model, source, tokens) == pytest.approx(score,
+                                                                                       abs=1e-4)
+    best_greedy = greedy(translator.model, [source])[0]
+    assert hyps[0][1] >= _teacher_forced_logp(translator.model, source, best_greedy) - 1e-4
+
+
+def test_nbest_lists_features_and_round_trip(trained, tmp_path):
+    translator, _, _, val_src = trained
+    nbest = nbest_lists(translator, val_src[:3], beam=4, progress=False)
+    assert nbest.layout == [("NMT", 1), ("WordPenalty", 1)] and nbest.ids == [0, 1, 2]
+    for texts, feats, scores in zip(nbest.texts, nbest.features, nbest.scores, strict=True):
+        assert feats.shape == (4, 2)
+        np.testing.assert_array_equal(feats[:, 0], scores)
+        assert list(feats[:, 1]) == [-len(t.split()) for t in texts]
+    write_nbest(tmp_path / "l.nbest", nbest)
+    assert read_nbest(tmp_path / "l.nbest").texts == nbest.texts
+
+
+class _FakeRetrieval:
+    """Stands in for `mlmm.retrieval.load_trained`: sentences embed as (length, 1)."""
+
+    def embed_images(self, features):
+        return torch.as_tensor(features, dtype=torch.float32)
+
+    def embed_sentences(self, language, sentences):
+        return torch.tensor([[float(len(s)), 1.0] for s in sentences])
+
+    def similarity(self, a, b):
+        return (a * b).sum(1)
+
+
+def test_feature_plugins(trained, monkeypatch):
+    translator, _, _, val_src = trained
+    nbest = nbest_lists(translator, val_src[:2], beam=3, progress=False)
+    import mlmm.retrieval
+
+    monkeypatch.setattr(mlmm.retrieval, "load_trained", lambda path: _FakeRetrieval(),
+                        raising=False)
+    images = np.array([[1.0, 0.0], [0.0, 2.0]])
+    scorers = [("Img", EmbeddingScorer("m.pt", "image", "de", "en", images)),
+               ("Src", EmbeddingScorer("m.pt", "source", "de", "en")),
+               ("Const", lambda ids, src, hyp: np.full(len(hyp), 7.0))]
+    out = add_features(nbest, val_src, scorers)
+    assert out.columns == ["NMT", "WordPenalty", "Img", "Src", "Const"]
+    for i, (texts, feats) in enumerate(zip(out.texts, out.features, strict=True)):
+        lengths = np.array([max(len(t.split()), 1) for t in texts], dtype=float)
+        np.testing.assert_allclose(feats[:, 2], lengths * images[i, 0] + images[i, 1])
+        np.testing.assert_allclose(feats[:, 3], lengths * len(val_src[i]) + 1)
+        assert (feats[:, 4] == 7).all()
+
+
+def test_cli_train_nbest_and_score(tmp_path, capsys):
+    data = tmp_path / "tok"
+    data.mkdir()
+    for split, n, seed in (("train", 60, 0), ("val", 8, 1)):
+        src, tgt = _corpus(n, seed)
+        (data / f"{split}.lc.norm.tok.en").write_text("".join(" ".join(s) + "\n" for s in src))
+        (data / f"{split}.lc.norm.tok.de").write_text("".join(" ".join(t) + "\n" for t in tgt))
+    model = tmp_path / "model.pt"
+    assert main(["train-nmt", "--data", str(data), "--embedding", "8", "--hidden", "8",
+                 "--attention", "8", "--max-epochs", "1", "--out", str(model), "--history",
+                 str(tmp_path / "h.csv"), "--metrics", str(tmp_path / "m.json")]) == 0
+    assert main(["nbest", "--model", str(model), "--source", str(data / "val.lc.norm.tok.en"),
+                 "--beam", "3", "--out", str(tmp_path / "val.nbest")]) == 0
+    assert len(read_nbest(tmp_path / "val.nbest")) == 8
+    assert main(["rerank", "--nbest", str(tmp_path / "val.nbest"), "--out",
+                 str(tmp_path / "1best")]) == 0
+    assert main(["mt-score", "--hyp", str(tmp_path / "1best"), "--ref",
+                 str(data / "val.lc.norm.tok.de"), "--system", "NMT", "--out",
+                 str(tmp_path / "s.json")]) == 0
+    assert main(["nmt-table", "--metrics", str(tmp_path / "s.json"), "--out",
+                 str(tmp_path / "table")]) == 0
+    assert "METEOR not computed" in (tmp_path / "table.md").read_text()

@@ -1,0 +1,176 @@
+"""Retrieval tables and figures from fabricated per-run metrics files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from mlmm import report
+from mlmm.cli import main
+from mlmm.errors import InputError
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+
+BI_C2C = "this paper (cosine similarity, max-of-hinges loss, ResNet50 features); row label '+ c2c'"
+CONFIG = {
+    "retrieval": {
+        "variants": {
+            "bilingual_c2c": {
+                "train_data": [{"portion": "comparable", "languages": ["en", "de"]}],
+                "paper_rows": [
+                    {"paper": "kadar2018", "table": 2, "system": "Bilingual + c2c",
+                     "variant_note": BI_C2C},
+                    {"paper": "kadar2018", "figure": 3, "system": "Bilingual"},
+                ],
+            },
+            "ame_asym": {
+                "train_data": [{"portion": "comparable", "languages": ["en", "de"]}],
+                "paper_rows": [
+                    {"paper": "ame2019", "table": 1, "system": "AME",
+                     "variant_note": "similarity=asymmetric"},
+                    {"paper": "ame2019", "table": 5, "system": "AME",
+                     "variant_note": "similarity=asymmetric"},
+                    {"paper": "ame2019", "figure": 2, "system": "AME"},
+                ],
+            },
+            "mlmme": {
+                "paper_rows": [{"paper": "calixto2017", "table": 2, "system": "MLMME",
+                                "variant_note": "beta=0.5", "languages": ["en"]}],
+            },
+            "ours_only": {"paper_rows": [{"paper": "kadar2018", "table": 2, "system": "Extra"}]},
+        }
+    }
+}  # fmt: skip
+
+
+def direction(r1: float) -> dict:
+    return {"R@1": r1, "R@5": r1 + 20, "R@10": r1 + 30, "medr": 3.0, "meanr": 9.5}
+
+
+def fabricate(root: Path, variant: str, seed: int, r1: float, **extra) -> Path:
+    metrics = {
+        "variant": variant,
+        "seed": seed,
+        "provenance": {},
+        "timings": {},
+        "best_step": 10,
+        "test": {lang: {"i2t": direction(r1), "t2i": direction(r1 - 5)} for lang in ("en", "de")},
+        **extra,
+    }
+    path = root / variant / f"seed{seed}" / "metrics.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(metrics))
+    return path
+
+
+@pytest.fixture
+def setup(tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(CONFIG))
+    runs = tmp_path / "runs"
+    fabricate(runs, "bilingual_c2c", 1, 40.0)
+    fabricate(runs, "bilingual_c2c", 2, 44.0)
+    history = [{"step": s, "R@1_i2t": 10.0 + s, "alignment": 70.0 - s / 10} for s in (5, 10, 15)]
+    fabricate(runs, "ame_asym", 1, 50.0, history=history, alignment={"en-de": 73.0},
+              c2c={"en-de": direction(51.0), "de-en": direction(49.0)})  # fmt: skip
+    fabricate(runs, "mlmme", 1, 20.0, sts={"2014": 0.70, "2015": 0.75})
+    fabricate(runs, "ours_only", 1, 30.0)
+    paper = tmp_path / "paper"
+    paper.mkdir()
+    cells = [
+        ("Bilingual + c2c", BI_C2C, "en", "i2t", "R@1", "43.8"),
+        ("VSE", "result reported by Gella et al. (2017)", "en", "i2t", "R@1", "31.6"),
+    ]
+    rows = [dict(paper="kadar2018", table=2, system=s, variant_note=v, dataset="test 2016",
+                 language=la, direction=d, metric=m, value=x, source_note="")
+            for s, v, la, d, m, x in cells]  # fmt: skip
+    pd.DataFrame(rows).to_csv(paper / "kadar2018_table2.csv", index=False)
+    return config, runs, paper
+
+
+def test_table_mean_std_over_seeds_and_reference_rows(setup, tmp_path):
+    config, runs, paper = setup
+    loaded = report.load_runs([runs], report.read_section([config]))
+    assert len(loaded) == 5
+    spec = next(s for s in report.TABLES if s.stem == "kadar2018_table2")
+    frame = report.build_table(loaded, spec, paper)
+    cell = frame[(frame.system == "Bilingual + c2c") & (frame.direction == "i2t")
+                 & (frame.metric == "R@1")].iloc[0]  # fmt: skip
+    assert cell.ours == 42.0 and cell.runs == 2 and cell.paper == 43.8
+    assert cell.ours_std == pytest.approx(2 * 2**0.5)
+    assert cell["diff"] == pytest.approx(42.0 - 43.8)
+    # the paper's quoted row stays, without ours
+    vse = frame[frame.system == "VSE"].iloc[0]
+    assert vse.paper == 31.6 and pd.isna(vse.ours)
+    # a row of ours the paper does not have: only the cells the table shows (en, R@1/5/10)
+    extra = frame[frame.system == "Extra"]
+    assert len(extra) == 6 and extra.paper.isna().all()
+    assert set(frame.language) == {"en"} and "medr" not in set(frame.metric)
+
+
+def test_ame_c2c_alignment_and_sts_cells(setup):
+    config, runs, _ = setup
+    loaded = report.load_runs([runs], report.read_section([config]))
+    specs = {s.stem: s for s in report.TABLES}
+    t5 = report.build_table(loaded, specs["ame2019_table5"], None)
+    got = {(r.language, r.direction, r.metric): r.ours for r in t5.itertuples()}
+    assert got[("en-de", "t2t_en2de", "R@1")] == 51.0
+    assert got[("en-de", "t2t_de2en", "R@10")] == 79.0
+    t1 = report.build_table(loaded, specs["ame2019_table1"], None)
+    assert t1[t1.metric == "alignment"].ours.tolist() == [73.0]
+    sts = report.build_table(loaded, specs["calixto2017_table2"], None)
+    assert dict(zip(sts.dataset, sts.ours, strict=True)) == {"2014": 0.70, "2015": 0.75}
+
+
+@pytest.mark.shared_data
+def test_sts_table_against_real_paper_numbers(setup):
+    if not (SHARED / "paper_tables").is_dir():
+        pytest.skip("../shared/paper_tables absent")
+    config, runs, _ = setup
+    loaded = report.load_runs([runs], report.read_section([config]))
+    spec = next(s for s in report.TABLES if s.stem == "calixto2017_table2")
+    frame = report.build_table(loaded, spec, SHARED / "paper_tables")
+    mine = frame[(frame.system == "MLMME") & (frame.variant_note == "beta=0.5")]
+    assert mine.set_index("dataset").paper.to_dict() == {"2014": 0.727, "2015": 0.776}
+    assert mine.set_index("dataset")["diff"].to_dict() == pytest.approx(
+        {"2014": 0.70 - 0.727, "2015": 0.75 - 0.776}
+    )
+    assert len(frame) == 12  # every paper cell once, ours beside its year
+
+
+def test_cli_tables_and_figures(setup, tmp_path):
+    config, runs, paper = setup
+    out = tmp_path / "tables"
+    argv = ["--config", str(config), "--runs", str(runs)]
+    assert main(["retrieval-tables", *argv, "--paper-tables", str(paper), "--out", str(out)]) == 0
+    assert len(list(out.glob("*_table*.csv"))) == len(report.TABLES)
+    md = (out / "kadar2018_table2.md").read_text()
+    assert "bilingual_c2c" in md and "43.8" in md
+    assert "no configured variant" in (out / "kadar2018_table6.md").read_text()
+    figures = tmp_path / "figures"
+    section = json.dumps(CONFIG["retrieval"])  # as Snakemake passes it
+    argv = ["--record-json", section, "--runs", str(runs)]
+    assert main(["retrieval-figures", *argv, "--out", str(figures)]) == 0
+    for stem in ("kadar2018_figure3", "ame2019_figure2"):
+        for suffix in (".png", ".pdf"):
+            assert (figures / stem).with_suffix(suffix).stat().st_size > 1000
+
+
+def test_bad_inputs(setup, tmp_path):
+    config, runs, _ = setup
+    broken = runs / "ours_only" / "seed1" / "metrics.json"
+    broken.write_text("{not json")
+    with pytest.raises(InputError, match="metrics.json: expected a JSON metrics file"):
+        report.load_runs([runs], report.read_section([config]))
+    broken.write_text(json.dumps({"variant": "unknown", "seed": 1, "test": {}}))
+    with pytest.raises(InputError, match="a variant named in retrieval.variants"):
+        report.load_runs([runs], report.read_section([config]))
+    bad = yaml.safe_load(config.read_text())
+    bad["retrieval"]["variants"]["mlmme"]["paper_rows"] = [{"paper": "x", "system": "y"}]
+    config.write_text(yaml.safe_dump(bad))
+    with pytest.raises(InputError, match="exactly one of 'table' and 'figure'"):
+        report.load_runs([runs / "mlmme"], report.read_section([config]))

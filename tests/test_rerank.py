@@ -1,0 +1,114 @@
+"""k-best batch MIRA and reranking: BLEU statistics, a list with a known optimum, CLI."""
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+import sacrebleu
+
+from mlmm.cli import main
+from mlmm.errors import InputError
+from mlmm.nbest import NBestList, read_weights, write_nbest
+from mlmm.rerank import background_bleu, bleu_stats, corpus_bleu, mira, nbest_stats, rerank
+
+HYPS = ["a man rides a red bike on the road", "two dogs run", "a woman is in the park",
+        "the cat", "children play football on a green field today"]
+REFS = [["a man rides a red bicycle on the road", "a man is riding a bike"],
+        ["two dogs run in the snow", "dogs running"], ["a woman sits in the park", "a woman"],
+        ["the cat sleeps on the sofa", "a cat"],
+        ["children play football on a field", "kids play soccer on green grass today"]]
+
+
+def test_corpus_bleu_from_stats_equals_sacrebleu():
+    stats = np.array([bleu_stats(h, r) for h, r in zip(HYPS, REFS, strict=True)])
+    ours = corpus_bleu(stats)
+    theirs = sacrebleu.corpus_bleu(
+        HYPS, [list(r) for r in zip(*REFS, strict=True)], tokenize="none", smooth_method="none"
+    ).score
+    assert ours == pytest.approx(theirs, abs=1e-9)
+    assert ours > 0
+
+
+def test_background_bleu_is_moses_formula():
+    stats = bleu_stats("a b c d", ["a b c e f"])
+    background = np.arange(1, 10, dtype=float)
+    total = stats + background
+    logp = np.mean(np.log(total[:4]) - np.log(total[4:8]))
+    expected = np.exp(logp + min(0, 1 - total[8] / total[4])) * total[8]
+    assert background_bleu(stats[None], background)[0] == pytest.approx(expected)
+
+
+def _known_optimum():
+    """Per sentence: the reference itself (feature 'good' = 1) and two wrong hypotheses that the
+    initial weights (NMT feature) prefer; the optimum picks the reference everywhere."""
+    refs = [["a dog runs on the grass"], ["two men sit on a bench"], ["a girl jumps into water"],
+            ["a red car drives by"]]
+    texts, feats = [], []
+    for (ref,) in refs:
+        words = ref.split()
+        texts.append([" ".join(words[:2]), ref, " ".join(reversed(words)), ref])
+        feats.append(np.array([[-1.0, 0.0], [-3.0, 1.0], [-2.0, 0.0], [-3.0, 1.0]]))
+    return NBestList([("NMT", 1), ("Good", 1)], list(range(4)), texts, feats,
+                     [f[:, 0] for f in feats]), refs
+
+
+def test_mira_finds_known_optimum_and_reranked_bleu_matches_sacrebleu():
+    nbest, refs = _known_optimum()
+    stats = nbest_stats(nbest.texts, refs)
+    result = mira(nbest.features, stats, iters=30, seed=3, initial=np.array([0.1, 0.0]))
+    assert result.initial_bleu < 100
+    assert result.best_bleu == pytest.approx(100.0)
+    assert result.weights[1] > 2 * result.weights[0]
+    best = rerank(nbest.features, result.weights)
+    assert list(best) == [1, 1, 1, 1]
+    output = [t[b] for t, b in zip(nbest.texts, best, strict=True)]
+    check = sacrebleu.corpus_bleu(output, [[r[0] for r in refs]], tokenize="none").score
+    assert check == pytest.approx(result.best_bleu)
+
+
+def test_mira_is_seeded_and_handles_single_and_duplicate_hypotheses():
+    nbest, refs = _known_optimum()
+    features = [*nbest.features, np.array([[0.5, 0.5]])]
+    stats = [*nbest_stats(nbest.texts, refs), bleu_stats("x", ["y"])[None]]
+    a = mira(features, stats, iters=5, seed=7)
+    b = mira(features, stats, iters=5, seed=7)
+    np.testing.assert_array_equal(a.weights, b.weights)
+    assert [h["bleu"] for h in a.history] == [h["bleu"] for h in b.history]
+
+
+def test_vectorised_mira_equals_per_hypothesis_loop():
+    spec = importlib.util.spec_from_file_location(
+        "bench_mira", Path(__file__).resolve().parents[1] / "benchmarks" / "mira.py"
+    )
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    feats, stats = bench.synthetic_lists(12, 15, 4, seed=2)
+    feats[0][3] = feats[0][1]  # a duplicate feature vector
+    for epochs in (1, 4):
+        assert mira(feats, stats, epochs).best_bleu == pytest.approx(
+            bench.loop_mira(feats, stats, epochs), abs=1e-9
+        )
+
+
+def test_cli_mira_and_rerank(tmp_path, capsys):
+    nbest, refs = _known_optimum()
+    write_nbest(tmp_path / "dev.nbest", nbest)
+    (tmp_path / "ref").write_text("".join(r[0] + "\n" for r in refs))
+    code = main(["mira", "--nbest", str(tmp_path / "dev.nbest"), "--ref", str(tmp_path / "ref"),
+                 "--iters", "10", "--out", str(tmp_path / "w"), "--history", str(tmp_path / "h")])
+    assert code == 0 and "best tuning BLEU 100.00" in capsys.readouterr().out
+    assert set(read_weights(tmp_path / "w")) == {"NMT", "Good"}
+    assert main(["rerank", "--nbest", str(tmp_path / "dev.nbest"), "--weights",
+                 str(tmp_path / "w"), "--out", str(tmp_path / "1best")]) == 0
+    assert (tmp_path / "1best").read_text() == (tmp_path / "ref").read_text()
+    (tmp_path / "short").write_text("only one line\n")
+    assert main(["mira", "--nbest", str(tmp_path / "dev.nbest"), "--ref",
+                 str(tmp_path / "short"), "--out", str(tmp_path / "w2")]) == 2
+    assert "no line for sentence id 1" in capsys.readouterr().err
+
+
+def test_select_unknown_feature_is_input_error():
+    nbest, _ = _known_optimum()
+    with pytest.raises(InputError, match="Missing"):
+        nbest.select(["Missing"])

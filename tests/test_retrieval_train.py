@@ -1,0 +1,212 @@
+"""End-to-end tests of the retrieval trainer on a tiny generated Multi30K-layout world.
+
+Images have three latent attributes (colour, object, place); features are a noisy random
+projection of their one-hot codes, captions name the attributes in four languages (task1) and
+with five phrasings in en/de (task2), so a working trainer must beat chance quickly.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from mlmm.retrieval import align
+from mlmm.retrieval.api import load_trained
+from mlmm.retrieval.config import resolve_variant
+from mlmm.retrieval.train import Paths, train_variant
+
+WORDS = {
+    "en": (["red", "blue", "green", "white", "black", "pink"],
+           ["cat", "dog", "car", "ball", "man", "boat"], ["park", "street", "beach", "room"]),
+    "de": (["rot", "blau", "grün", "weiß", "schwarz", "rosa"],
+           ["katze", "hund", "auto", "ball", "mann", "boot"], ["park", "straße", "strand", "zimmer"]),
+    "fr": (["rouge", "bleu", "vert", "blanc", "noir", "rose"],
+           ["chat", "chien", "voiture", "balle", "homme", "bateau"], ["parc", "rue", "plage", "salle"]),
+    "cs": (["červený", "modrý", "zelený", "bílý", "černý", "růžový"],
+           ["kočka", "pes", "auto", "míč", "muž", "loď"], ["park", "ulice", "pláž", "pokoj"]),
+}
+FRAMES = {
+    "en": ["a {c} {o} in the {p}", "the {o} is {c} in a {p}", "one {c} {o} near the {p}",
+           "{c} {o} at the {p}", "there is a {c} {o} in the {p}"],
+    "de": ["ein {c} {o} im {p}", "der {o} ist {c} im {p}", "ein {c} {o} am {p}",
+           "{c} {o} im {p}", "da ist ein {c} {o} im {p}"],
+    "fr": ["un {o} {c} dans le {p}"],
+    "cs": ["{c} {o} v {p}"],
+}
+SIZES = {"train": 300, "val": 40, "test_2016_flickr": 40}
+TASK2 = {"train": ("train", "train_images"), "val": ("val", "val_images"),
+         "test_2016_flickr": ("test_2016", "test_2016_images")}
+
+
+def _write(path: Path, lines: list[str], gz: bool = False) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = "\n".join(lines) + "\n"
+    if gz:
+        with gzip.open(path, "wt", encoding="utf-8") as handle:
+            handle.write(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+
+
+def make_world(root: Path, seed: int = 0) -> Paths:
+    rng = np.random.default_rng(seed)
+    projection = rng.normal(size=(16, 24))
+    data = root / "data"
+    start = 0
+    for split, n in SIZES.items():
+        attrs = rng.integers([0, 0, 0], [6, 6, 4], size=(n, 3))
+        names = [f"{start + i:06d}.jpg" for i in range(n)]
+        start += n
+        _write(data / "task1/image_splits" / f"{split}.txt", names)
+        prefix, list_name = TASK2[split]
+        _write(data / "task2/image_splits" / f"{list_name}.txt", names)
+        onehot = np.zeros((n, 16))
+        onehot[np.arange(n), attrs[:, 0]] = 1
+        onehot[np.arange(n), 6 + attrs[:, 1]] = 1
+        onehot[np.arange(n), 12 + attrs[:, 2]] = 1
+        feats = (onehot @ projection + 0.3 * rng.normal(size=(n, 24))).astype(np.float32)
+        (root / "features/toy").mkdir(parents=True, exist_ok=True)
+        np.save(root / "features/toy" / f"{split}.npy", feats)
+        for lang, (cs, os_, ps) in WORDS.items():
+            frames = FRAMES[lang]
+            lines = [frames[0].format(c=cs[a], o=os_[b], p=ps[c]) for a, b, c in attrs]
+            _write(data / "task1/tok" / f"{split}.lc.norm.tok.{lang}", lines)
+            if lang in ("en", "de"):
+                for k in range(5):
+                    order = rng.permutation(5)
+                    lines = [frames[order[i % 5]].format(c=cs[a], o=os_[b], p=ps[c])
+                             for i, (a, b, c) in enumerate(attrs)]
+                    _write(data / "task2/tok" / f"{prefix}.lc.norm.tok.{k + 1}.{lang}", lines)
+    for lang in ("de", "fr", "cs"):
+        pairs = [f"{e} {t}" for group in range(3)
+                 for e, t in zip(WORDS["en"][group], WORDS[lang][group], strict=True)]
+        _write(root / "muse" / f"en-{lang}.txt", pairs)
+    sts = root / "sts/2014"
+    _write(sts / "STS.input.images.txt", ["A red cat in the park.\tA red cat in a park.",
+                                           "A blue dog.\tA green boat on the beach.",
+                                           "A white ball.\tA white ball in the room."])
+    _write(sts / "STS.gs.images.txt", ["5.0", "0.4", "3.8"])
+    return Paths(root, root / "features", root / "vectors", root / "muse", root / "sts")
+
+
+SMALL = {
+    "embed_dim": 16, "hidden": 32, "joint": 32, "batch_size": 32, "epochs": 3, "min_count": 1,
+    "backbone": "toy", "checkpoint_every": 10, "device": "cpu",
+    "optimizer": {"lr": 0.005}, "early_stopping": {"every": 10, "patience": 20},
+}
+
+
+def section(**variants) -> dict:
+    return {"defaults": SMALL, "variants": variants}
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory) -> Paths:
+    root = tmp_path_factory.mktemp("toy")
+    paths = make_world(root)
+    align.derive_demo(paths.data_root, paths.muse, ["en", "de"], 8, 0.8, paths.vectors)
+    return paths
+
+
+def test_bilingual_c2c_beats_chance_and_reloads(world, tmp_path):
+    variant = {"train_data": [{"portion": "comparable", "languages": ["en", "de"]}], "c2c": True}
+    record = resolve_variant(section(bi=variant), "bi")
+    metrics = train_variant(record, 1, world, tmp_path, progress=False, threads=1)
+    # chance R@10 with 40 test images is 25% for t2i
+    for lang in ("en", "de"):
+        assert metrics["test"][lang]["t2i"]["R@10"] > 50
+        assert metrics["test"][lang]["i2t"]["R@10"] > 50
+    assert set(metrics["c2c"]) == {"en-de", "de-en"}
+    assert "2014" in metrics["sts"]
+    saved = json.loads((tmp_path / "metrics.json").read_text())
+    assert saved["best_step"] == metrics["best_step"] and saved["history"]
+    assert (tmp_path / "history.csv").read_text().startswith("step,epoch,loss")
+    assert not (tmp_path / "checkpoint.pt").exists()
+    model = load_trained(tmp_path)
+    feats = np.load(world.features_root / "toy/test_2016_flickr.npy")[:3]
+    images = model.embed_images(feats)
+    sents = model.embed_sentences("de", [["rot", "katze", "im", "park"]] * 3)
+    assert images.shape == sents.shape == (3, 32)
+    assert model.similarity(images, sents).shape == (3,)
+
+
+def test_training_is_deterministic(world, tmp_path):
+    record = resolve_variant(section(mono={"epochs": 1}), "mono")
+    a = train_variant(record, 3, world, tmp_path / "a", progress=False, threads=1)
+    b = train_variant(record, 3, world, tmp_path / "b", progress=False, threads=1)
+    assert a["test"] == b["test"]
+    sa = torch.load(tmp_path / "a/model.pt", weights_only=False)["state"]
+    sb = torch.load(tmp_path / "b/model.pt", weights_only=False)["state"]
+    assert all(torch.equal(sa[k], sb[k]) for k in sa)
+
+
+@pytest.mark.parametrize("embeddings", ["fme", "ame"])
+def test_aligned_embeddings_log_alignment(world, tmp_path, embeddings):
+    variant = {
+        "train_data": [{"portion": "comparable", "languages": ["en", "de"]}],
+        "batching": "joint", "word_embeddings": embeddings, "embed_dim": 8,
+        "similarity": "order", "margin": 0.05, "alignment": {"every": 5, "train_fraction": 0.5},
+    }
+    record = resolve_variant(section(v=variant), "v")
+    metrics = train_variant(record, 1, world, tmp_path, progress=False, threads=1)
+    assert 0 <= metrics["alignment"]["en-de"] <= 100
+    assert all(row["alignment"] is not None for row in metrics["history"])
+    if embeddings == "fme":  # frozen vectors: the ratio cannot move
+        assert len({row["alignment"] for row in metrics["history"]}) == 1
+
+
+def test_calixto_joint_beta(world, tmp_path):
+    variant = {
+        "train_data": [{"portion": "comparable", "languages": ["en", "de"]}],
+        "encoder": "per-language", "batching": "joint", "beta": 0.5, "loss": "sum",
+        "validation": {"split": "val", "images": [0, 20]},
+        "test": {"split": "val", "images": [20, None]},
+    }
+    record = resolve_variant(section(c=variant), "c")
+    metrics = train_variant(record, 1, world, tmp_path, progress=False, threads=1)
+    assert metrics["test"]["en"]["t2i"]["R@10"] > 50  # chance: 10 of 20 images
+
+
+def _cli(config: Path, out: Path, world: Paths) -> list[str]:
+    return [sys.executable, "-m", "mlmm", "train-retrieval", "--config", str(config),
+            "--variant", "four", "--seed", "2", "--out", str(out), "--no-progress", "--threads", "1",
+            "--data-root", str(world.data_root), "--features-root", str(world.features_root)]
+
+
+def test_resume_after_kill(world, tmp_path):
+    import yaml
+
+    variant = {"train_data": [{"portion": "translation", "languages": ["en", "de", "fr", "cs"]}],
+               "c2c": True, "epochs": 12, "checkpoint_every": 5}
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"retrieval": section(four=variant)}))
+    subprocess.run(_cli(config, tmp_path / "full", world), check=True)
+    proc = subprocess.Popen(_cli(config, tmp_path / "killed", world))
+    checkpoint = tmp_path / "killed/checkpoint.pt"
+    deadline = time.time() + 120
+    while not checkpoint.exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    if proc.poll() is not None:
+        pytest.fail("the run ended before its first checkpoint; make it longer")
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not (tmp_path / "killed/metrics.json").exists()
+    killed_at = torch.load(checkpoint, weights_only=False)["step"]
+    subprocess.run(_cli(config, tmp_path / "killed", world), check=True)
+    full = json.loads((tmp_path / "full/metrics.json").read_text())
+    resumed = json.loads((tmp_path / "killed/metrics.json").read_text())
+    assert resumed["timings"]["resumed"] and killed_at < resumed["steps"]
+    assert full["test"] == resumed["test"] and full["best_step"] == resumed["best_step"]
+    a = torch.load(tmp_path / "full/model.pt", weights_only=False)["state"]
+    b = torch.load(tmp_path / "killed/model.pt", weights_only=False)["state"]
+    assert all(torch.equal(a[k], b[k]) for k in a)

@@ -1,0 +1,87 @@
+"""The TED CLDC reader on a hand-made tree, including malformed documents."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mlmm.errors import InputError
+from mlmm.ted.bow import count_matrix, vocabulary
+from mlmm.ted.corpus import find_root, read_pair
+
+TOPICS = ["art", "science"]
+
+
+def write_talk(root: Path, pair: str, split: str, doc: str, positive: set[str], text) -> None:
+    for topic in TOPICS:
+        folder = root / pair / split / topic / ("positive" if topic in positive else "negative")
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{doc}.ted"
+        if isinstance(text, bytes):
+            path.write_bytes(text)
+        else:
+            path.write_text(text, encoding="utf-8")
+
+
+def make_tree(root: Path) -> None:
+    talks = {
+        "2": ({"art"}, "Das_de Bild_de\nist_de schön_de", "The_en picture_en\nis_en nice_en"),
+        "10": ({"art", "science"}, "Die_de Zelle_de", "The_en cell_en"),
+        "7": (set(), "nichts_de", "nothing_en"),
+    }
+    for doc, (positive, german, english) in talks.items():
+        write_talk(root, "de-en", "train", doc, positive, german)
+        write_talk(root, "en-de", "train", doc, positive, english)
+
+
+def test_reads_aligned_sides_with_labels(tmp_path):
+    make_tree(tmp_path)
+    german, english = read_pair(tmp_path, "de", "train", TOPICS)
+    assert german.ids == ["2", "7", "10"]  # numeric order
+    assert german.tokens[0] == ["das", "bild", "ist", "schön"]  # suffix stripped, lowercased
+    assert english.tokens[2] == ["the", "cell"]
+    assert german.labels.tolist() == [[True, False], [False, False], [True, True]]
+    assert np.array_equal(german.labels, english.labels)
+
+
+def test_corpus_code_maps_directory_names(tmp_path):
+    write_talk(tmp_path, "pb-en", "test", "1", {"art"}, "casa_pb")
+    write_talk(tmp_path, "en-pb", "test", "1", {"art"}, "house_en")
+    portuguese, _ = read_pair(tmp_path, "pt-br", "test", TOPICS, {"pt-br": "pb"})
+    assert portuguese.tokens == [["casa"]]
+    assert find_root(tmp_path, ["pt-br"], {"pt-br": "pb"}) == tmp_path
+
+
+@pytest.mark.parametrize(
+    ("content", "found"),
+    [(b"", "no tokens"), (b"  \n\n", "no tokens"), (b"gut_de \xff\xfe_de\n", "invalid byte")],
+)
+def test_malformed_document_names_the_file(tmp_path, content, found):
+    make_tree(tmp_path)
+    write_talk(tmp_path, "de-en", "train", "99", set(), content)
+    write_talk(tmp_path, "en-de", "train", "99", set(), "fine_en")
+    with pytest.raises(InputError) as error:
+        read_pair(tmp_path, "de", "train", TOPICS)
+    assert "99.ted" in str(error.value)
+    assert found in str(error.value)
+
+
+def test_talk_on_one_side_only_is_an_error(tmp_path):
+    make_tree(tmp_path)
+    write_talk(tmp_path, "de-en", "train", "5", set(), "extra_de")
+    with pytest.raises(InputError, match="one side only"):
+        read_pair(tmp_path, "de", "train", TOPICS)
+
+
+def test_missing_topic_directory_is_an_error(tmp_path):
+    make_tree(tmp_path)
+    with pytest.raises(InputError, match="topic directory"):
+        read_pair(tmp_path, "de", "train", [*TOPICS, "health"])
+
+
+def test_vocabulary_keeps_words_above_the_threshold():
+    docs = [["a"] * 6 + ["b"] * 5 + ["c"], ["a", "c"] * 3]
+    words, counts = vocabulary(docs, min_count=6)
+    assert words == ["a"] and counts == [9]
+    matrix = count_matrix(docs, ["a", "c"])
+    assert matrix.toarray().tolist() == [[6, 1], [3, 3]]

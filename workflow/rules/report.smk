@@ -1,0 +1,81 @@
+"""Retrieval tables and figures beside the papers' numbers, from every configured variant x
+seed's metrics.json (written by `train_retrieval`): Kadar 2018 Tables 2-7 and Figure 3,
+Calixto 2017 Tables 1-2, AME 2019 Tables 1, 2, 5 and Figure 2. Which paper rows a variant
+stands for is its `paper_rows` in config.yaml.
+"""
+
+import json
+
+from mlmm.report import FIGURES, TABLES
+from mlmm.retrieval.config import resolve_variant, seeds
+
+REPORT_SECTION = config.get("retrieval") or {}
+REPORT_RUNS = [
+    RESULTS / "retrieval" / name / f"seed{seed}" / "metrics.json"
+    for name in (REPORT_SECTION.get("variants") or {})
+    for seed in seeds(resolve_variant(REPORT_SECTION, name))
+]
+REPORT_TABLES = RESULTS / "tables"
+REPORT_FIGURES = RESULTS / "figures"
+RETRIEVAL_TABLE_FILES = [
+    REPORT_TABLES / f"{spec.stem}.{suffix}"
+    for spec in TABLES
+    for suffix in ("csv", "md", "tex")
+]
+RETRIEVAL_FIGURE_FILES = [
+    REPORT_FIGURES / f"{paper}_figure{number}.{suffix}"
+    for paper, number in FIGURES.items()
+    for suffix in ("png", "pdf")
+]
+
+
+def report_files(files, caption, category):
+    """PNG figures and CSV tables go into `snakemake --report`; the other formats lie beside."""
+    out = []
+    for path in files:
+        if path.suffix in (".csv", ".png"):
+            path = report(
+                path, caption=caption, category=category, subcategory=path.stem
+            )
+        out.append(path)
+    return out
+
+
+rule retrieval_tables:
+    input:
+        runs=REPORT_RUNS,
+    output:
+        report_files(RETRIEVAL_TABLE_FILES, "../report/table.rst", "Retrieval tables"),
+    log:
+        LOGS / "report/retrieval_tables.log",
+    conda:
+        "../../envs/core.yaml"
+    params:
+        section=json.dumps(REPORT_SECTION),
+        paper_tables=f"--paper-tables {PAPER_TABLES}" if PAPER_TABLES else "",
+        out=REPORT_TABLES,
+    shell:
+        "mlmm retrieval-tables --record-json {params.section:q} --runs {input.runs} "
+        "{params.paper_tables} --out {params.out} > {log} 2>&1"
+
+
+rule retrieval_figures:
+    input:
+        runs=REPORT_RUNS,
+    output:
+        report_files(
+            RETRIEVAL_FIGURE_FILES, "../report/figure.rst", "Retrieval figures"
+        ),
+    log:
+        LOGS / "report/retrieval_figures.log",
+    conda:
+        "../../envs/core.yaml"
+    params:
+        section=json.dumps(REPORT_SECTION),
+        out=REPORT_FIGURES,
+    shell:
+        "mlmm retrieval-figures --record-json {params.section:q} --runs {input.runs} "
+        "--out {params.out} > {log} 2>&1"
+
+
+FINAL_TARGETS += RETRIEVAL_TABLE_FILES + RETRIEVAL_FIGURE_FILES
