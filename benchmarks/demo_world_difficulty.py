@@ -61,7 +61,9 @@ def recalls(sim: np.ndarray) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("world", type=Path)
-    parser.add_argument("--out", type=Path, default=Path("results/benchmarks/demo_world_difficulty.csv"))
+    parser.add_argument(
+        "--out", type=Path, default=Path("results/benchmarks/demo_world_difficulty.csv")
+    )
     parser.add_argument("--alpha", type=float, default=100.0, help="ridge penalty")
     args = parser.parse_args()
     data = args.world / "data/task2"

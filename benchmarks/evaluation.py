@@ -8,12 +8,13 @@ Three timings of the same evaluation (i2t and t2i ranks of N images x N*k captio
 - ``vsepp_loop``: the per-query numpy loops of VSE++'s ``i2t``/``t2i`` (argsort per query),
   written here, not in the package. Only ``--loop-fraction`` of the queries are timed and the
   time is scaled up to all queries (``extrapolated`` says so).
-Best of ``--repeats`` runs; writes one CSV row per method with the ratio to the bare product.
+Best of ``--repeats`` interleaved runs; one CSV row per method with its ratio to the bare product.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import time
 from pathlib import Path
@@ -26,13 +27,16 @@ from mlmm.evaluation import l2_normalise, retrieval_ranks
 from mlmm.io import write_text
 
 
-def best_of(repeats: int, fn) -> float:
-    times = []
+def best_of(repeats: int, *fns) -> list[float]:
+    """Best time of each function over ``repeats`` rounds, the functions interleaved so that
+    a change in machine load (a shared machine) touches all of them alike."""
+    times = [[] for _ in fns]
     for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+        for fn, spent in zip(fns, times, strict=True):
+            start = time.perf_counter()
+            fn()
+            spent.append(time.perf_counter() - start)
+    return [min(t) for t in times]
 
 
 def vsepp_loops(images: np.ndarray, captions: np.ndarray, k: int, queries: int) -> None:
@@ -65,15 +69,16 @@ def main() -> None:
     images = l2_normalise(torch.randn(n, d, generator=gen))
     captions = l2_normalise(torch.randn(n * k, d, generator=gen))
 
-    bare = best_of(args.repeats, lambda: images @ captions.T)
-    ours = best_of(args.repeats, lambda: retrieval_ranks(images, captions, k))
+    bare, ours = best_of(
+        args.repeats, lambda: images @ captions.T, lambda: retrieval_ranks(images, captions, k)
+    )
     queries = max(1, int(round(args.loop_fraction * n)))
     ims_np, caps_np = images.numpy(), captions.numpy()
-    loop = best_of(1, lambda: vsepp_loops(ims_np, caps_np, k, queries)) * n / queries
+    loop = best_of(1, lambda: vsepp_loops(ims_np, caps_np, k, queries))[0] * n / queries
 
     common = dict(
         images=n, captions=n * k, dim=d, threads=torch.get_num_threads(), host=platform.node(),
-        torch=torch.__version__, numpy=np.__version__,
+        load_average=os.getloadavg()[0], torch=torch.__version__, numpy=np.__version__,
     )  # fmt: skip
     rows = [
         dict(method="bare_product", seconds=bare, queries_timed=n, extrapolated=False),

@@ -104,17 +104,27 @@ def main() -> None:
     feats, stats = synthetic_lists(args.sentences, args.kbest, args.features)
     rows = []
     for name, run in [
-        ("mlmm.rerank.mira (vectorised per sentence)",
-         lambda: mira(feats, stats, args.epochs).best_bleu),
+        (
+            "mlmm.rerank.mira (vectorised per sentence)",
+            lambda: mira(feats, stats, args.epochs).best_bleu,
+        ),
         ("per-hypothesis Python loops", lambda: loop_mira(feats, stats, args.epochs)),
     ]:
         start = time.perf_counter()
         bleu = run()
-        rows.append({"implementation": name, "seconds": time.perf_counter() - start,
-                     "best_tuning_bleu": bleu})
+        rows.append(
+            {
+                "implementation": name,
+                "seconds": time.perf_counter() - start,
+                "best_tuning_bleu": bleu,
+            }
+        )
         print(rows[-1], flush=True)
     frame = pd.DataFrame(rows).assign(
-        sentences=args.sentences, kbest=args.kbest, epochs=args.epochs, features=args.features,
+        sentences=args.sentences,
+        kbest=args.kbest,
+        epochs=args.epochs,
+        features=args.features,
         host=platform.node(),
         moses_kbmira="not available on this machine (no Moses build); not measured",
     )

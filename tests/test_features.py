@@ -221,13 +221,14 @@ def test_ten_crop_features_are_the_mean_over_crops():
     assert x.shape == (10, 3, 224, 224)
 
 
-@pytest.mark.parametrize(("backbone", "dim"), [("resnet50", 2048), ("vgg19", 4096)])
+@pytest.mark.parametrize(
+    ("backbone", "dim"), [("resnet50", 2048), ("vgg19", 4096), ("resnet152", 2048)]
+)
 def test_torchvision_backbone_shapes(tmp_path, backbone, dim):
-    make_images(tmp_path, 2)
-    torch.manual_seed(0)
+    make_images(tmp_path, 1)
     sidecar = run(tmp_path, backbone=backbone, weights=None)
     features = np.load(tmp_path / "out/val.npy")
-    assert features.shape == (2, dim) == (sidecar["n"], sidecar["dim"])
+    assert features.shape == (1, dim) == (sidecar["n"], sidecar["dim"])
     assert (features >= 0).all()  # both are taken after a ReLU
     assert sidecar["weights"] == "random init"
 

@@ -95,10 +95,9 @@ class _FakeRetrieval:
 def test_feature_plugins(trained, monkeypatch):
     translator, _, _, val_src = trained
     nbest = nbest_lists(translator, val_src[:2], beam=3, progress=False)
-    import mlmm.retrieval
+    import mlmm.retrieval.api
 
-    monkeypatch.setattr(mlmm.retrieval, "load_trained", lambda path: _FakeRetrieval(),
-                        raising=False)
+    monkeypatch.setattr(mlmm.retrieval.api, "load_trained", lambda path: _FakeRetrieval())
     images = np.array([[1.0, 0.0], [0.0, 2.0]])
     scorers = [("Img", EmbeddingScorer("m.pt", "image", "de", "en", images)),
                ("Src", EmbeddingScorer("m.pt", "source", "de", "en")),

@@ -26,26 +26,51 @@ from mlmm.retrieval.config import resolve_variant
 from mlmm.retrieval.train import Paths, train_variant
 
 WORDS = {
-    "en": (["red", "blue", "green", "white", "black", "pink"],
-           ["cat", "dog", "car", "ball", "man", "boat"], ["park", "street", "beach", "room"]),
-    "de": (["rot", "blau", "grün", "weiß", "schwarz", "rosa"],
-           ["katze", "hund", "auto", "ball", "mann", "boot"], ["park", "straße", "strand", "zimmer"]),
-    "fr": (["rouge", "bleu", "vert", "blanc", "noir", "rose"],
-           ["chat", "chien", "voiture", "balle", "homme", "bateau"], ["parc", "rue", "plage", "salle"]),
-    "cs": (["červený", "modrý", "zelený", "bílý", "černý", "růžový"],
-           ["kočka", "pes", "auto", "míč", "muž", "loď"], ["park", "ulice", "pláž", "pokoj"]),
+    "en": (
+        ["red", "blue", "green", "white", "black", "pink"],
+        ["cat", "dog", "car", "ball", "man", "boat"],
+        ["park", "street", "beach", "room"],
+    ),
+    "de": (
+        ["rot", "blau", "grün", "weiß", "schwarz", "rosa"],
+        ["katze", "hund", "auto", "ball", "mann", "boot"],
+        ["park", "straße", "strand", "zimmer"],
+    ),
+    "fr": (
+        ["rouge", "bleu", "vert", "blanc", "noir", "rose"],
+        ["chat", "chien", "voiture", "balle", "homme", "bateau"],
+        ["parc", "rue", "plage", "salle"],
+    ),
+    "cs": (
+        ["červený", "modrý", "zelený", "bílý", "černý", "růžový"],
+        ["kočka", "pes", "auto", "míč", "muž", "loď"],
+        ["park", "ulice", "pláž", "pokoj"],
+    ),
 }
 FRAMES = {
-    "en": ["a {c} {o} in the {p}", "the {o} is {c} in a {p}", "one {c} {o} near the {p}",
-           "{c} {o} at the {p}", "there is a {c} {o} in the {p}"],
-    "de": ["ein {c} {o} im {p}", "der {o} ist {c} im {p}", "ein {c} {o} am {p}",
-           "{c} {o} im {p}", "da ist ein {c} {o} im {p}"],
+    "en": [
+        "a {c} {o} in the {p}",
+        "the {o} is {c} in a {p}",
+        "one {c} {o} near the {p}",
+        "{c} {o} at the {p}",
+        "there is a {c} {o} in the {p}",
+    ],
+    "de": [
+        "ein {c} {o} im {p}",
+        "der {o} ist {c} im {p}",
+        "ein {c} {o} am {p}",
+        "{c} {o} im {p}",
+        "da ist ein {c} {o} im {p}",
+    ],
     "fr": ["un {o} {c} dans le {p}"],
     "cs": ["{c} {o} v {p}"],
 }
 SIZES = {"train": 300, "val": 40, "test_2016_flickr": 40}
-TASK2 = {"train": ("train", "train_images"), "val": ("val", "val_images"),
-         "test_2016_flickr": ("test_2016", "test_2016_images")}
+TASK2 = {
+    "train": ("train", "train_images"),
+    "val": ("val", "val_images"),
+    "test_2016_flickr": ("test_2016", "test_2016_images"),
+}
 
 
 def _write(path: Path, lines: list[str], gz: bool = False) -> None:
@@ -84,25 +109,43 @@ def make_world(root: Path, seed: int = 0) -> Paths:
             if lang in ("en", "de"):
                 for k in range(5):
                     order = rng.permutation(5)
-                    lines = [frames[order[i % 5]].format(c=cs[a], o=os_[b], p=ps[c])
-                             for i, (a, b, c) in enumerate(attrs)]
+                    lines = [
+                        frames[order[i % 5]].format(c=cs[a], o=os_[b], p=ps[c])
+                        for i, (a, b, c) in enumerate(attrs)
+                    ]
                     _write(data / "task2/tok" / f"{prefix}.lc.norm.tok.{k + 1}.{lang}", lines)
     for lang in ("de", "fr", "cs"):
-        pairs = [f"{e} {t}" for group in range(3)
-                 for e, t in zip(WORDS["en"][group], WORDS[lang][group], strict=True)]
+        pairs = [
+            f"{e} {t}"
+            for group in range(3)
+            for e, t in zip(WORDS["en"][group], WORDS[lang][group], strict=True)
+        ]
         _write(root / "muse" / f"en-{lang}.txt", pairs)
     sts = root / "sts/2014"
-    _write(sts / "STS.input.images.txt", ["A red cat in the park.\tA red cat in a park.",
-                                           "A blue dog.\tA green boat on the beach.",
-                                           "A white ball.\tA white ball in the room."])
+    _write(
+        sts / "STS.input.images.txt",
+        [
+            "A red cat in the park.\tA red cat in a park.",
+            "A blue dog.\tA green boat on the beach.",
+            "A white ball.\tA white ball in the room.",
+        ],
+    )
     _write(sts / "STS.gs.images.txt", ["5.0", "0.4", "3.8"])
     return Paths(root, root / "features", root / "vectors", root / "muse", root / "sts")
 
 
 SMALL = {
-    "embed_dim": 16, "hidden": 32, "joint": 32, "batch_size": 32, "epochs": 3, "min_count": 1,
-    "backbone": "toy", "checkpoint_every": 10, "device": "cpu",
-    "optimizer": {"lr": 0.005}, "early_stopping": {"every": 10, "patience": 20},
+    "embed_dim": 16,
+    "hidden": 32,
+    "joint": 32,
+    "batch_size": 32,
+    "epochs": 3,
+    "min_count": 1,
+    "backbone": "toy",
+    "checkpoint_every": 10,
+    "device": "cpu",
+    "optimizer": {"lr": 0.005},
+    "early_stopping": {"every": 10, "patience": 20},
 }
 
 
@@ -154,8 +197,12 @@ def test_training_is_deterministic(world, tmp_path):
 def test_aligned_embeddings_log_alignment(world, tmp_path, embeddings):
     variant = {
         "train_data": [{"portion": "comparable", "languages": ["en", "de"]}],
-        "batching": "joint", "word_embeddings": embeddings, "embed_dim": 8,
-        "similarity": "order", "margin": 0.05, "alignment": {"every": 5, "train_fraction": 0.5},
+        "batching": "joint",
+        "word_embeddings": embeddings,
+        "embed_dim": 8,
+        "similarity": "order",
+        "margin": 0.05,
+        "alignment": {"every": 5, "train_fraction": 0.5},
     }
     record = resolve_variant(section(v=variant), "v")
     metrics = train_variant(record, 1, world, tmp_path, progress=False, threads=1)
@@ -168,7 +215,10 @@ def test_aligned_embeddings_log_alignment(world, tmp_path, embeddings):
 def test_calixto_joint_beta(world, tmp_path):
     variant = {
         "train_data": [{"portion": "comparable", "languages": ["en", "de"]}],
-        "encoder": "per-language", "batching": "joint", "beta": 0.5, "loss": "sum",
+        "encoder": "per-language",
+        "batching": "joint",
+        "beta": 0.5,
+        "loss": "sum",
         "validation": {"split": "val", "images": [0, 20]},
         "test": {"split": "val", "images": [20, None]},
     }
@@ -178,16 +228,38 @@ def test_calixto_joint_beta(world, tmp_path):
 
 
 def _cli(config: Path, out: Path, world: Paths) -> list[str]:
-    return [sys.executable, "-m", "mlmm", "train-retrieval", "--config", str(config),
-            "--variant", "four", "--seed", "2", "--out", str(out), "--no-progress", "--threads", "1",
-            "--data-root", str(world.data_root), "--features-root", str(world.features_root)]
+    return [
+        sys.executable,
+        "-m",
+        "mlmm",
+        "train-retrieval",
+        "--config",
+        str(config),
+        "--variant",
+        "four",
+        "--seed",
+        "2",
+        "--out",
+        str(out),
+        "--no-progress",
+        "--threads",
+        "1",
+        "--data-root",
+        str(world.data_root),
+        "--features-root",
+        str(world.features_root),
+    ]
 
 
 def test_resume_after_kill(world, tmp_path):
     import yaml
 
-    variant = {"train_data": [{"portion": "translation", "languages": ["en", "de", "fr", "cs"]}],
-               "c2c": True, "epochs": 12, "checkpoint_every": 5}
+    variant = {
+        "train_data": [{"portion": "translation", "languages": ["en", "de", "fr", "cs"]}],
+        "c2c": True,
+        "epochs": 12,
+        "checkpoint_every": 5,
+    }
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump({"retrieval": section(four=variant)}))
     subprocess.run(_cli(config, tmp_path / "full", world), check=True)

@@ -58,7 +58,8 @@ def recall_sum(metrics: dict[str, dict[str, float]]) -> float:
 
 
 def _as_tensor(x: np.ndarray | torch.Tensor) -> torch.Tensor:
-    t = torch.as_tensor(x)
+    """A float32 (or float64) CPU matrix; counting runs on the CPU wherever embeddings live."""
+    t = torch.as_tensor(x).detach().cpu()
     if t.ndim != 2:
         raise ValueError(f"expected a 2-d matrix, found shape {tuple(t.shape)}")
     return t if t.dtype == torch.float64 else t.float()

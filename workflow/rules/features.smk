@@ -2,11 +2,8 @@
 
 results/multi30k/features/<backbone>/<split>.npy (row i = image i of the split list) with
 <split>.json (backbone, dim, dtype, preprocessing, skipped rows, provenance, timings) and
-<split>.txt (the list). Consumers depend on `feature_file(backbone, split)`; the configured
-backbone's files are FEATURE_FILES.
+<split>.txt (the list); see docs/features.md.
 """
-
-from snakemake.exceptions import WorkflowError
 
 FEATURES = config["features"]
 FEATURE_DIR = RESULTS / "multi30k/features"
@@ -14,53 +11,36 @@ FEATURE_SPLITS = ["train", "val", "test_2016_flickr"]
 FEATURE_BACKBONES = ["resnet50", "vgg19", "resnet152", "efficientnet_lite0"]
 
 
-def feature_file(backbone, split):
-    """The .npy of one split; its .json and .txt lie beside it and are made with it."""
-    return FEATURE_DIR / backbone / f"{split}.npy"
+# Consumers depend on FEATURE_DIR / <backbone> / "<split>.npy" (the .json and .txt beside it are
+# made by the same job); FEATURE_FILES are the configured backbone's.
+FEATURE_FILES = [
+    FEATURE_DIR / FEATURES["backbone"] / f"{split}.npy" for split in FEATURE_SPLITS
+]
 
-
-FEATURE_FILES = [feature_file(FEATURES["backbone"], split) for split in FEATURE_SPLITS]
-
-
-def split_list(split):
-    """The verified copy's image list of a split (made by fetch_multi30k)."""
-    return MULTI30K_ROOT / f"data/task1/image_splits/{split}.txt"
-
-
-def features_images_dir(wildcards=None):
-    """multi30k.images if set, else the demo world's images when the source is the demo."""
-    if MULTI30K["images"]:
-        return MULTI30K["images"]
-    if MULTI30K["source"] == "demo":
-        return DEMO_WORLD / "images"
-    raise WorkflowError(
-        "config multi30k.images: the directory of the Flickr30K images is needed for image "
-        f"features when multi30k.source is {MULTI30K['source']!r}"
+# The images: multi30k.images if set, else the demo world's when the source is the demo (its
+# rule is then the input). Otherwise the rule's input names the missing setting, so only runs
+# that need image features stop, with that message.
+if MULTI30K["images"]:
+    FEATURE_IMAGES = FEATURE_IMAGES_INPUT = MULTI30K["images"]
+elif MULTI30K["source"] == "demo":
+    FEATURE_IMAGES = DEMO_WORLD / "images"
+    FEATURE_IMAGES_INPUT = DEMO_WORLD / "MANIFEST.sha256"
+else:
+    FEATURE_IMAGES = FEATURE_IMAGES_INPUT = (
+        "<config multi30k.images: set it to the directory of the Flickr30K images>"
     )
-
-
-def features_images_input(wildcards):
-    """What the images come from: the demo world rule, or the user's directory itself."""
-    if not MULTI30K["images"] and MULTI30K["source"] == "demo":
-        return DEMO_WORLD / "MANIFEST.sha256"
-    return features_images_dir()
-
-
-def features_options(wildcards):
-    """Optional command-line settings; unset ones keep the command's device-aware defaults."""
-    options = {
-        "--batch-size": FEATURES["batch_size"],
-        "--workers": FEATURES["workers"],
-    }
-    return " ".join(
-        f"{flag} {value}" for flag, value in options.items() if value is not None
-    )
+# Unset batch size / workers keep the command's device-aware defaults.
+FEATURE_OPTIONS = " ".join(
+    f"--{key.replace('_', '-')} {FEATURES[key]}"
+    for key in ("batch_size", "workers")
+    if FEATURES[key] is not None
+)
 
 
 rule extract_features:
     input:
         multi30k=MULTI30K_MARKER,
-        images=features_images_input,
+        images=FEATURE_IMAGES_INPUT,
     output:
         features=FEATURE_DIR / "{backbone}/{split}.npy",
         sidecar=FEATURE_DIR / "{backbone}/{split}.json",
@@ -80,9 +60,10 @@ rule extract_features:
         mem_mb=8000,
         runtime=360,
     params:
-        images=features_images_dir,
-        split=lambda wildcards: split_list(wildcards.split),
-        options=features_options,
+        images=FEATURE_IMAGES,
+        split=lambda wildcards: MULTI30K_ROOT
+        / f"data/task1/image_splits/{wildcards.split}.txt",
+        options=FEATURE_OPTIONS,
         device=FEATURES["device"],
         dtype=FEATURES["dtype"],
         weights=FEATURES["weights"],

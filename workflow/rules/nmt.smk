@@ -13,6 +13,12 @@ NMT_TOK = MULTI30K_ROOT / "data/task1/tok"
 NMT_BASE_FEATURES = ["NMT", "WordPenalty"]
 NMT_TABLE = RESULTS / "tables/calixto2017_table3"
 
+for _name, _spec in NMT["embedding_features"].items():
+    if _spec["variant"] not in RETRIEVAL_RECORDS:
+        raise WorkflowError(
+            f"config nmt.embedding_features.{_name}: variant {_spec['variant']!r} is not "
+            "trained; add it to retrieval.run"
+        )
 for _key, _record in NMT["systems"].items():
     _unknown = (
         set(_record["features"])
@@ -36,19 +42,23 @@ def retrieval_model(feature):
 
 
 def nmt_feature_inputs(wildcards):
-    inputs = {f: retrieval_model(f) for f in NMT["embedding_features"]}
-    if any(s["kind"] == "image" for s in NMT["embedding_features"].values()):
-        inputs["images"] = feature_file(FEATURES["backbone"], wildcards.split)
+    """Each feature's retrieval model and, for image features, the image features of the
+    backbone that model was trained on."""
+    inputs = {}
+    for name, spec in NMT["embedding_features"].items():
+        inputs[name] = retrieval_model(name)
+        if spec["kind"] == "image":
+            backbone = RETRIEVAL_RECORDS[spec["variant"]]["backbone"]
+            inputs[f"{name}_images"] = feature_file(backbone, wildcards.split)
     return inputs
 
 
 def nmt_feature_options(wildcards, input):
-    options = [
-        f"--feature {f}={spec['kind']}:{input[f]}"
-        for f, spec in NMT["embedding_features"].items()
-    ]
-    if "images" in input.keys():
-        options.append(f"--images {input.images}")
+    options = []
+    for name, spec in NMT["embedding_features"].items():
+        options.append(f"--feature {name}={spec['kind']}:{input[name]}")
+        if spec["kind"] == "image":
+            options.append(f"--images {name}={input[name + '_images']}")
     return " ".join(options)
 
 

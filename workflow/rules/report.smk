@@ -29,23 +29,14 @@ RETRIEVAL_FIGURE_FILES = [
 ]
 
 
-def report_files(files, caption, category):
-    """PNG figures and CSV tables go into `snakemake --report`; the other formats lie beside."""
-    out = []
-    for path in files:
-        if path.suffix in (".csv", ".png"):
-            path = report(
-                path, caption=caption, category=category, subcategory=path.stem
-            )
-        out.append(path)
-    return out
-
-
 rule retrieval_tables:
     input:
         runs=REPORT_RUNS,
     output:
-        report_files(RETRIEVAL_TABLE_FILES, "../report/table.rst", "Retrieval tables"),
+        [
+            report(path, caption="../report/table.rst", category="Retrieval tables")
+            for path in RETRIEVAL_TABLE_FILES
+        ],
     log:
         LOGS / "report/retrieval_tables.log",
     conda:
@@ -63,9 +54,10 @@ rule retrieval_figures:
     input:
         runs=REPORT_RUNS,
     output:
-        report_files(
-            RETRIEVAL_FIGURE_FILES, "../report/figure.rst", "Retrieval figures"
-        ),
+        [
+            report(path, caption="../report/figure.rst", category="Retrieval figures")
+            for path in RETRIEVAL_FIGURE_FILES
+        ],
     log:
         LOGS / "report/retrieval_figures.log",
     conda:

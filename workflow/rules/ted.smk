@@ -8,8 +8,9 @@ Bayes -> Tables 1, 3, 4 and the Table 1 heatmap. See docs/ted.md.
 TED = config["ted"]
 TED_DIR = RESULTS / "ted"
 TED_RUNS = {f"lambda{value:g}": value for value in TED["lambdas"]}
-TED_LANGUAGES = " ".join(TED["languages"])
-TED_CODES = " ".join(f"{ours}={theirs}" for ours, theirs in TED["corpus_codes"].items())
+TED_CORPUS = f"--languages {' '.join(TED['languages'])} --corpus-codes " + " ".join(
+    f"{ours}={theirs}" for ours, theirs in TED["corpus_codes"].items()
+)
 TED_PAPER = f"--paper-tables {PAPER_TABLES}" if PAPER_TABLES else ""
 TED_TABLES = [
     RESULTS / f"tables/rajendran2016_table{n}.{ext}"
@@ -48,6 +49,7 @@ rule ted_corpus:
         runtime=120,
     params:
         source=TED["source"],
+        corpus=TED_CORPUS,
         location=TED_LOCATION[TED["source"]],
         out_dir=TED_DIR / "corpus",
         demo=(
@@ -56,7 +58,7 @@ rule ted_corpus:
         ),
     shell:
         "mlmm ted-fetch --source {params.source} {params.location} --out-dir {params.out_dir}"
-        " --languages {TED_LANGUAGES} --corpus-codes {TED_CODES} {params.demo} > {log} 2>&1"
+        " {params.corpus} {params.demo} > {log} 2>&1"
 
 
 rule ted_bow:
@@ -77,9 +79,10 @@ rule ted_bow:
     params:
         out_dir=TED_DIR / "bow",
         min_count=TED["min_count"],
+        corpus=TED_CORPUS,
     shell:
         "mlmm ted-bow --index {input} --out-dir {params.out_dir} --min-count {params.min_count}"
-        " --languages {TED_LANGUAGES} --corpus-codes {TED_CODES} > {log} 2>&1"
+        " {params.corpus} > {log} 2>&1"
 
 
 rule ted_train:
@@ -200,8 +203,9 @@ rule ted_tables:
         runtime=10,
     params:
         out_dir=RESULTS / "tables",
+        paper=TED_PAPER,
     shell:
-        "mlmm ted-tables --cldc {input.cldc} --nb {input.nb} {TED_PAPER}"
+        "mlmm ted-tables --cldc {input.cldc} --nb {input.nb} {params.paper}"
         " --out-dir {params.out_dir} > {log} 2>&1"
 
 

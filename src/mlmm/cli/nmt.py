@@ -50,12 +50,13 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "nbest-features", help="add embedding-similarity features to an n-best list",
         description="Add one feature per --feature NAME=KIND:MODEL, KIND 'image' (s_i(image, "
-        "hypothesis), needs --images) or 'source' (s_s(hypothesis, source)), MODEL a trained "
-        "retrieval model. Without --feature the list is copied unchanged.",
+        "hypothesis), needs --images NAME=NPY) or 'source' (s_s(hypothesis, source)), MODEL a "
+        "trained retrieval model. Without --feature the list is copied unchanged.",
     )
     p.add_argument("--nbest", required=True, type=Path)
     p.add_argument("--source", required=True, type=Path, help="tokenised source sentences")
-    p.add_argument("--images", type=Path, help="image features (.npy), row i = sentence i")
+    p.add_argument("--images", action="append", default=[], metavar="NAME=NPY",
+                   help="image features of the model of feature NAME (row i = sentence i)")
     p.add_argument("--feature", action="append", default=[], metavar="NAME=KIND:MODEL")
     p.add_argument("--src", default="en")
     p.add_argument("--tgt", default="de")
@@ -196,9 +197,14 @@ def run_features(args) -> None:
     specs = [parse_feature_spec(s) for s in args.feature]
     for name, _, _ in specs:
         check_feature_name(name)
-    images = np.load(args.images) if args.images else None
+    images = {}
+    for spec in args.images:
+        name, eq, path = spec.partition("=")
+        if not (eq and name and path):
+            raise InputError("--images", "NAME=NPY", repr(spec))
+        images[name] = np.load(path)
     scorers = [
-        (name, EmbeddingScorer(model, kind, args.tgt, args.src, images))
+        (name, EmbeddingScorer(model, kind, args.tgt, args.src, images.get(name)))
         for name, kind, model in specs
     ]
     nbest = add_features(read_nbest(args.nbest), _tokenised(args.source), scorers)

@@ -49,15 +49,12 @@ def register(subparsers) -> None:
         "retrieval-vectors",
         help="aligned word vectors for FME/AME (demo: derived; real: downloaded)",
         description="Writes OUT/wiki.<lang>.align.vec. With --url, downloads fastText's aligned "
-        "vectors ({lang} in the URL is replaced). Otherwise derives demo vectors from the training "
+        "vectors (URL/wiki.<lang>.align.vec). Otherwise derives demo vectors from the training "
         "captions under --data-root (PPMI+SVD per language, Procrustes onto English on MUSE).",
     )
     v.add_argument("--out", type=Path, required=True)
     v.add_argument("--languages", nargs="+", required=True)
-    v.add_argument(
-        "--url",
-        help="e.g. https://dl.fbaipublicfiles.com/fasttext/vectors-aligned/wiki.{lang}.align.vec",
-    )
+    v.add_argument("--url", help="e.g. https://dl.fbaipublicfiles.com/fasttext/vectors-aligned")
     v.add_argument("--data-root", type=Path, default=Path("results/multi30k"))
     v.add_argument("--muse", type=Path, help="directory of MUSE en-<lang>.txt (demo derivation)")
     v.add_argument("--dim", type=int, default=300)

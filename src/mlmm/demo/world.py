@@ -30,6 +30,8 @@ TASK2_LANGUAGES = ("en", "de")
 SPLITS = {"train": "train", "val": "val", "test_2016_flickr": "test_2016"}
 STS_PAIRS = {"2014": (250, 0), "2015": (300, 60)}  # year -> (pairs, of which unscored)
 JPEG_QUALITY = 90
+# What OUT may hold to be replaced: an earlier world (Snakemake deletes only its MANIFEST)
+WORLD_ENTRIES = {"MANIFEST.sha256", "data", "images", "sts", "muse"}
 _SCENE, _CAPTION, _SPLIT, _STS = range(4)  # random streams
 
 
@@ -46,8 +48,13 @@ def generate_world(out: Path, seed: int, images: int) -> None:
         raise InputError("--images", f"at least {MIN_IMAGES} images", str(images))
     if seed < 0:
         raise InputError("--seed", "a non-negative integer", str(seed))
-    if out.exists() and any(out.iterdir()) and not (out / "MANIFEST.sha256").is_file():
-        raise InputError(out, "an empty directory or an earlier demo world", "other files")
+    if out.exists() and not out.is_dir():
+        raise InputError(out, "a directory", "a file")
+    if out.exists():
+        others = sorted({p.name for p in out.iterdir()} - WORLD_ENTRIES)
+        if others:
+            found = "other files: " + ", ".join(others[:3])
+            raise InputError(out, "an empty directory or an earlier demo world", found)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
     try:

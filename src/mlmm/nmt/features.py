@@ -3,7 +3,7 @@
 A scorer gets, for every hypothesis of a list flattened into one batch, the sentence id (= line of
 the split, = image of the split's image list), the tokenised source and the tokenised hypothesis,
 and returns one value per hypothesis. ``EmbeddingScorer`` gives the paper's features from a
-trained retrieval model (`mlmm.retrieval.load_trained`): s_i(image, hypothesis) and
+trained retrieval model (`mlmm.retrieval.api.load_trained`): s_i(image, hypothesis) and
 s_s(hypothesis, source).
 """
 
@@ -47,7 +47,7 @@ class EmbeddingScorer:
         self, model_path: str | Path, kind: str, target: str, source: str,
         images: np.ndarray | None = None, batch_size: int = 512,
     ) -> None:
-        from mlmm.retrieval import load_trained
+        from mlmm.retrieval.api import load_trained
 
         if kind not in ("image", "source"):
             raise InputError(model_path, "kind 'image' or 'source'", repr(kind))
@@ -66,10 +66,12 @@ class EmbeddingScorer:
                 part = slice(start, start + self.batch_size)
                 # an empty hypothesis is embedded as the unknown word
                 hyps = [h or ["<unk>"] for h in hypotheses[part]]
-                a = self.model.embed_sentences(self.target, hyps)
-                if self.kind == "image":
-                    b = self.model.embed_images(np.asarray(self.images[ids[part]]))
+                hyp = self.model.embed_sentences(self.target, hyps)
+                if self.kind == "image":  # the image first: the specific side of order scores
+                    image = self.model.embed_images(np.asarray(self.images[ids[part]]))
+                    scores = self.model.similarity(image, hyp)
                 else:
-                    b = self.model.embed_sentences(self.source, list(sources[part]))
-                out.append(self.model.similarity(a, b).detach().cpu().numpy())
+                    src = self.model.embed_sentences(self.source, list(sources[part]))
+                    scores = self.model.similarity(hyp, src)
+                out.append(scores.detach().cpu().numpy())
         return np.concatenate(out) if out else np.zeros(0)

@@ -208,7 +208,7 @@ def download(url: str, langs: list[str], out: Path) -> None:
     for lang in langs:
         with (
             atomic_path(Path(out) / f"wiki.{lang}.align.vec") as tmp,
-            urllib.request.urlopen(url.format(lang=lang)) as response,
+            urllib.request.urlopen(f"{url.rstrip('/')}/wiki.{lang}.align.vec") as response,
             open(tmp, "wb") as handle,
         ):
             shutil.copyfileobj(response, handle)

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import os
 import shutil
+from itertools import product
 from pathlib import Path
 
 import numpy as np
 
-from mlmm.ted import LANGUAGES, PIVOT, TOPICS
+from mlmm.ted import LANGUAGES, PIVOT, SPLITS, TOPICS
 from mlmm.ted.corpus import corpus_code
 
 # Each language's letters, so that word forms look different across languages.
@@ -85,8 +86,12 @@ def generate(
     test_docs: int = 50,
     general_words: int = 400,
     topic_words: int = 40,
+    codes: dict[str, str] | None = None,
 ) -> Path:
-    """Write the demo corpus under `out` (the ted-cldc root); returns `out`."""
+    """Write the demo corpus under `out` (the ted-cldc root); returns `out`.
+
+    `codes` names the language directories as the real corpus does (default pt-br -> pb)."""
+    codes = {"pt-br": "pb"} if codes is None else codes
     rng = np.random.default_rng(seed)
     out = Path(out)
     languages = [PIVOT, *LANGUAGES]
@@ -148,7 +153,7 @@ def generate(
     offset = {"train": 0, "test": len(pool["train"])}
 
     def render(language: str, concepts: list[int]) -> str:
-        code = corpus_code(language, {"pt-br": "pb"})
+        code = corpus_code(language, codes)
         n = len(concepts)
         u, variant = rng.random(n), rng.random(n)
         substitute = rng.choice(general_words, size=n, p=general_p)
@@ -168,9 +173,14 @@ def generate(
             start = stop
         return "\n".join(lines) + "\n"
 
+    for language in LANGUAGES:  # every topic directory, even one without positive talks
+        code = corpus_code(language, codes)
+        for pair_dir in (f"{code}-{PIVOT}", f"{PIVOT}-{code}"):
+            for split, topic, polarity in product(SPLITS, TOPICS, ("positive", "negative")):
+                (out / pair_dir / split / topic / polarity).mkdir(parents=True, exist_ok=True)
     english = {}  # one English text per talk, shared by every pair, as in the real corpus
     for language in LANGUAGES:
-        code = corpus_code(language, {"pt-br": "pb"})
+        code = corpus_code(language, codes)
         for split, size in (("train", train_docs), ("test", test_docs)):
             chosen = sorted(rng.choice(len(pool[split]), size=size, replace=False).tolist())
             for index in chosen:

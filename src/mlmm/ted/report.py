@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mlmm.io import atomic_path
 from mlmm.tables import beside_paper, load_paper_table, summarise_runs, write_table
 
 PAPER = "rajendran2016"
@@ -115,8 +116,6 @@ def heatmap(table1_csv: Path, stem: Path) -> list[Path]:
     fig.suptitle("TED CLDC cross-lingual F1 (Rajendran et al. 2016, Table 1)")
     paths = []
     for suffix in (".png", ".pdf"):
-        from mlmm.io import atomic_path
-
         target = Path(stem).with_suffix(suffix)
         with atomic_path(target) as tmp:
             fig.savefig(tmp, format=suffix[1:], dpi=150)

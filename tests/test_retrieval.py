@@ -1,0 +1,291 @@
+"""Unit tests of the retrieval pieces: losses by hand, order similarity, data settings,
+c2c pairs, Procrustes, the alignment ratio, variant resolution and the schema defaults."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+
+from mlmm.errors import InputError
+from mlmm.retrieval import align
+from mlmm.retrieval.config import DEFAULTS, resolve_variant
+from mlmm.retrieval.data import Cycler, c2c_pairs, image_subsets, joint_tuples, training_captions
+from mlmm.retrieval.losses import ranking_loss, weighted_loss
+from mlmm.retrieval.model import rowwise_score, score_matrix
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_ranking_loss_sum_and_max_by_hand():
+    s = torch.tensor([[0.9, 0.5, 0.8], [0.1, 0.7, 0.6], [0.3, 0.65, 0.4]])
+    m = 0.2
+    # row i: image i vs captions j != i; column j: caption j vs images i != j
+    rows = [
+        [0, max(0, m + 0.5 - 0.9), max(0, m + 0.8 - 0.9)],
+        [max(0, m + 0.1 - 0.7), 0, max(0, m + 0.6 - 0.7)],
+        [max(0, m + 0.3 - 0.4), max(0, m + 0.65 - 0.4), 0],
+    ]
+    cols = [
+        [0, max(0, m + 0.5 - 0.7), max(0, m + 0.8 - 0.4)],
+        [max(0, m + 0.1 - 0.9), 0, max(0, m + 0.6 - 0.4)],
+        [max(0, m + 0.3 - 0.9), max(0, m + 0.65 - 0.7), 0],
+    ]
+    total = sum(map(sum, rows)) + sum(map(sum, cols))
+    hardest = sum(max(r) for r in rows) + sum(max(c[j] for c in cols) for j in range(3))
+    assert ranking_loss(s, m, "sum").item() == pytest.approx(total)
+    assert ranking_loss(s, m, "max").item() == pytest.approx(hardest)
+
+
+def test_only_the_diagonal_is_masked():
+    # two identical captions (columns 0 and 1 equal): they stay negatives of each other
+    s = torch.tensor([[1.0, 1.0], [1.0, 1.0]])
+    assert ranking_loss(s, 0.2, "sum").item() == pytest.approx(4 * 0.2)
+    assert ranking_loss(torch.eye(2) * 5, 0.2, "max").item() == 0
+
+
+def test_weighted_loss_is_calixto_eq3():
+    a, b = torch.tensor(2.0), torch.tensor(6.0)
+    assert weighted_loss([a, a], [b], 0.75).item() == pytest.approx(0.75 * 4 + 0.25 * 6)
+    assert weighted_loss([a], [], 1.0).item() == pytest.approx(2.0)
+
+
+def test_order_similarity():
+    image = torch.tensor([[1.0, 2.0, 0.0]])
+    caps = torch.tensor([[0.5, 1.0, 0.0], [2.0, 2.0, 1.0]])
+    expected = torch.tensor([[0.0, -(1.0 + 0.0 + 1.0)]])
+    assert torch.equal(score_matrix(image, caps, "order"), expected)
+    assert torch.equal(rowwise_score(image.repeat(2, 1), caps, "order"), expected[0])
+    # asymmetric: swapping the roles changes the score
+    assert score_matrix(caps[:1], image, "order").item() == -(0.25 + 1.0)
+    assert torch.allclose(score_matrix(caps, caps, "cosine"), caps @ caps.t())
+
+
+def test_order_matches_evaluation_module():
+    from mlmm import evaluation
+
+    a, b = torch.rand(4, 5), torch.rand(6, 5)
+    assert torch.allclose(score_matrix(a, b, "order"), evaluation.order_scores(a, b))
+
+
+def test_c2c_pairs_are_cartesian_products_per_image():
+    caps = {"en": [[["a"], ["b"]], [["c"]]], "de": [[["x"]], [["y"], ["z"]]], "fr": [[], [["f"]]]}
+    pairs = c2c_pairs(caps)
+    assert ("en", ["a"], "de", ["x"]) in pairs and ("en", ["b"], "de", ["x"]) in pairs
+    assert ("en", ["c"], "de", ["z"]) in pairs and ("de", ["z"], "fr", ["f"]) in pairs
+    # en-de: 2*1 + 1*2, en-fr: 0 + 1, de-fr: 0 + 2
+    assert len(pairs) == 4 + 1 + 2
+    assert not any(p[1] == ["a"] and p[3] == ["y"] for p in pairs)  # never across images
+    assert joint_tuples({"en": caps["en"], "de": caps["de"]}) == [
+        (0, [["a"], ["x"]]),
+        (1, [["c"], ["y"]]),
+    ]
+
+
+def test_image_subsets_half_overlap_and_disjoint():
+    rng = np.random.default_rng(0)
+    full = image_subsets(10, ["en", "de"], {"fraction": 1.0, "assignment": "overlap"}, rng)
+    assert all(len(v) == 10 for v in full.values())
+    over = image_subsets(10, ["en", "de"], {"fraction": 0.5, "assignment": "overlap"}, rng)
+    assert len(over["en"]) == 5 and np.array_equal(over["en"], over["de"])
+    dis = image_subsets(10, ["en", "de"], {"fraction": 0.5, "assignment": "disjoint"}, rng)
+    assert len(dis["en"]) == len(dis["de"]) == 5 and not set(dis["en"]) & set(dis["de"])
+    with pytest.raises(InputError):
+        image_subsets(10, ["en", "de", "fr"], {"fraction": 0.5, "assignment": "disjoint"}, rng)
+
+
+def _tiny_world(root: Path, n: int = 6) -> None:
+    data = root / "data"
+    for task, name in ((1, "train.txt"), (2, "train_images.txt")):
+        path = data / f"task{task}/image_splits/{name}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(f"{i}.jpg\n" for i in range(n)))
+    for lang in ("en", "de", "fr"):
+        path = data / f"task1/tok/train.lc.norm.tok.{lang}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(f"t{lang} {i}\n" for i in range(n)))
+    for k in range(1, 6):
+        for lang in ("en", "de"):
+            path = data / f"task2/tok/train.lc.norm.tok.{k}.{lang}"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("".join(f"c{lang} {i} {k}\n" for i in range(n)))
+
+
+def _record(**changes) -> dict:
+    return resolve_variant({"variants": {"v": changes}}, "v")
+
+
+def test_training_captions_data_settings(tmp_path):
+    _tiny_world(tmp_path)
+    rng = np.random.default_rng(0)
+    full = training_captions(tmp_path, _record(), rng)
+    assert list(full) == ["en"] and all(len(c) == 5 for c in full["en"])
+    under = training_captions(
+        tmp_path,
+        _record(
+            train_data=[
+                {"portion": "comparable", "languages": ["en", "de"], "captions_per_image": 1}
+            ]
+        ),
+        rng,
+    )
+    assert all(len(c) == 1 for lang in ("en", "de") for c in under[lang])
+    assert len({tuple(c[0]) for c in under["en"]}) == 6  # one of the image's own captions
+    assert all(c[0][1] == str(i) for i, c in enumerate(under["en"]))
+    half = training_captions(
+        tmp_path,
+        _record(
+            train_data=[{"portion": "comparable", "languages": ["en", "de"]}],
+            image_subset={"fraction": 0.5, "assignment": "disjoint"},
+        ),
+        rng,
+    )
+    used = {lang: {i for i, c in enumerate(half[lang]) if c} for lang in ("en", "de")}
+    assert len(used["en"]) == len(used["de"]) == 3 and not used["en"] & used["de"]
+    assert c2c_pairs(half) == []  # disjoint images: nothing to pair
+    mixed = training_captions(
+        tmp_path,
+        _record(
+            train_data=[
+                {"portion": "translation", "languages": ["en", "de", "fr"]},
+                {"portion": "comparable", "languages": ["en", "de"]},
+            ]
+        ),
+        rng,
+    )
+    assert [len(c) for c in mixed["en"]] == [6] * 6 and [len(c) for c in mixed["fr"]] == [1] * 6
+
+
+def test_cycler_reshuffles_and_restores():
+    a = Cycler(5, np.random.default_rng(1))
+    seen = [a.next(2) for _ in range(2)]
+    assert sorted(np.concatenate(seen).tolist()) == sorted(set(np.concatenate(seen).tolist()))
+    state = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in a.state().items()}
+    after = [a.next(2).tolist() for _ in range(4)]
+    b = Cycler(5, np.random.default_rng(99))
+    b.load(state)
+    assert [b.next(2).tolist() for _ in range(4)] == after
+    assert all(len(x) >= 2 for x in after)
+
+
+def test_procrustes_recovers_a_rotation():
+    gen = torch.Generator().manual_seed(0)
+    q, _ = torch.linalg.qr(torch.randn(6, 6, generator=gen, dtype=torch.float64))
+    x = torch.randn(50, 6, generator=gen, dtype=torch.float64)
+    w = align.procrustes(x, x @ q.t())
+    assert torch.allclose(w, q, atol=1e-8)
+
+
+def test_alignment_ratio_on_a_toy_lexicon():
+    src = torch.eye(4)
+    tgt = torch.tensor([[1.0, 0, 0, 0], [0, 0, 1.0, 0], [0, 1.0, 0, 0], [0, 0, 0, 1.0]])
+    # source 0 -> target 0 (right), 1 -> 2 (right: gold 2), 2 -> 1 (gold says 3: wrong)
+    gold = {0: {0}, 1: {1, 2}, 2: {3}}
+    assert align.precision_at_1(src, tgt, gold, None) == pytest.approx(200 / 3)
+    swap = torch.eye(4)[[0, 2, 1, 3]]  # maps source 1 onto target row 1's direction
+    assert align.precision_at_1(src, tgt, gold, swap) == pytest.approx(100 * 2 / 3)
+    assert math.isnan(align.precision_at_1(src, tgt, {}, None))
+
+
+def test_rcsls_prefers_the_true_mapping():
+    gen = torch.Generator().manual_seed(1)
+    q, _ = torch.linalg.qr(torch.randn(5, 5, generator=gen))
+    x = torch.randn(30, 5, generator=gen)
+    pairs = torch.stack([torch.arange(30), torch.arange(30)], 1)
+    good = align.rcsls_loss(x, x @ q.t(), pairs, q, 3)
+    bad = align.rcsls_loss(x, x @ q.t(), pairs, torch.eye(5), 3)
+    assert good < bad
+
+
+def test_lexicon_split_and_vec_roundtrip(tmp_path):
+    pairs = [("a", "x"), ("a", "y"), ("b", "z"), ("c", "w"), ("d", "v")]
+    train, test = align.split_lexicon(pairs, 0.5)
+    assert {s for s, _ in train}.isdisjoint({s for s, _ in test})
+    assert sorted(train + test) == sorted(pairs)
+    vectors = {"a": np.array([1.0, 2.0], np.float32), "b": np.array([0.5, -1.0], np.float32)}
+    align.write_vec(tmp_path / "v.vec", vectors)
+    back = align.read_vec(tmp_path / "v.vec", {"b"})
+    assert list(back) == ["b"] and np.allclose(back["b"], vectors["b"])
+    (tmp_path / "bad.vec").write_text("2 3\na 1 2\n")
+    with pytest.raises(InputError, match="line 2"):
+        align.read_vec(tmp_path / "bad.vec")
+
+
+def test_variant_resolution_merges_and_rejects():
+    section = {
+        "defaults": {"optimizer": {"lr": 1e-3}, "hidden": 64},
+        "variants": {"v": {"optimizer": {"decay_epochs": 15}, "similarity": "order"}},
+    }
+    record = resolve_variant(section, "v")
+    assert record["optimizer"] == {"lr": 1e-3, "decay_epochs": 15, "decay_factor": 0.1}
+    assert record["hidden"] == 64 and record["similarity"] == "order" and record["name"] == "v"
+    with pytest.raises(InputError, match="hiden"):
+        resolve_variant({"variants": {"v": {"hiden": 3}}}, "v")
+    with pytest.raises(InputError):
+        resolve_variant({"variants": {"v": {"loss": "mean"}}}, "v")
+    with pytest.raises(InputError):
+        resolve_variant({"variants": {}}, "missing")
+
+
+def test_schema_defaults_equal_python_defaults():
+    schema = yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text())
+    props = schema["$defs"]["variant"]["properties"]
+    assert set(props) == set(DEFAULTS)
+    for key, value in DEFAULTS.items():
+        assert props[key]["default"] == value, key
+
+
+@pytest.mark.parametrize("config", ["config.yaml", "config/paper.yaml"])
+def test_every_configured_variant_resolves(config):
+    from mlmm.retrieval.config import merge_config
+
+    merged = yaml.safe_load((ROOT / "config.yaml").read_text())
+    if config != "config.yaml":
+        merged = merge_config(merged, yaml.safe_load((ROOT / config).read_text()))
+    section = merged["retrieval"]
+    assert section["run"]
+    for name in section["run"]:
+        record = resolve_variant(section, name)
+        for row in record["paper_rows"]:
+            assert {"paper", "table", "system", "variant_note", "languages"} <= set(row)
+
+
+SHARED = ROOT.parent / "shared" / "data"
+
+
+@pytest.mark.shared_data
+def test_real_multi30k_data_settings_have_the_papers_sizes():
+    """Kádár Section 5: Bi-overlap 14.5K images / 145K captions, Bi-disjoint 29K / 145K."""
+    root = SHARED / "multi30k"
+    if not (root / "data/task2").is_dir():
+        pytest.skip("real Multi30K not available")
+    rng = np.random.default_rng(0)
+    both = [{"portion": "comparable", "languages": ["en", "de"]}]
+    overlap = training_captions(
+        root, _record(train_data=both, image_subset={"fraction": 0.5, "assignment": "overlap"}), rng
+    )
+    disjoint = training_captions(
+        root,
+        _record(train_data=both, image_subset={"fraction": 0.5, "assignment": "disjoint"}),
+        rng,
+    )
+    for setting, images in ((overlap, 14500), (disjoint, 29000)):
+        used = {i for lang in ("en", "de") for i, c in enumerate(setting[lang]) if c}
+        assert len(used) == images
+        assert sum(len(c) for lang in ("en", "de") for c in setting[lang]) == 145000
+    assert len(c2c_pairs(overlap)) == 14500 * 25
+
+
+@pytest.mark.shared_data
+def test_real_muse_lexicon_splits_by_source_word():
+    path = SHARED / "muse/en-de.txt"
+    if not path.is_file():
+        pytest.skip("MUSE en-de not available")
+    pairs = align.read_lexicon(path)
+    train, test = align.split_lexicon(pairs, 0.8)
+    assert len(train) + len(test) == len(pairs) > 100000
+    assert {s for s, _ in train}.isdisjoint({s for s, _ in test})
