@@ -32,7 +32,18 @@ def test_pipeline_on_tiny_demo(tmp_path):
     languages = ["de", "fr", "ru"]
     common = ["--languages", *languages, "--corpus-codes", "pt-br=pb"]
     corpus, bow = tmp_path / "corpus", tmp_path / "bow"
-    run("ted-fetch", "--source", "demo", "--out-dir", corpus, "--train-docs", 24, "--test-docs", 10)
+    run(
+        "ted-fetch",
+        "--source",
+        "demo",
+        "--out-dir",
+        corpus,
+        "--train-docs",
+        24,
+        "--test-docs",
+        10,
+        *common,
+    )
     run("ted-bow", "--index", corpus / "index.json", "--out-dir", bow, *common)
     runs = [tmp_path / "lambda1", tmp_path / "lambda10"]
     for lam, out in zip((1, 10), runs, strict=True):
@@ -84,12 +95,22 @@ def test_pipeline_on_tiny_demo(tmp_path):
 
 
 def test_malformed_corpus_is_one_line_error(tmp_path, capsys):
-    run("demo-ted", tmp_path / "c", "--train-docs", 10, "--test-docs", 5)
+    run("demo-ted", tmp_path / "c", "--train-docs", 10, "--test-docs", 5, "--languages", "fr")
     broken = sorted((tmp_path / "c/fr-en/test/art").glob("*/*.ted"))[0]
     broken.unlink()  # a hard link: the talk's copies under the other topics stay intact
     broken.write_bytes(b"\xc3\x28 bad_fr\n")
     # fetch only checks the layout; reading the talks finds the bad file
-    run("ted-fetch", "--source", "path", "--path", tmp_path / "c", "--out-dir", tmp_path / "out")
+    run(
+        "ted-fetch",
+        "--source",
+        "path",
+        "--path",
+        tmp_path / "c",
+        "--out-dir",
+        tmp_path / "out",
+        "--languages",
+        "fr",
+    )
     args = ["ted-bow", "--index", tmp_path / "out/index.json", "--out-dir", tmp_path / "bow"]
     assert main([str(a) for a in [*args, "--languages", "fr"]]) == 2
     assert str(broken) in capsys.readouterr().err

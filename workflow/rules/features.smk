@@ -11,11 +11,11 @@ FEATURE_SPLITS = ["train", "val", "test_2016_flickr"]
 FEATURE_BACKBONES = ["resnet50", "vgg19", "resnet152", "efficientnet_lite0"]
 
 
-# Consumers depend on FEATURE_DIR / <backbone> / "<split>.npy" (the .json and .txt beside it are
-# made by the same job); FEATURE_FILES are the configured backbone's.
-FEATURE_FILES = [
-    FEATURE_DIR / FEATURES["backbone"] / f"{split}.npy" for split in FEATURE_SPLITS
-]
+# feature_file(backbone, split): the .npy consumers depend on; the .json and .txt beside it are
+# made by the same job. FEATURE_FILES: the configured backbone's. (A lambda: `snakemake --lint`
+# wants no function definitions beside rules.)
+feature_file = lambda backbone, split: FEATURE_DIR / backbone / f"{split}.npy"
+FEATURE_FILES = [feature_file(FEATURES["backbone"], split) for split in FEATURE_SPLITS]
 
 # The images: multi30k.images if set, else the demo world's when the source is the demo (its
 # rule is then the input). Otherwise the rule's input names the missing setting, so only runs

@@ -54,6 +54,7 @@ def register(subparsers) -> None:
         "laid out like ted-cldc/: OUT/<X>-en and OUT/en-<X>.",
     )
     p.add_argument("out", type=Path)
+    p.add_argument("--languages", nargs="+", default=LANGUAGES, help="paired with English")
     _demo_args(p)
     p.set_defaults(func=run_demo)
 
@@ -139,7 +140,13 @@ def register(subparsers) -> None:
 def run_demo(args: argparse.Namespace) -> None:
     from mlmm.ted.demo import generate
 
-    generate(args.out, seed=args.seed, train_docs=args.train_docs, test_docs=args.test_docs)
+    generate(
+        args.out,
+        seed=args.seed,
+        train_docs=args.train_docs,
+        test_docs=args.test_docs,
+        languages=args.languages,
+    )
 
 
 def run_fetch(args: argparse.Namespace) -> None:

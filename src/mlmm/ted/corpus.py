@@ -169,7 +169,7 @@ def fetch(
         root = out_dir / "ted-cldc"
         if root.exists():
             shutil.rmtree(root)
-        generate(root, codes=codes, **(demo or {}))
+        generate(root, codes=codes, languages=languages, **(demo or {}))
     elif source == "path":
         if not path:
             raise InputError("config.yaml", "ted.path set when ted.source is 'path'", "null")

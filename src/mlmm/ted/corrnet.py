@@ -23,6 +23,7 @@ first steps learning word frequencies.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -171,7 +172,10 @@ def train(
         totals = np.zeros(3)
         steps = 0
         plan = list(batches(sizes, batch_size, rng))
-        for view, rows in tqdm(plan, desc=f"epoch {epoch}", disable=not progress, leave=False):
+        # In a log file (Snakemake), a progress line every 30 s rather than ten a second.
+        interval = 0.1 if sys.stderr.isatty() else 30.0
+        bar = tqdm(plan, desc=f"epoch {epoch}", disable=not progress, mininterval=interval)
+        for view, rows in bar:
             x, p = pairs[view]
             xv = SparseBatch.from_csr(x[rows], device)
             xp = SparseBatch.from_csr(p[rows], device)

@@ -87,14 +87,17 @@ def generate(
     general_words: int = 400,
     topic_words: int = 40,
     codes: dict[str, str] | None = None,
+    languages: list[str] | None = None,
 ) -> Path:
     """Write the demo corpus under `out` (the ted-cldc root); returns `out`.
 
-    `codes` names the language directories as the real corpus does (default pt-br -> pb)."""
+    `codes` names the language directories as the real corpus does (default pt-br -> pb);
+    `languages` (default all 11) are the ones paired with English."""
     codes = {"pt-br": "pb"} if codes is None else codes
+    paired = LANGUAGES if languages is None else languages
     rng = np.random.default_rng(seed)
     out = Path(out)
-    languages = [PIVOT, *LANGUAGES]
+    languages = [PIVOT, *LANGUAGES]  # word forms of every language, whichever are written
     n_topics = len(TOPICS)
     # Concepts: general ones first, then each topic's own.
     topic_concepts = []
@@ -173,13 +176,13 @@ def generate(
             start = stop
         return "\n".join(lines) + "\n"
 
-    for language in LANGUAGES:  # every topic directory, even one without positive talks
+    for language in paired:  # every topic directory, even one without positive talks
         code = corpus_code(language, codes)
         for pair_dir in (f"{code}-{PIVOT}", f"{PIVOT}-{code}"):
             for split, topic, polarity in product(SPLITS, TOPICS, ("positive", "negative")):
                 (out / pair_dir / split / topic / polarity).mkdir(parents=True, exist_ok=True)
     english = {}  # one English text per talk, shared by every pair, as in the real corpus
-    for language in LANGUAGES:
+    for language in paired:
         code = corpus_code(language, codes)
         for split, size in (("train", train_docs), ("test", test_docs)):
             chosen = sorted(rng.choice(len(pool[split]), size=size, replace=False).tolist())
