@@ -6,7 +6,6 @@ Every rule is a thin call into the `mlmm` package; see README.md.
 
 from snakemake.utils import min_version, validate
 
-
 min_version("8.20")
 
 
