@@ -161,6 +161,9 @@ def test_czech_has_no_articles_and_agrees(world: Path) -> None:
     assert any(w.endswith("á") for w in words) and any(w.endswith("ý") for w in words)
     c = Content("exist", (Mention("star", "red"),), style=(1, 0, 0, 0))
     assert raw(tokens(c, "cs"), "cs") == "Červená hvězda."
+    c = Content("count", (Mention("star", "red"), Mention("circle")), place="snow", count=5)
+    assert raw(tokens(c, "cs"), "cs") == "Pět tvarů ve sněhu, včetně červené hvězdy a kruhu."
+    assert raw(tokens(c, "de"), "de") == "Fünf Formen im Schnee, darunter ein roter Stern und ein Kreis."
 
 
 def test_translations_agree_on_content(world: Path) -> None:

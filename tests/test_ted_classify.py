@@ -1,6 +1,7 @@
 """The perceptron settings against a hand-written Collins averaged perceptron; F1 convention."""
 
 import numpy as np
+from sklearn.metrics import f1_score
 
 from mlmm.ted.classify import classify, fit_predict, perceptron, topic_f1
 
@@ -38,6 +39,15 @@ def test_f1_is_zero_for_a_topic_never_predicted():
     f1 = topic_f1(y_true, y_pred)
     np.testing.assert_allclose(f1, [2 * 1.0 * (2 / 3) / (1.0 + 2 / 3), 0.0])
     assert f1.mean() == f1[0] / 2
+
+
+def test_f1_equals_sklearn_with_zero_division_0():
+    rng = np.random.default_rng(2)
+    y_true, y_pred = rng.random((30, 6)) < 0.3, rng.random((30, 6)) < 0.2
+    y_pred[:, 0] = False  # never predicted
+    y_true[:, 1] = False  # never true
+    expected = [f1_score(y_true[:, t], y_pred[:, t], zero_division=0) for t in range(6)]
+    np.testing.assert_allclose(topic_f1(y_true, y_pred), expected)
 
 
 def test_single_class_training_predicts_that_class():

@@ -85,3 +85,21 @@ def test_vocabulary_keeps_words_above_the_threshold():
     assert words == ["a"] and counts == [9]
     matrix = count_matrix(docs, ["a", "c"])
     assert matrix.toarray().tolist() == [[6, 1], [3, 3]]
+
+
+def test_fetch_url_unpacks_an_archive(tmp_path):
+    import tarfile
+
+    from mlmm.ted.corpus import fetch
+    from mlmm.ted.demo import generate
+
+    generate(tmp_path / "src/ted-cldc", train_docs=10, test_docs=5, languages=["fr"])
+    archive = tmp_path / "ted-cldc.tar.gz"
+    with tarfile.open(archive, "w:gz") as handle:
+        handle.add(tmp_path / "src/ted-cldc", arcname="ted-cldc")
+    root = fetch("url", tmp_path / "out", ["fr"], None, url=archive.as_uri())
+    assert root == (tmp_path / "out/unpacked/ted-cldc").resolve()
+    french, english = read_pair(root, "fr", "test", TOPICS)
+    assert len(french.ids) == len(english.ids) == 5
+    with pytest.raises(InputError, match="ted.path"):
+        fetch("path", tmp_path / "out2", ["fr"], None)

@@ -98,6 +98,15 @@ def pair_scores(images: torch.Tensor, captions: torch.Tensor, similarity: Simila
     raise ValueError(f"similarity must be 'cosine' or 'order', found {similarity!r}")
 
 
+def transposed_scores(images: torch.Tensor, captions: torch.Tensor, similarity: Similarity):
+    """``pair_scores(images, captions).T``, contiguous. Blocks are made in this layout because
+    ``captions_block @ images.T`` runs at the speed of one whole-matrix product, while
+    ``images @ captions_block.T`` is about 40% slower (measured with torch's CPU BLAS)."""
+    if similarity == "cosine":
+        return captions @ images.T
+    return pair_scores(images, captions, similarity).T.contiguous()
+
+
 def own_scores(
     images: torch.Tensor, captions: torch.Tensor, per_image: int, similarity: Similarity
 ):
@@ -118,7 +127,29 @@ def _prepare(x, similarity: Similarity) -> torch.Tensor:
 # rank counting
 
 
-# Counting with int32 sums: a bool sum widens to int64 and is about twice as slow.
+class _Counter:
+    """Counts of entries above a threshold, per row or per column of a score block.
+
+    The comparison is written as 0/1 float32 into a reused buffer and reduced by a BLAS
+    matrix-vector product: about three times faster than summing a bool tensor, and exact
+    (integers below 2**24).
+    """
+
+    def __init__(self) -> None:
+        self.buf = torch.empty(0)
+
+    def _mask(self, block: torch.Tensor, threshold: torch.Tensor) -> torch.Tensor:
+        if self.buf.numel() < block.numel():
+            self.buf = torch.empty(block.numel())
+        return torch.gt(block, threshold, out=self.buf[: block.numel()].view(block.shape))
+
+    def per_row(self, block: torch.Tensor, threshold: torch.Tensor) -> torch.Tensor:
+        mask = self._mask(block, threshold[:, None])
+        return (mask @ torch.ones(block.shape[1])).to(torch.int64)
+
+    def per_column(self, block: torch.Tensor, threshold: torch.Tensor) -> torch.Tensor:
+        mask = self._mask(block, threshold[None, :])
+        return (torch.ones(block.shape[0]) @ mask).to(torch.int64)
 
 
 def _below(t: torch.Tensor) -> torch.Tensor:
@@ -137,7 +168,10 @@ class _RowRanks:
     block are counted exactly with their own columns left out.
     """
 
-    def __init__(self, per_row: torch.Tensor, groups: torch.Tensor, kt: int) -> None:
+    def __init__(
+        self, per_row: torch.Tensor, groups: torch.Tensor, kt: int, counter: _Counter
+    ) -> None:
+        self.counter = counter
         best = per_row.max(1).values
         # last column reaching the best own score: flip, argmax finds the first maximum
         last = kt - 1 - torch.argmax((per_row.flip(1) == best[:, None]).to(torch.int8), dim=1)
@@ -146,16 +180,17 @@ class _RowRanks:
         self.groups, self.kt = groups, kt
         self.counts = torch.zeros(len(groups), dtype=torch.int64)
 
-    def add(self, a: int, block: torch.Tensor) -> None:
-        b = a + block.shape[1]
+    def add(self, a: int, tblock: torch.Tensor) -> None:
+        """``tblock``: the scores of target columns ``a ..`` with every row, transposed."""
+        b = a + tblock.shape[0]
         r0 = int(torch.searchsorted(self.groups, a // self.kt, right=False))
         r1 = int(torch.searchsorted(self.groups, (b - 1) // self.kt, right=True))
         if r0:
-            self.counts[:r0] += (block[:r0] > self.best_below[:r0, None]).sum(1, dtype=torch.int32)
+            self.counts[:r0] += self.counter.per_column(tblock[:, :r0], self.best_below[:r0])
         if r1 < len(self.groups):
-            self.counts[r1:] += (block[r1:] > self.best[r1:, None]).sum(1, dtype=torch.int32)
+            self.counts[r1:] += self.counter.per_column(tblock[:, r1:], self.best[r1:])
         if r1 > r0:
-            sub, best = block[r0:r1], self.best[r0:r1, None]
+            sub, best = tblock[:, r0:r1].T, self.best[r0:r1, None]
             cols = torch.arange(a, b)[None, :]
             beats = (sub > best) | ((sub == best) & (cols > self.best_col[r0:r1, None]))
             beats &= cols // self.kt != self.groups[r0:r1, None]
@@ -169,19 +204,20 @@ class _ColumnRanks:
     the block's own rows count ``s > p``, rows below count ``s >= p``.
     """
 
-    def __init__(self, own: torch.Tensor, per_image: int) -> None:
-        self.own, self.own_below, self.k = own, _below(own), per_image
+    def __init__(self, own: torch.Tensor, per_image: int, counter: _Counter) -> None:
+        self.own, self.own_below, self.k, self.counter = own, _below(own), per_image, counter
         self.ranks = torch.zeros(len(own), dtype=torch.int64)
 
-    def add(self, a: int, block: torch.Tensor) -> None:
-        b = a + block.shape[1]
+    def add(self, a: int, tblock: torch.Tensor) -> None:
+        """``tblock``: the scores of query columns ``a ..`` with every row, transposed."""
+        b = a + tblock.shape[0]
         o0, o1 = a // self.k, (b - 1) // self.k + 1
         own, ranks = self.own[a:b], self.ranks[a:b]
         if o0:
-            ranks += (block[:o0] > own).sum(0, dtype=torch.int32)
-        if o1 < block.shape[0]:
-            ranks += (block[o1:] > self.own_below[a:b]).sum(0, dtype=torch.int32)
-        sub = block[o0:o1]
+            ranks += self.counter.per_row(tblock[:, :o0], own)
+        if o1 < tblock.shape[1]:
+            ranks += self.counter.per_row(tblock[:, o1:], self.own_below[a:b])
+        sub = tblock[:, o0:o1].T
         rows = torch.arange(o0, o1)[:, None]
         owner = (torch.arange(a, b) // self.k)[None, :]
         beats = ((sub > own) | ((sub == own) & (rows > owner))) & (rows != owner)
@@ -220,11 +256,13 @@ def _both_directions(
     blocks: Iterator[tuple[int, torch.Tensor]],
     want: tuple[str, ...] = ("i2t", "t2i"),
 ) -> dict[str, torch.Tensor]:
+    counter = _Counter()
     if "i2t" in want:
-        rows = _RowRanks(own.view(n_images, per_image), torch.arange(n_images), per_image)
+        groups = torch.arange(n_images)
+        rows = _RowRanks(own.view(n_images, per_image), groups, per_image, counter)
     else:
         rows = None
-    cols = _ColumnRanks(own, per_image) if "t2i" in want else None
+    cols = _ColumnRanks(own, per_image, counter) if "t2i" in want else None
     for a, block in blocks:
         if rows is not None:
             rows.add(a, block)
@@ -243,7 +281,7 @@ def _score_matrix_ranks(scores, per_image: int, want: tuple[str, ...], chunk: in
     n, m = scores.shape
     _check_layout(n, m, per_image)
     own = scores[torch.arange(m) // per_image, torch.arange(m)]
-    blocks = _blocks(m, _chunk_size(n, chunk), lambda a, b: scores[:, a:b])
+    blocks = _blocks(m, _chunk_size(n, chunk), lambda a, b: scores[:, a:b].T)
     return _both_directions(n, per_image, own, blocks, want)
 
 
@@ -272,7 +310,7 @@ def retrieval_ranks(
     _check_layout(n, captions.shape[0], per_image)
     with torch.inference_mode():
         own = own_scores(images, captions, per_image, similarity)
-        score = lambda a, b: pair_scores(images, captions[a:b], similarity)  # noqa: E731
+        score = lambda a, b: transposed_scores(images, captions[a:b], similarity)  # noqa: E731
         blocks = _blocks(captions.shape[0], _chunk_size(n, chunk), score)
         return _both_directions(n, per_image, own, blocks)
 
@@ -336,8 +374,8 @@ def c2c_metrics(
             own = torch.einsum("qd,qkd->qk", queries, grouped)
         else:
             own = -(grouped - queries[:, None, :]).clamp(min=0).pow(2).sum(-1)
-        rows = _RowRanks(own, groups, per_image)
-        score = lambda a, b: pair_scores(queries, targets[a:b], similarity)  # noqa: E731
+        rows = _RowRanks(own, groups, per_image, _Counter())
+        score = lambda a, b: transposed_scores(queries, targets[a:b], similarity)  # noqa: E731
         for a, block in _blocks(nq, _chunk_size(nq, chunk), score):
             rows.add(a, block)
     return summarise_ranks(rows.counts)

@@ -4,68 +4,8 @@ train_nmt -> nbest_lists (val, test) -> nbest_features (embedding similarities) 
 one per system) -> rerank (test) -> mt_score -> nmt_table. See docs/nmt.md.
 """
 
-from snakemake.exceptions import WorkflowError
 
-NMT = config["nmt"]
-NMT_DIR = RESULTS / "nmt"
-NMT_SPLITS = ["val", "test_2016_flickr"]
-NMT_TOK = MULTI30K_ROOT / "data/task1/tok"
-NMT_BASE_FEATURES = ["NMT", "WordPenalty"]
-NMT_TABLE = RESULTS / "tables/calixto2017_table3"
-
-for _name, _spec in NMT["embedding_features"].items():
-    if _spec["variant"] not in RETRIEVAL_RECORDS:
-        raise WorkflowError(
-            f"config nmt.embedding_features.{_name}: variant {_spec['variant']!r} is not "
-            "trained; add it to retrieval.run"
-        )
-for _key, _record in NMT["systems"].items():
-    _unknown = (
-        set(_record["features"])
-        - set(NMT_BASE_FEATURES)
-        - set(NMT["embedding_features"])
-    )
-    if _unknown:
-        raise WorkflowError(
-            f"config nmt.systems.{_key}.features: {sorted(_unknown)} are neither "
-            f"{NMT_BASE_FEATURES} nor names in nmt.embedding_features"
-        )
-
-
-def nmt_text(split, language):
-    return NMT_TOK / f"{split}.lc.norm.tok.{language}"
-
-
-def retrieval_model(feature):
-    spec = NMT["embedding_features"][feature]
-    return RESULTS / "retrieval" / spec["variant"] / f"seed{spec['seed']}" / "model.pt"
-
-
-def nmt_feature_inputs(wildcards):
-    """Each feature's retrieval model and, for image features, the image features of the
-    backbone that model was trained on."""
-    inputs = {}
-    for name, spec in NMT["embedding_features"].items():
-        inputs[name] = retrieval_model(name)
-        if spec["kind"] == "image":
-            backbone = RETRIEVAL_RECORDS[spec["variant"]]["backbone"]
-            inputs[f"{name}_images"] = feature_file(backbone, wildcards.split)
-    return inputs
-
-
-def nmt_feature_options(wildcards, input):
-    options = []
-    for name, spec in NMT["embedding_features"].items():
-        options.append(f"--feature {name}={spec['kind']}:{input[name]}")
-        if spec["kind"] == "image":
-            options.append(f"--images {name}={input[name + '_images']}")
-    return " ".join(options)
-
-
-def nmt_weights(wildcards):
-    if NMT["systems"][wildcards.system]["features"]:
-        return {"weights": NMT_DIR / f"systems/{wildcards.system}/weights.txt"}
-    return {}
+include: "nmt_common.smk"
 
 
 rule train_nmt:
@@ -87,10 +27,12 @@ rule train_nmt:
         runtime=600,
     params:
         data=NMT_TOK,
+        src=NMT["src"],
+        tgt=NMT["tgt"],
         model=NMT["model"],
         train=NMT["train"],
     shell:
-        "mlmm train-nmt --data {params.data} --src {NMT[src]} --tgt {NMT[tgt]}"
+        "mlmm train-nmt --data {params.data} --src {params.src} --tgt {params.tgt}"
         " --embedding {params.model[embedding]} --hidden {params.model[hidden]}"
         " --attention {params.model[attention]} --dropout {params.model[dropout]}"
         " --min-count {params.train[min_count]} --batch-size {params.train[batch_size]}"
@@ -121,8 +63,9 @@ rule nbest_lists:
         runtime=240,
     params:
         source=lambda w: nmt_text(w.split, NMT["src"]),
+        beam=NMT["beam"],
     shell:
-        "mlmm nbest --model {input.model} --source {params.source} --beam {NMT[beam]}"
+        "mlmm nbest --model {input.model} --source {params.source} --beam {params.beam}"
         " --threads {threads} --out {output.nbest} --stats {output.stats} > {log} 2>&1"
 
 
@@ -147,9 +90,11 @@ rule nbest_features:
     params:
         options=nmt_feature_options,
         source=lambda w: nmt_text(w.split, NMT["src"]),
+        src=NMT["src"],
+        tgt=NMT["tgt"],
     shell:
         "mlmm nbest-features --nbest {input.nbest} --source {params.source}"
-        " --src {NMT[src]} --tgt {NMT[tgt]} {params.options} --out {output} > {log} 2>&1"
+        " --src {params.src} --tgt {params.tgt} {params.options} --out {output} > {log} 2>&1"
 
 
 rule mira:
@@ -219,10 +164,12 @@ rule mt_score:
         system=lambda w: NMT["systems"][w.system]["system"],
         note=lambda w: NMT["systems"][w.system]["variant_note"],
         meteor=f"--meteor-jar {NMT['meteor_jar']}" if NMT["meteor_jar"] else "",
+        language=NMT["tgt"],
+        seed=NMT["mira"]["seed"],
     shell:
-        "mlmm mt-score --hyp {input.hyp} --ref {params.ref} --language {NMT[tgt]}"
+        "mlmm mt-score --hyp {input.hyp} --ref {params.ref} --language {params.language}"
         " {params.meteor} --system {params.system:q} --variant-note {params.note:q}"
-        " --seed {NMT[mira][seed]} --out {output} > {log} 2>&1"
+        " --seed {params.seed} --out {output} > {log} 2>&1"
 
 
 rule nmt_table:
@@ -240,8 +187,9 @@ rule nmt_table:
         runtime=5,
     params:
         paper=f"--paper-tables {PAPER_TABLES}" if PAPER_TABLES else "",
+        stem=NMT_TABLE,
     shell:
-        "mlmm nmt-table --metrics {input} {params.paper} --out {NMT_TABLE} > {log} 2>&1"
+        "mlmm nmt-table --metrics {input} {params.paper} --out {params.stem} > {log} 2>&1"
 
 
 FINAL_TARGETS += [

@@ -3,7 +3,7 @@ and functions in different files)."""
 
 import json
 
-from mlmm.retrieval.config import resolve_variant, seeds
+from mlmm.retrieval.config import resolve_variant, run_names, seeds
 
 RETRIEVAL = config["retrieval"]
 RETRIEVAL_DIR = RESULTS / "retrieval"

@@ -43,7 +43,7 @@ class Content:
     mentions: tuple[Mention, ...]
     place: str | None = None
     relation: str | None = None  # 'next', 'above' or 'below': mentions[0] relative to [1]
-    count: int | None = None  # number of objects in the scene (template 'count')
+    count: int | None = None  # objects in the scene (template 'count': all or some mentioned)
     style: tuple[int, ...] = (0, 0, 0, 0)
 
 
@@ -52,14 +52,14 @@ def sample_content(scene: Scene, rng: np.random.Generator) -> Content:
     objs = scene.objects
     n = len(objs)
     template = str(rng.choice(TEMPLATES, p=_TEMPLATE_P))
-    k = {"exist": 1, "relation": 2, "count": n}.get(template) or int(rng.integers(1, min(3, n) + 1))
+    k = {"exist": 1, "relation": 2}.get(template) or int(rng.integers(1, min(3, n) + 1))
     weights = np.array([2.0 if o.size == "big" else 1.0 for o in objs])
     picks = rng.choice(n, size=k, replace=False, p=weights / weights.sum())
     p_colour, p_size, p_pos = {
         "exist": (0.85, 0.4, 0.55),
-        "list": (0.85, 0.35, 0.25),
+        "list": (0.75, 0.35, 0.25),
         "relation": (0.85, 0.3, 0.15),
-        "count": (0.7, 0.2, 0.0),
+        "count": (0.7, 0.25, 0.0),
     }[template]
     mentions = []
     for i in picks:
@@ -110,10 +110,10 @@ def _tail(*parts: str | None) -> str:
 
 
 NUMBERS = {
-    "en": ("two", "three", "four", "five"),
-    "de": ("zwei", "drei", "vier", "fünf"),
-    "fr": ("deux", "trois", "quatre", "cinq"),
-    "cs": ("dva", "tři", "čtyři", "pět"),
+    "en": ("two", "three", "four", "five", "six"),
+    "de": ("zwei", "drei", "vier", "fünf", "sechs"),
+    "fr": ("deux", "trois", "quatre", "cinq", "six"),
+    "cs": ("dva", "tři", "čtyři", "pět", "šest"),
 }
 
 # --------------------------------------------------------------------------------- English
@@ -162,7 +162,10 @@ def english(c: Content) -> str:
         other = _en_np(second, c, definite=c.style[DEFINITE] % 2 == 1)
         return _en_np(first, c) + (" is" if v else "") + f" {rel} {other}" + _tail(place)
     number = NUMBERS["en"][c.count - 2]
-    return f"{number} shapes{_tail(place)} : " + _join([_en_np(m, c) for m in c.mentions], "and")
+    items = _join([_en_np(m, c) for m in c.mentions], "and")
+    if len(c.mentions) == c.count:
+        return f"{number} shapes{_tail(place)} : {items}"
+    return f"{number} shapes{_tail(place)} , including {items}"
 
 
 # --------------------------------------------------------------------------------- German
@@ -250,7 +253,9 @@ def german(c: Content) -> str:
         return _de_np(first, c, "nom") + verb + f" {DE_REL[c.relation]} {other}" + _tail(place)
     number = NUMBERS["de"][c.count - 2]
     items = _join([_de_np(m, c, "nom") for m in c.mentions], "und")
-    return f"{number} Formen{_tail(place)} : {items}"
+    if len(c.mentions) == c.count:
+        return f"{number} Formen{_tail(place)} : {items}"
+    return f"{number} Formen{_tail(place)} , darunter {items}"
 
 
 # --------------------------------------------------------------------------------- French
@@ -336,7 +341,10 @@ def french(c: Content) -> str:
         verb = " est" if v else ""
         return _fr_np(first, c) + verb + f" {preposition} {other}" + _tail(place)
     number = NUMBERS["fr"][c.count - 2]
-    return f"{number} formes{_tail(place)} : " + _join([_fr_np(m, c) for m in c.mentions], "et")
+    items = _join([_fr_np(m, c) for m in c.mentions], "et")
+    if len(c.mentions) == c.count:
+        return f"{number} formes{_tail(place)} : {items}"
+    return f"{number} formes{_tail(place)} , dont {items}"
 
 
 # --------------------------------------------------------------------------------- Czech
@@ -423,8 +431,11 @@ def czech(c: Content) -> str:
         return _cs_np(first, c, "nom") + verb + f" {preposition} {other}" + _tail(place)
     number = NUMBERS["cs"][c.count - 2]
     noun = "tvarů" if c.count >= 5 else "tvary"  # five and more take the genitive plural
-    items = _join([_cs_np(m, c, "nom") for m in c.mentions], "a")
-    return f"{number} {noun}{_tail(place)} : {items}"
+    if len(c.mentions) == c.count:
+        items = _join([_cs_np(m, c, "nom") for m in c.mentions], "a")
+        return f"{number} {noun}{_tail(place)} : {items}"
+    items = _join([_cs_np(m, c, "gen") for m in c.mentions], "a")  # včetně takes the genitive
+    return f"{number} {noun}{_tail(place)} , včetně {items}"
 
 
 REALISERS = {"en": english, "de": german, "fr": french, "cs": czech}
@@ -460,6 +471,7 @@ _FUNCTION_WORDS = {
     "and": {"de": "und", "fr": "et", "cs": "a"},
     "is": {"de": "ist", "fr": "est", "cs": "je"},
     "shapes": {"de": "formen", "fr": "formes", "cs": "tvary tvarů"},
+    "including": {"de": "darunter", "fr": "dont", "cs": "včetně"},
     "picture": {"de": "bild", "fr": "image", "cs": "obrázek"},
     "image": {"de": "bild", "fr": "image", "cs": "obrázek"},
     "photo": {"de": "foto", "fr": "photo", "cs": "fotka"},

@@ -1,6 +1,6 @@
 """Scenes of the demo world: what is in an image, and its rendering as real pixels.
 
-A scene is a textured background ("place") with 2-5 solid shapes on a 3x3 grid, each with a
+A scene is a textured background ("place") with 2-6 solid shapes on a 3x3 grid, each with a
 colour, a size and a cell. The shapes are large, saturated and shaded with a drop shadow so that
 an ImageNet CNN sees them; texture, colour jitter, rotation and pixel noise keep the images from
 being trivially identical.
@@ -63,10 +63,10 @@ class Scene:
 
 
 def sample_scene(rng: np.random.Generator) -> Scene:
-    """Draw a place and 2-5 objects in distinct grid cells."""
+    """Draw a place and 2-6 objects in distinct grid cells."""
     place = str(rng.choice(list(PLACES)))
     colours = [c for c in COLOURS if c != PLACES[place][1]]
-    n = int(rng.integers(2, 6))
+    n = int(rng.integers(2, 7))
     cells = rng.choice(9, size=n, replace=False)
     objects = tuple(
         Obj(

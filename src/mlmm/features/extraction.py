@@ -275,11 +275,12 @@ def extract(
                 )
             final.flush()
             del final
-        write_text(outputs.image_list, "\n".join(names) + "\n")
+        write_text(outputs.image_list, "".join(f"{name}\n" for name in names))
         if on_bad_image == "skip":
             write_text(
                 outputs.skipped,
-                "row\tname\treason\n" + "".join(f"{r}\t{m}\t{e}\n" for r, m, e in skipped),
+                "row\tname\treason\n"
+                + "".join(f"{r}\t{m}\t{' '.join(e.split())}\n" for r, m, e in skipped),
             )
     settings = {
         "backbone": backbone,

@@ -20,11 +20,11 @@ from mlmm.nmt.search import greedy, pad_batch
 class TrainConfig:
     sizes: Sizes = field(default_factory=Sizes)
     min_count: int = 1
-    batch_size: int = 64
-    learning_rate: float = 1e-3
+    batch_size: int = 32
+    learning_rate: float = 3e-3
     clip: float = 1.0
-    max_epochs: int = 30
-    patience: int = 5
+    max_epochs: int = 20
+    patience: int = 3
     seed: int = 1
 
 

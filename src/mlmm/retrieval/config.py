@@ -132,5 +132,11 @@ def languages(record: dict) -> list[str]:
     return out
 
 
+def run_names(section: dict) -> list[str]:
+    """The variants to train: ``run``, a list, so that a ``--configfile`` on top (the paper
+    config) replaces the demo selection instead of merging with it as dicts merge."""
+    return list(section.get("run") or [])
+
+
 def seeds(record: dict) -> list[int]:
     return list(range(1, int(record["seeds"]) + 1))

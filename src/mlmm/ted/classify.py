@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.linear_model import SGDClassifier
-from sklearn.metrics import f1_score
 from sklearn.naive_bayes import MultinomialNB
 
 
@@ -40,10 +39,14 @@ def fit_predict(model, x_train, y_train: np.ndarray, tests: list) -> list[np.nda
 
 
 def topic_f1(y_true: np.ndarray, y_pred: np.ndarray) -> np.ndarray:
-    """F1 of the positive class per topic (columns); 0 where nothing is predicted positive."""
-    return np.array(
-        [f1_score(y_true[:, t], y_pred[:, t], zero_division=0) for t in range(y_true.shape[1])]
-    )
+    """F1 of the positive class per topic (columns); 0 where nothing is predicted positive.
+
+    Equal to sklearn's f1_score(zero_division=0) per column (tested), without its per-call
+    validation cost, which dominated 121 x 15 evaluations."""
+    y_true, y_pred = y_true.astype(bool), y_pred.astype(bool)
+    true_pos = (y_true & y_pred).sum(axis=0)
+    denominator = y_true.sum(axis=0) + y_pred.sum(axis=0)
+    return np.where(denominator > 0, 2 * true_pos / np.maximum(denominator, 1), 0.0)
 
 
 def classify(

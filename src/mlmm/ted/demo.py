@@ -48,14 +48,13 @@ POPULARITY = {"technology": 3, "science": 3, "global": 2.5, "culture": 2.5, "des
 def _make_word(rng: np.random.Generator, language: str, taken: set[str]) -> str:
     consonants, vowels, endings = ALPHABETS[language]
     while True:
-        syllables = rng.integers(2, 4)
-        pieces = zip(
-            rng.choice(list(consonants), syllables),
-            rng.choice(list(vowels), syllables),
-            strict=True,
+        syllables = int(rng.integers(2, 4))
+        picks = rng.integers(0, 1 << 30, size=2 * syllables + 1)
+        word = "".join(
+            consonants[picks[2 * i] % len(consonants)] + vowels[picks[2 * i + 1] % len(vowels)]
+            for i in range(syllables)
         )
-        word = "".join(c + v for c, v in pieces)
-        word += endings[rng.integers(len(endings))]
+        word += endings[picks[-1] % len(endings)]
         if word not in taken:
             taken.add(word)
             return word
