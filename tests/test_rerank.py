@@ -112,3 +112,31 @@ def test_select_unknown_feature_is_input_error():
     nbest, _ = _known_optimum()
     with pytest.raises(InputError, match="Missing"):
         nbest.select(["Missing"])
+
+
+def test_table3_rows_line_up_with_the_paper(tmp_path):
+    paper_tables = Path(__file__).resolve().parents[1].parent / "shared" / "paper_tables"
+    if not (paper_tables / "calixto2017_table3.csv").is_file():
+        pytest.skip("paper tables not available")
+    import json
+
+    import pandas as pd
+
+    from mlmm.nmt.table import table3
+
+    for name, system, note, bleu in [
+        ("a", "NMT baseline (attention NMT, Bahdanau et al., 2015)", "no re-ranking (1-best)",
+         20.0),
+        ("b", "NMT + MLMME re-ranking", "beta=0.5", 25.0),
+    ]:
+        (tmp_path / f"{name}.json").write_text(json.dumps(
+            {"system": system, "variant_note": note, "scores": {"BLEU": bleu, "TER": 50.0}}
+        ))
+    notes = table3([tmp_path / "a.json", tmp_path / "b.json"], str(paper_tables), tmp_path / "t")
+    table = pd.read_csv(tmp_path / "t.csv")
+    bleu = table[table.metric == "BLEU"]
+    assert list(bleu.system)[0].startswith("NMT baseline")
+    row = bleu[bleu.variant_note == "beta=0.5"].iloc[0]
+    assert (row.paper, row.ours, row["diff"]) == (35.0, 25.0, -10.0)
+    assert len(table[table.metric == "METEOR"]) == 6  # paper's cells kept, ours absent
+    assert not any("METEOR 1.5" in n for n in notes)

@@ -158,70 +158,81 @@ def _below(t: torch.Tensor) -> torch.Tensor:
 
 
 class _RowRanks:
-    """Best rank of each query row among its own targets, accumulated over column blocks.
+    """Best rank of each query row among its own targets, accumulated over target blocks.
 
     Row ``i`` (a query) owns the ``kt`` target columns ``g[i]*kt .. g[i]*kt+kt-1``; ``g`` is
-    non-decreasing. With ``m`` the best own score and ``c`` the last own column reaching it,
-    the rank is ``#{j not own: s_j > m} + #{j not own, j > c: s_j == m}`` (a stable descending
-    sort puts later ties first). In a block, rows whose own columns lie wholly to the left of
-    it count ``s >= m``, rows to the right count ``s > m``; the few rows owning columns in the
-    block are counted exactly with their own columns left out.
+    non-decreasing. With ``m`` the best own score, a stable descending sort puts a non-own
+    target before the best own one when it scores more than ``m``, or exactly ``m`` and comes
+    later (only own targets lie between the first own column and the last, so the last own
+    column reaching ``m`` need not be known). Per block: rows whose own columns lie left of
+    it count ``s >= m``, rows whose own columns lie right of it ``s > m``; rows owning columns
+    in the block count ``s > m`` without their own columns, plus the ties right of them
+    (looked for only where ``#(s >= m) - #(s > m)`` shows a tie outside the own columns).
     """
 
     def __init__(
         self, per_row: torch.Tensor, groups: torch.Tensor, kt: int, counter: _Counter
     ) -> None:
-        self.counter = counter
-        best = per_row.max(1).values
-        # last column reaching the best own score: flip, argmax finds the first maximum
-        last = kt - 1 - torch.argmax((per_row.flip(1) == best[:, None]).to(torch.int8), dim=1)
-        self.best, self.best_below = best, _below(best)
-        self.best_col = groups * kt + last
-        self.groups, self.kt = groups, kt
+        self.best = per_row.max(1).values
+        self.best_below = _below(self.best)
+        self.groups, self.kt, self.counter = groups, kt, counter
         self.counts = torch.zeros(len(groups), dtype=torch.int64)
 
     def add(self, a: int, tblock: torch.Tensor) -> None:
         """``tblock``: the scores of target columns ``a ..`` with every row, transposed."""
-        b = a + tblock.shape[0]
+        width, count = tblock.shape[0], self.counter.per_column
         r0 = int(torch.searchsorted(self.groups, a // self.kt, right=False))
-        r1 = int(torch.searchsorted(self.groups, (b - 1) // self.kt, right=True))
+        r1 = int(torch.searchsorted(self.groups, (a + width - 1) // self.kt, right=True))
         if r0:
-            self.counts[:r0] += self.counter.per_column(tblock[:, :r0], self.best_below[:r0])
+            self.counts[:r0] += count(tblock[:, :r0], self.best_below[:r0])
         if r1 < len(self.groups):
-            self.counts[r1:] += self.counter.per_column(tblock[:, r1:], self.best[r1:])
-        if r1 > r0:
-            sub, best = tblock[:, r0:r1].T, self.best[r0:r1, None]
-            cols = torch.arange(a, b)[None, :]
-            beats = (sub > best) | ((sub == best) & (cols > self.best_col[r0:r1, None]))
-            beats &= cols // self.kt != self.groups[r0:r1, None]
-            self.counts[r0:r1] += beats.sum(1, dtype=torch.int32)
+            self.counts[r1:] += count(tblock[:, r1:], self.best[r1:])
+        if r1 == r0:
+            return
+        mid, best, rows = tblock[:, r0:r1], self.best[r0:r1], torch.arange(r0, r1)
+        first = self.groups[r0:r1] * self.kt - a  # own columns, local to the block
+        own_cols = first[:, None] + torch.arange(self.kt)[None, :]
+        inside = (own_cols >= 0) & (own_cols < width)
+        own = tblock[own_cols.clamp(0, width - 1), rows[:, None]]
+        above = count(mid, best)
+        self.counts[r0:r1] += above - ((own > best[:, None]) & inside).sum(1)
+        ties = count(mid, self.best_below[r0:r1]) - above - ((own == best[:, None]) & inside).sum(1)
+        for j in torch.nonzero(ties).flatten().tolist():
+            later = torch.arange(width) >= first[j] + self.kt
+            self.counts[r0 + j] += int(((mid[:, j] == best[j]) & later).sum())
 
 
 class _ColumnRanks:
-    """Rank of each query column's own row (row ``c // k``) among all rows of a full column.
+    """Rank of each query column's own row (row ``c // k``) among all rows, one block at a time.
 
-    ``#{rows j != o: s_j > p} + #{rows j > o: s_j == p}`` with ``p`` the own score; rows above
-    the block's own rows count ``s > p``, rows below count ``s >= p``.
+    ``#{rows j: s_j > p} + #{rows j > o: s_j == p}`` with ``p`` the own score, read from the
+    block itself: rows before the block's own rows count ``s > p``, rows after them
+    ``s >= p``; among the block's own rows ``s > p`` plus the ties below the own row (looked
+    for only where ``#(s >= p) - #(s > p)`` shows a tie besides the own row).
     """
 
-    def __init__(self, own: torch.Tensor, per_image: int, counter: _Counter) -> None:
-        self.own, self.own_below, self.k, self.counter = own, _below(own), per_image, counter
-        self.ranks = torch.zeros(len(own), dtype=torch.int64)
+    def __init__(self, n_queries: int, per_image: int, counter: _Counter) -> None:
+        self.k, self.counter = per_image, counter
+        self.ranks = torch.zeros(n_queries, dtype=torch.int64)
 
     def add(self, a: int, tblock: torch.Tensor) -> None:
         """``tblock``: the scores of query columns ``a ..`` with every row, transposed."""
-        b = a + tblock.shape[0]
-        o0, o1 = a // self.k, (b - 1) // self.k + 1
-        own, ranks = self.own[a:b], self.ranks[a:b]
+        width, count = tblock.shape[0], self.counter.per_row
+        o0, o1 = a // self.k, (a + width - 1) // self.k + 1
+        owner = torch.arange(a, a + width) // self.k
+        own = tblock[torch.arange(width), owner]
+        own_below = _below(own)
+        ranks = self.ranks[a : a + width]
         if o0:
-            ranks += self.counter.per_row(tblock[:, :o0], own)
+            ranks += count(tblock[:, :o0], own)
         if o1 < tblock.shape[1]:
-            ranks += self.counter.per_row(tblock[:, o1:], self.own_below[a:b])
-        sub = tblock[:, o0:o1].T
-        rows = torch.arange(o0, o1)[:, None]
-        owner = (torch.arange(a, b) // self.k)[None, :]
-        beats = ((sub > own) | ((sub == own) & (rows > owner))) & (rows != owner)
-        ranks += beats.sum(0, dtype=torch.int32)
+            ranks += count(tblock[:, o1:], own_below)
+        mid = tblock[:, o0:o1]
+        above = count(mid, own)
+        ranks += above
+        for c in torch.nonzero(count(mid, own_below) - above - 1).flatten().tolist():
+            later = torch.arange(o0, o1) > owner[c]
+            ranks[c] += int(((mid[c] == own[c]) & later).sum())
 
 
 def _blocks(
@@ -262,7 +273,7 @@ def _both_directions(
         rows = _RowRanks(own.view(n_images, per_image), groups, per_image, counter)
     else:
         rows = None
-    cols = _ColumnRanks(own, per_image, counter) if "t2i" in want else None
+    cols = _ColumnRanks(len(own), per_image, counter) if "t2i" in want else None
     for a, block in blocks:
         if rows is not None:
             rows.add(a, block)

@@ -100,7 +100,7 @@ rule ted_train:
         "../../envs/torch.yaml"
     threads: TED["threads"]
     resources:
-        mem_mb=16000,
+        mem_mb=4000,
         runtime=240,
     params:
         bow=TED_DIR / "bow",

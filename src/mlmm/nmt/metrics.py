@@ -8,6 +8,7 @@ and stem modules only (weights 1.0 0.8) and the result says so.
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import subprocess
 import tempfile
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import sacrebleu
+from sacrebleu.metrics import BLEU
 
 from mlmm.errors import InputError
 
@@ -29,11 +31,10 @@ def resolve_meteor_jar(setting: str | None) -> tuple[Path | None, str]:
     if shutil.which("java") is None:
         return None, "METEOR not computed: no java on PATH"
     if setting == "pycocoevalcap":
-        try:
-            import pycocoevalcap
-        except ImportError:
+        spec = importlib.util.find_spec("pycocoevalcap")
+        if spec is None or not spec.submodule_search_locations:
             return None, "METEOR not computed: pycocoevalcap is not installed"
-        path = Path(pycocoevalcap.__file__).parent / "meteor" / "meteor-1.5.jar"
+        path = Path(list(spec.submodule_search_locations)[0]) / "meteor" / "meteor-1.5.jar"
     else:
         path = Path(setting)
     if not path.is_file():
@@ -77,8 +78,9 @@ def mt_metrics(
 ) -> dict[str, float]:
     """BLEU, TER, chrF (and METEOR when a jar is given) of tokenised 1-best output, 0-100."""
     hyps, refs = list(hypotheses), [list(references)]
+    bleu = BLEU(tokenize="none", smooth_method="none", force=True)  # force: text is tokenised
     scores = {
-        "BLEU": sacrebleu.corpus_bleu(hyps, refs, tokenize="none", smooth_method="none").score,
+        "BLEU": bleu.corpus_score(hyps, refs).score,
         "TER": sacrebleu.corpus_ter(hyps, refs).score,
         "chrF": sacrebleu.corpus_chrf(hyps, refs).score,
     }

@@ -32,8 +32,15 @@ def table3(metrics: Sequence[Path], paper_tables: str | None, stem: Path) -> lis
     ours = summarise_runs(pd.DataFrame(rows))
     paper = load_paper_table(paper_tables, "calixto2017", 3)
     table = beside_paper(ours, paper)
-    order = {m: i for i, m in enumerate(METRICS)}
-    table = table.sort_values("metric", key=lambda c: c.map(order), kind="stable")
+    # metric by metric, the paper's rows in the paper's order, then rows of ours only
+    keys = [] if paper is None else zip(paper.system, paper.variant_note, strict=True)
+    rank = {key: i for i, key in enumerate(dict.fromkeys(keys))}
+    table["_metric"] = table["metric"].map({m: i for i, m in enumerate(METRICS)})
+    table["_row"] = [
+        rank.get(key, len(rank)) for key in zip(table.system, table.variant_note, strict=True)
+    ]
+    table = table.sort_values(["_metric", "_row"], kind="stable")
+    table = table.drop(columns=["_metric", "_row"])
     notes = [
         "Test set: 20-best lists of our NMT model, reranked with weights tuned by k-best batch "
         "MIRA on the validation 20-best lists; BLEU/TER/chrF by sacrebleu on tokenised, "
