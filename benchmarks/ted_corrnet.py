@@ -7,7 +7,7 @@ bag-of-words of those sizes, trains for one epoch on a fraction of the talks (th
 epoch is linear in the number of mini-batches) and writes the measured and the full-epoch
 time to results/benchmarks/ted_corrnet.csv (one row appended per run).
 
-    .venv/bin/python benchmarks/ted_corrnet.py --fraction 0.1 --threads 2
+    .venv/bin/python benchmarks/ted_corrnet.py --fraction 0.1 --threads 1
 """
 
 from __future__ import annotations

@@ -197,9 +197,10 @@ class _RowRanks:
         above = count(mid, best)
         self.counts[r0:r1] += above - ((own > best[:, None]) & inside).sum(1)
         ties = count(mid, self.best_below[r0:r1]) - above - ((own == best[:, None]) & inside).sum(1)
-        for j in torch.nonzero(ties).flatten().tolist():
-            later = torch.arange(width) >= first[j] + self.kt
-            self.counts[r0 + j] += int(((mid[:, j] == best[j]) & later).sum())
+        hit = torch.nonzero(ties).flatten()
+        if len(hit):
+            later = torch.arange(width)[:, None] >= (first[hit] + self.kt)[None, :]
+            self.counts[r0 + hit] += ((mid[:, hit] == best[hit][None, :]) & later).sum(0)
 
 
 class _ColumnRanks:
@@ -230,9 +231,10 @@ class _ColumnRanks:
         mid = tblock[:, o0:o1]
         above = count(mid, own)
         ranks += above
-        for c in torch.nonzero(count(mid, own_below) - above - 1).flatten().tolist():
-            later = torch.arange(o0, o1) > owner[c]
-            ranks[c] += int(((mid[c] == own[c]) & later).sum())
+        hit = torch.nonzero(count(mid, own_below) - above - 1).flatten()
+        if len(hit):
+            later = torch.arange(o0, o1)[None, :] > owner[hit][:, None]
+            ranks[hit] += ((mid[hit] == own[hit][:, None]) & later).sum(1)
 
 
 def _blocks(
