@@ -174,3 +174,42 @@ def test_bad_inputs(setup, tmp_path):
     config.write_text(yaml.safe_dump(bad))
     with pytest.raises(InputError, match="exactly one of 'table' and 'figure'"):
         report.load_runs([runs / "mlmme"], report.read_section([config]))
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize("configs", [["config.yaml"], ["config.yaml", "config/paper.yaml"]])
+def test_configured_paper_rows_meet_the_paper_tables(configs, tmp_path):
+    """Every table row a configured variant claims is spelled as in the paper's CSV."""
+    if not (SHARED / "paper_tables").is_dir():
+        pytest.skip("../shared/paper_tables absent")
+    root = Path(__file__).resolve().parents[1]
+    paths = [root / c for c in configs]
+    if not all(p.is_file() for p in paths):
+        pytest.skip(f"{configs} not all present")
+    section = report.read_section(paths)
+    every = {"en-de": direction(50.0), "de-en": direction(50.0)}
+    runs = []
+    for name in section.get("variants") or {}:
+        metrics = {
+            "variant": name,
+            "seed": 1,
+            "test": {la: {"i2t": direction(40.0), "t2i": direction(35.0)}
+                     for la in ("en", "de", "fr", "cs")},
+            "c2c": every, "sts": {"2014": 0.7, "2015": 0.7}, "alignment": {"en-de": 70.0},
+        }  # fmt: skip
+        path = tmp_path / name / "seed1" / "metrics.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(metrics))
+        runs += report.load_runs([path], section)
+    specs = {(s.paper, s.table): s for s in report.TABLES}
+    for run in runs:
+        for row in run.paper_rows:
+            if "table" not in row:
+                continue
+            spec = specs[(row["paper"], row["table"])]
+            frame = report.build_table(runs, spec, SHARED / "paper_tables")
+            mine = frame[
+                (frame.system == row["system"]) & (frame.variant_note == row["variant_note"])
+            ]
+            matched = mine.paper.notna() & mine.ours.notna()
+            assert matched.any(), f"{run.variant}: {row} matches no cell of {spec.stem}"

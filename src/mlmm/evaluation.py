@@ -75,7 +75,7 @@ def order_scores(images: torch.Tensor, captions: torch.Tensor) -> torch.Tensor:
     A caption is an abstraction of its image, so it should lie below the image in every
     coordinate; the score penalises coordinates where the caption exceeds the image (the
     direction of VSE++ ``order_sim``, ``max(0, s - im)``). VSE++ takes the square root of the
-    sum; the square is monotone on non-negative numbers, so rankings agree up to rounding.
+    sum; the square root is monotone, so rankings agree up to rounding.
     Computed in blocks so that the (rows, cols, dim) broadcast stays bounded.
     """
     n, m, d = images.shape[0], captions.shape[0], images.shape[1]
@@ -118,7 +118,7 @@ def own_scores(
 
 
 def _prepare(x, similarity: Similarity) -> torch.Tensor:
-    """Cosine needs unit rows; order embeddings are used as they are (VSE++ keeps |x|)."""
+    """Cosine needs unit rows; order embeddings are used as given (the model's own output)."""
     x = _as_tensor(x)
     return l2_normalise(x) if similarity == "cosine" else x
 

@@ -417,7 +417,7 @@ def kadar_figure3(runs: list[Run], out: Path, metric: str = "R@10") -> list[Path
         ax.set_title(title)
         ax.grid(axis="y", alpha=0.3)
     axes[0].set_ylabel(f"{metric} (mean over seeds)")
-    axes[1].legend(frameon=False, fontsize=8)
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside right upper", frameon=False)
     fig.suptitle("Kadar et al. 2018, Figure 3: one, two and four training languages")
     return _close(fig, _save(fig, Path(out) / "kadar2018_figure3"))
 

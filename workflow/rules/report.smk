@@ -1,20 +1,16 @@
-"""Retrieval tables and figures beside the papers' numbers, from every configured variant x
-seed's metrics.json (written by `train_retrieval`): Kadar 2018 Tables 2-7 and Figure 3,
-Calixto 2017 Tables 1-2, AME 2019 Tables 1, 2, 5 and Figure 2. Which paper rows a variant
-stands for is its `paper_rows` in config.yaml.
+"""Retrieval tables and figures beside the papers' numbers, from the metrics.json of every
+configured variant x seed (rule `train_retrieval`, retrieval.smk): Kadar 2018 Tables 2-7 and
+Figure 3, Calixto 2017 Tables 1-2, AME 2019 Tables 1, 2, 5 and Figure 2. Which paper rows a
+variant stands for is its `paper_rows` in config.yaml.
 """
 
 import json
 
 from mlmm.report import FIGURES, TABLES
-from mlmm.retrieval.config import resolve_variant, seeds
 
-REPORT_SECTION = config.get("retrieval") or {}
-REPORT_RUNS = [
-    RESULTS / "retrieval" / name / f"seed{seed}" / "metrics.json"
-    for name in (REPORT_SECTION.get("variants") or {})
-    for seed in seeds(resolve_variant(REPORT_SECTION, name))
-]
+# every configured variant x seed (retrieval_common.smk), and the section naming their paper rows
+REPORT_RUNS = RETRIEVAL_RUN_FILES
+REPORT_SECTION = json.dumps(RETRIEVAL)
 REPORT_TABLES = RESULTS / "tables"
 REPORT_FIGURES = RESULTS / "figures"
 RETRIEVAL_TABLE_FILES = [
@@ -42,7 +38,7 @@ rule retrieval_tables:
     conda:
         "../../envs/core.yaml"
     params:
-        section=json.dumps(REPORT_SECTION),
+        section=REPORT_SECTION,
         paper_tables=f"--paper-tables {PAPER_TABLES}" if PAPER_TABLES else "",
         out=REPORT_TABLES,
     shell:
@@ -63,7 +59,7 @@ rule retrieval_figures:
     conda:
         "../../envs/core.yaml"
     params:
-        section=json.dumps(REPORT_SECTION),
+        section=REPORT_SECTION,
         out=REPORT_FIGURES,
     shell:
         "mlmm retrieval-figures --record-json {params.section:q} --runs {input.runs} "

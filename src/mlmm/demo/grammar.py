@@ -78,6 +78,8 @@ def sample_content(scene: Scene, rng: np.random.Generator) -> Content:
                 position,
             )
         )
+    if template in ("list", "count"):  # "a diamond and a diamond": say it once
+        mentions = list(dict.fromkeys(mentions))
     relation = None
     if template == "relation":
         a, b = (objs[int(i)] for i in picks)

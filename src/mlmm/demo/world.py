@@ -57,6 +57,9 @@ def generate_world(out: Path, seed: int, images: int) -> None:
             raise InputError(out, "an empty directory or an earlier demo world", found)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    tmp.chmod(0o777 & ~umask)  # mkdtemp's 0700 would otherwise stick to OUT
     try:
         _write_world(tmp, seed, images)
         if out.exists():
