@@ -64,6 +64,17 @@ def beside_paper(ours: pd.DataFrame, paper: pd.DataFrame | None) -> pd.DataFrame
     return merged.reindex(columns=columns)
 
 
+def format_number(value: float) -> str:
+    """Fractions (F1, Pearson, Jaccard) keep three decimals, recalls two, counts none."""
+    if pd.isna(value):
+        return ""
+    if abs(value) < 1:
+        return f"{value:.3f}"
+    if float(value).is_integer() and abs(value) >= 1000:
+        return f"{value:.0f}"
+    return f"{value:.2f}"
+
+
 def write_table(frame: pd.DataFrame, stem: str | Path, title: str, notes: list[str]) -> list[Path]:
     """Write ``stem``.csv, .md and .tex; the notes go under the Markdown table and into LaTeX."""
     stem = Path(stem)
@@ -72,7 +83,7 @@ def write_table(frame: pd.DataFrame, stem: str | Path, title: str, notes: list[s
     shown = frame.copy()
     for column in shown.columns:
         if pd.api.types.is_float_dtype(shown[column]):
-            shown[column] = shown[column].map(lambda v: "" if pd.isna(v) else f"{v:.2f}")
+            shown[column] = shown[column].map(format_number)
     markdown = [f"# {title}", "", shown.to_markdown(index=False), ""]
     markdown += [f"- {note}" for note in notes]
     write_text(md_path, "\n".join(markdown) + "\n")

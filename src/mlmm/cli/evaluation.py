@@ -72,7 +72,7 @@ def run_eval(args) -> None:
     for name in ("images", "captions"):
         path = getattr(args, name)
         if not path.is_file():
-            raise InputError(path, f"a .npy array of {name} embeddings", "no such file")
+            raise InputError(path, f"a .npy array of {name[:-1]} embeddings", "no such file")
         try:
             arrays[name] = np.load(path, allow_pickle=False)
         except ValueError as exc:
