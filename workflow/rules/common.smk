@@ -3,7 +3,6 @@ FINAL_TARGETS, which `rule all` requests."""
 
 from pathlib import Path
 
-
 RESULTS = Path(config["results"])
 LOGS = RESULTS / "logs"
 BENCHMARKS = RESULTS / "benchmarks"
