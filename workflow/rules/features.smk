@@ -20,8 +20,10 @@ FEATURE_FILES = [feature_file(FEATURES["backbone"], split) for split in FEATURE_
 # The images: multi30k.images if set, else the demo world's when the source is the demo (its
 # rule is then the input). Otherwise the rule's input names the missing setting, so only runs
 # that need image features stop, with that message.
+# A user's image directory is a parameter, not an input, so that a dry run of the paper config
+# lists every job without the images; `mlmm features` names any missing image when it runs.
 if MULTI30K["images"]:
-    FEATURE_IMAGES = FEATURE_IMAGES_INPUT = MULTI30K["images"]
+    FEATURE_IMAGES, FEATURE_IMAGES_INPUT = MULTI30K["images"], []
 elif MULTI30K["source"] == "demo":
     FEATURE_IMAGES = DEMO_WORLD / "images"
     FEATURE_IMAGES_INPUT = DEMO_WORLD / "MANIFEST.sha256"
