@@ -12,8 +12,7 @@ setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --upgrade pip
-	$(BIN)/python -m pip install -c constraints.txt -e '.[dev]'
+	$(BIN)/python -m pip install -c constraints.txt -e '.[dev,meteor]'
 	touch $@
 
 demo: setup
