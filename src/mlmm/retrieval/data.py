@@ -182,6 +182,13 @@ def eval_set(root, features_root, backbone: str, spec: dict, langs: list[str]) -
     split = spec["split"]
     names = multi30k.image_list(root, split)
     start, stop = spec["images"]
+    if len(range(len(names))[start:stop]) < 2:
+        raise InputError(
+            f"{split} image list ({len(names)} images)",
+            "at least 2 images in the evaluation range",
+            f"images: [{start}, {stop}]",
+            key="images",
+        )
     feats = load_features(features_root, backbone, split, len(names))[start:stop]
     captions, per_image = {}, {}
     for lang in langs:
