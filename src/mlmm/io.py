@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import hashlib
 import json
 import os
 import tempfile
@@ -93,3 +94,12 @@ def read_lines(path: str | Path, allow_empty_lines: bool = False) -> list[str]:
             if not line.strip():
                 raise InputError(path, "a non-empty line", "an empty line", line=number)
     return lines
+
+
+def sha256_file(path: str | Path) -> str:
+    """Hex sha256 of a file, read in 1 MiB blocks (manifests, provenance of inputs)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -10,7 +10,6 @@ marker that the whole copy is complete and verified.
 
 from __future__ import annotations
 
-import hashlib
 import http.client
 import re
 import shutil
@@ -23,20 +22,12 @@ from pathlib import Path, PurePosixPath
 from tqdm import tqdm
 
 from mlmm.errors import InputError
-from mlmm.io import atomic_path, read_lines, write_text
+from mlmm.io import atomic_path, read_lines, sha256_file, write_text
 
 MARKER = "MANIFEST.sha256"
 _LINE = re.compile(r"^([0-9a-f]{64}) [ *](.+)$")
 # HTTP statuses worth retrying: the server or a proxy is busy, not the file missing.
 _TRANSIENT_HTTP = {408, 425, 429, 500, 502, 503, 504}
-
-
-def sha256_file(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def read_manifest(path: str | Path) -> dict[str, str]:

@@ -8,7 +8,6 @@ temporary directory beside OUT and renamed into place only when complete.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import io
 import os
 import shutil
@@ -22,6 +21,7 @@ from mlmm.demo.grammar import LANGUAGES, dictionary, raw, sample_content, tok, t
 from mlmm.demo.scenes import render, sample_scene
 from mlmm.demo.sts import sample_pairs
 from mlmm.errors import InputError
+from mlmm.io import sha256_file
 
 MIN_IMAGES = 30
 CAPTIONS = 5  # task2 captions per image and language
@@ -124,7 +124,7 @@ def _write_world(root: Path, seed: int, images: int) -> None:
         _text(root / f"muse/en-{lang}.txt", [f"{e} {t}" for e, t in dictionary(lang)])
 
     manifest = [
-        f"{hashlib.sha256(path.read_bytes()).hexdigest()}  {path.relative_to(root).as_posix()}"
+        f"{sha256_file(path)}  {path.relative_to(root).as_posix()}"
         for path in sorted(data.rglob("*"))
         if path.is_file()
     ]

@@ -9,7 +9,6 @@ A work dir made for other settings (backbone, weights, dtype, list, shard size) 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import shutil
@@ -25,7 +24,7 @@ from tqdm import tqdm
 
 from mlmm.errors import InputError
 from mlmm.features.backbones import FeatureNet, build_trunk, get_backbone, make_transform
-from mlmm.io import atomic_path, read_lines, write_json, write_npy, write_text
+from mlmm.io import atomic_path, read_lines, sha256_file, write_json, write_npy, write_text
 from mlmm.provenance import Timer, provenance
 
 DTYPES = ("float32", "float16")
@@ -124,10 +123,6 @@ def bad_image_error(images_dir: Path, split: Path, bad: list[tuple[int, str, str
     )
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def _load_shards(work: Path, fingerprint: dict, n_shards: int) -> dict[int, list]:
     """Finished shards of an earlier run with the same fingerprint: {shard: bad rows}."""
     state = work / "state.json"
@@ -205,7 +200,7 @@ def extract(
         "dtype": dtype,
         "shard_size": shard_size,
         "images": str(images.resolve()),
-        "split_sha256": _sha256(split),
+        "split_sha256": sha256_file(split),
     }
     done = _load_shards(outputs.work, fingerprint, n_shards)
     todo = [k for k in range(n_shards) if k not in done]
