@@ -20,6 +20,7 @@ report: "workflow/report/workflow.rst"
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
+include: "workflow/rules/coco.smk"
 include: "workflow/rules/features.smk"
 include: "workflow/rules/retrieval.smk"
 include: "workflow/rules/nmt.smk"

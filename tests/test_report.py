@@ -194,8 +194,9 @@ def test_configured_paper_rows_meet_the_paper_tables(configs, tmp_path):
             "variant": name,
             "seed": 1,
             "test": {la: {"i2t": direction(40.0), "t2i": direction(35.0)}
-                     for la in ("en", "de", "fr", "cs")},
-            "c2c": every, "sts": {"2014": 0.7, "2015": 0.7}, "alignment": {"en-de": 70.0},
+                     for la in ("en", "de", "fr", "cs", "ja")},
+            "c2c": every, "sts": {"2014": 0.7, "2015": 0.7},
+            "alignment": {"en-de": 70.0, "en-ja": 80.0},
         }  # fmt: skip
         path = tmp_path / name / "seed1" / "metrics.json"
         path.parent.mkdir(parents=True)

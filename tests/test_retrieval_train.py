@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 import torch
 
+from mlmm.errors import InputError
 from mlmm.retrieval import align
 from mlmm.retrieval.api import load_trained
 from mlmm.retrieval.config import resolve_variant
@@ -282,3 +283,84 @@ def test_resume_after_kill(world, tmp_path):
     a = torch.load(tmp_path / "full/model.pt", weights_only=False)["state"]
     b = torch.load(tmp_path / "killed/model.pt", weights_only=False)["state"]
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+JA_WORDS = (
+    ["赤い", "青い", "緑", "白い", "黒い", "ピンク"],
+    ["猫", "犬", "車", "ボール", "男", "船"],
+    ["公園", "通り", "浜辺", "部屋"],
+)
+JA_FRAMES = ["{p} に {c} {o} が いる", "{c} {o} が {p} に いる", "{p} の {c} {o}"]
+COCO_SIZES = {"train": 300, "val": 40, "test": 40}
+
+
+def make_coco_world(root: Path, seed: int = 0) -> Paths:
+    """The prepared MS-COCO layout (mlmm.data.coco): splits train/val/test, en and ja captions
+    as task2 files only, MUSE en-ja."""
+    rng = np.random.default_rng(seed)
+    projection = rng.normal(size=(16, 24))
+    data = root / "data"
+    words = {"en": WORDS["en"], "ja": JA_WORDS}
+    frames = {"en": FRAMES["en"], "ja": JA_FRAMES}
+    for split, n in COCO_SIZES.items():
+        attrs = rng.integers([0, 0, 0], [6, 6, 4], size=(n, 3))
+        names = [f"{split}2014/COCO_{split}_{i:012d}.jpg" for i in range(n)]
+        _write(data / "task1/image_splits" / f"{split}.txt", names)
+        _write(data / "task2/image_splits" / f"{split}_images.txt", names)
+        onehot = np.zeros((n, 16))
+        onehot[np.arange(n), attrs[:, 0]] = 1
+        onehot[np.arange(n), 6 + attrs[:, 1]] = 1
+        onehot[np.arange(n), 12 + attrs[:, 2]] = 1
+        feats = (onehot @ projection + 0.3 * rng.normal(size=(n, 24))).astype(np.float32)
+        (root / "features/toy").mkdir(parents=True, exist_ok=True)
+        np.save(root / "features/toy" / f"{split}.npy", feats)
+        for lang, (cs, os_, ps) in words.items():
+            for k in range(5):
+                lines = [
+                    frames[lang][(i + k) % len(frames[lang])].format(c=cs[a], o=os_[b], p=ps[c])
+                    for i, (a, b, c) in enumerate(attrs)
+                ]
+                _write(data / "task2/tok" / f"{split}.lc.norm.tok.{k + 1}.{lang}", lines)
+    pairs = [f"{e} {t}" for g in range(3) for e, t in zip(WORDS["en"][g], JA_WORDS[g], strict=True)]
+    _write(root / "muse/en-ja.txt", pairs)
+    return Paths(root, root / "features", root / "vectors", root / "muse", None)
+
+
+def test_coco_layout_japanese_five_folds_and_rotated_vectors(world, tmp_path):
+    coco = make_coco_world(tmp_path / "coco")
+    # Japanese vectors rotated onto the English ones of another data set, as the workflow does
+    align.derive_onto_english(
+        "ja",
+        world.vectors / "wiki.en.align.vec",
+        coco.muse,
+        coco.vectors,
+        0.8,
+        data_root=coco.data_root,
+    )
+    (coco.vectors / "wiki.en.align.vec").write_bytes(
+        (world.vectors / "wiki.en.align.vec").read_bytes()
+    )
+    ja = align.read_vec(coco.vectors / "wiki.ja.align.vec")
+    assert "猫" in ja and len(ja["猫"]) == 8
+    variant = {
+        "dataset": "coco",
+        "train_data": [{"portion": "comparable", "languages": ["en", "ja"]}],
+        "batching": "joint",
+        "word_embeddings": "ame",
+        "embed_dim": 8,
+        "alignment": {"every": 5, "train_fraction": 0.5},
+        "validation": {"split": "val"},
+        "test": {"split": "test", "folds": 5},
+        "sts": False,
+    }
+    record = resolve_variant(section(v=variant), "v")
+    metrics = train_variant(record, 1, coco, tmp_path / "run", progress=False, threads=1)
+    assert set(metrics["test"]) == set(metrics["test_full"]) == {"en", "ja"}
+    assert 0 <= metrics["alignment"]["en-ja"] <= 100
+    # 5 folds of 8 images: fold recalls beat those on all 40 images (fewer distractors)
+    for lang in ("en", "ja"):
+        assert metrics["test"][lang]["t2i"]["R@1"] >= metrics["test_full"][lang]["t2i"]["R@1"]
+        assert metrics["test_full"][lang]["t2i"]["R@10"] > 25  # chance: 10 of 40
+    bad = resolve_variant(section(v={**variant, "test": {"split": "test", "folds": 3}}), "v")
+    with pytest.raises(InputError, match="divisible by test.folds=3"):
+        train_variant(bad, 1, coco, tmp_path / "bad", progress=False, threads=1)

@@ -32,6 +32,7 @@ GPU_RULES = {"extract_features", "train_retrieval", "train_nmt", "nbest_lists"}
 # Rules each stage is expected to define; a stage without rules yet is skipped.
 STAGE_RULES = {
     "data": {"demo_world", "fetch_multi30k", "vocabularies", "kadar_table1"},
+    "coco": {"demo_coco", "prepare_coco"},
     "features": {"extract_features"},
     "retrieval": {"train_retrieval"},
     "nmt": {"train_nmt", "nbest_lists", "mira"},

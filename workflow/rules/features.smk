@@ -1,25 +1,44 @@
 """Image features: one array per (dataset, split, backbone).
 
-results/multi30k/features/<backbone>/<split>.npy (row i = image i of the split list) with
-<split>.json (backbone, dim, dtype, preprocessing, skipped rows, provenance, timings) and
-<split>.txt (the list); see docs/features.md.
+results/<dataset>/features/<backbone>/<split>.npy (dataset multi30k or coco; row i = image i
+of the split list) with <split>.json (backbone, dim, dtype, preprocessing, skipped rows,
+provenance, timings) and <split>.txt (the list); see docs/features.md.
 """
 
 FEATURES = config["features"]
 FEATURE_DIR = RESULTS / "multi30k/features"
-FEATURE_SPLITS = ["train", "val", "test_2016_flickr"]
-FEATURE_BACKBONES = ["resnet50", "vgg19", "resnet152", "efficientnet_lite0"]
+# split lists per data set: <root>/data/task1/image_splits/<split>.txt
+FEATURE_SPLITS = {
+    "multi30k": ["train", "val", "test_2016_flickr"],
+    "coco": ["train", "val", "test", "pivot_train", "mic"],
+}
+FEATURE_BACKBONES = [
+    "resnet50",
+    "vgg19",
+    "resnet152",
+    "efficientnet_lite0",
+    "alexnet_fc6",
+]
 
 
-# feature_file(backbone, split): the .npy consumers depend on; the .json and .txt beside it are
-# made by the same job. FEATURE_FILES: the configured backbone's. (A lambda: `snakemake --lint`
-# wants no function definitions beside rules.)
-feature_file = lambda backbone, split: FEATURE_DIR / backbone / f"{split}.npy"
-FEATURE_FILES = [feature_file(FEATURES["backbone"], split) for split in FEATURE_SPLITS]
+# feature_file(backbone, split[, dataset]): the .npy consumers depend on; the .json and .txt
+# beside it are made by the same job. FEATURE_FILES: the configured backbone's. (Lambdas:
+# `snakemake --lint` wants no function definitions beside rules.)
+feature_file = (
+    lambda backbone, split, dataset="multi30k": RESULTS
+    / dataset
+    / "features"
+    / backbone
+    / f"{split}.npy"
+)
+coco_feature_file = lambda backbone, split: feature_file(backbone, split, "coco")
+FEATURE_FILES = [
+    feature_file(FEATURES["backbone"], split) for split in FEATURE_SPLITS["multi30k"]
+]
 
 # The images: multi30k.images if set, else the demo world's when the source is the demo (its
 # rule is then the input). Otherwise the rule's input names the missing setting, so only runs
-# that need image features stop, with that message.
+# that need image features stop, with that message. The same for coco.images.
 # A user's image directory is a parameter, not an input, so that a dry run of the paper config
 # lists every job without the images; `mlmm features` names any missing image when it runs.
 if MULTI30K["images"]:
@@ -31,6 +50,10 @@ else:
     FEATURE_IMAGES = FEATURE_IMAGES_INPUT = (
         "<config multi30k.images: set it to the directory of the Flickr30K images>"
     )
+FEATURE_SOURCES = {  # data set -> (split lists marker, image directory, its input)
+    "multi30k": (MULTI30K_MARKER, FEATURE_IMAGES, FEATURE_IMAGES_INPUT),
+    "coco": (COCO_MARKER, COCO_IMAGES, COCO_IMAGES_INPUT),
+}
 # Unset batch size / workers keep the command's device-aware defaults.
 FEATURE_OPTIONS = " ".join(
     f"--{key.replace('_', '-')} {FEATURES[key]}"
@@ -41,19 +64,22 @@ FEATURE_OPTIONS = " ".join(
 
 rule extract_features:
     input:
-        multi30k=MULTI30K_MARKER,
-        images=FEATURE_IMAGES_INPUT,
+        split_lists=lambda wildcards: FEATURE_SOURCES[wildcards.dataset][0],
+        images=lambda wildcards: FEATURE_SOURCES[wildcards.dataset][2],
     output:
-        features=FEATURE_DIR / "{backbone}/{split}.npy",
-        sidecar=FEATURE_DIR / "{backbone}/{split}.json",
-        image_list=FEATURE_DIR / "{backbone}/{split}.txt",
+        features=RESULTS / "{dataset}/features/{backbone}/{split}.npy",
+        sidecar=RESULTS / "{dataset}/features/{backbone}/{split}.json",
+        image_list=RESULTS / "{dataset}/features/{backbone}/{split}.txt",
     log:
-        LOGS / "features/{backbone}_{split}.log",
+        LOGS / "features/{dataset}_{backbone}_{split}.log",
     benchmark:
-        BENCHMARKS / "features/{backbone}_{split}.tsv"
+        BENCHMARKS / "features/{dataset}_{backbone}_{split}.tsv"
     wildcard_constraints:
+        dataset="|".join(FEATURE_SPLITS),
         backbone="|".join(FEATURE_BACKBONES),
-        split="|".join(FEATURE_SPLITS),
+        split="|".join(
+            sorted({s for splits in FEATURE_SPLITS.values() for s in splits})
+        ),
     conda:
         "../../envs/torch.yaml"
     threads: FEATURES["threads"]
@@ -62,8 +88,9 @@ rule extract_features:
         mem_mb=8000,
         runtime=360,
     params:
-        images=FEATURE_IMAGES,
-        split=lambda wildcards: MULTI30K_ROOT
+        images=lambda wildcards: FEATURE_SOURCES[wildcards.dataset][1],
+        split=lambda wildcards: RESULTS
+        / wildcards.dataset
         / f"data/task1/image_splits/{wildcards.split}.txt",
         options=FEATURE_OPTIONS,
         device=FEATURES["device"],

@@ -9,8 +9,6 @@ include: "retrieval_common.smk"
 rule train_retrieval:
     input:
         unpack(retrieval_inputs),
-        multi30k=MULTI30K_MARKER,
-        demo=RETRIEVAL_DEMO_INPUTS,
     output:
         model=RETRIEVAL_DIR / "{variant}/seed{seed}/model.pt",
         metrics=RETRIEVAL_DIR / "{variant}/seed{seed}/metrics.json",
@@ -31,14 +29,11 @@ rule train_retrieval:
         runtime=1440,
     params:
         section=retrieval_section,
-        root=MULTI30K_ROOT,
-        features=FEATURE_DIR,
         out=lambda wildcards, output: Path(output.metrics).parent,
         options=retrieval_options,
     shell:
         "mlmm train-retrieval --record-json {params.section:q} --variant {wildcards.variant}"
-        " --seed {wildcards.seed} --out {params.out} --data-root {params.root}"
-        " --features-root {params.features} {params.options} --threads {threads}"
+        " --seed {wildcards.seed} --out {params.out} {params.options} --threads {threads}"
         " > {log} 2>&1"
 
 
@@ -47,7 +42,7 @@ if RETRIEVAL_VECTORS["source"] != "path":
     rule retrieval_vectors:
         input:
             multi30k=MULTI30K_MARKER,
-            demo=RETRIEVAL_DEMO_INPUTS,
+            demo=demo_inputs("multi30k"),
         output:
             [vectors_file(lang) for lang in RETRIEVAL_VECTORS["languages"]],
         log:
@@ -64,12 +59,44 @@ if RETRIEVAL_VECTORS["source"] != "path":
             source=(
                 f"--url {RETRIEVAL_VECTORS['url']}"
                 if RETRIEVAL_VECTORS["source"] == "url"
-                else f"--data-root {MULTI30K_ROOT} --muse {RETRIEVAL_MUSE}"
+                else f"--data-root {MULTI30K_ROOT} --muse {muse_dir('multi30k')}"
                 f" --dim {RETRIEVAL_VECTORS['dim']}"
             ),
         shell:
             "mlmm retrieval-vectors --out {params.out} --languages {params.languages}"
             " {params.source} > {log} 2>&1"
+
+    # A language fastText has no aligned vectors of (AME: Japanese): its own vectors (demo:
+    # derived from the COCO training captions; otherwise fastText's crawl vectors from the
+    # configured URL) rotated onto the English aligned vectors on the MUSE training pairs.
+    rule retrieval_vectors_rotated:
+        input:
+            english=vectors_file("en"),
+            coco=COCO_MARKER,
+            demo=demo_inputs("coco"),
+        output:
+            VECTORS_DIR / "wiki.{rotated_lang}.align.vec",
+        log:
+            LOGS / "retrieval/vectors_{rotated_lang}.log",
+        wildcard_constraints:
+            rotated_lang="|".join(ROTATED_VECTORS) or "none",
+        conda:
+            "../../envs/torch.yaml"
+        threads: 1
+        resources:
+            mem_mb=16000,
+            runtime=120,
+        params:
+            out=VECTORS_DIR,
+            muse=muse_dir("coco"),
+            source=lambda wildcards: (
+                f"--data-root {COCO_ROOT}"
+                if RETRIEVAL_VECTORS["source"] == "demo"
+                else f"--vec {ROTATED_VECTORS[wildcards.rotated_lang]} --limit 200000"
+            ),
+        shell:
+            "mlmm retrieval-vectors --out {params.out} --languages {wildcards.rotated_lang}"
+            " --onto {input.english} --muse {params.muse} {params.source} > {log} 2>&1"
 
 
 FINAL_TARGETS += RETRIEVAL_RUN_FILES

@@ -15,14 +15,15 @@ if RETRIEVAL_VECTORS["source"] == "path":
     VECTORS_DIR = Path(RETRIEVAL_VECTORS["path"])
 else:
     VECTORS_DIR = RETRIEVAL_DIR / "vectors"
-# MUSE dictionaries and STS sets: configured directories, or the demo world's.
-RETRIEVAL_MUSE = RETRIEVAL["muse"] or DEMO_WORLD / "muse"
+# MUSE dictionaries and STS sets: configured directories, or the demo worlds' (en-ja is in the
+# COCO demo world). Vectors of languages fastText has no aligned vectors of (ja) are rotated
+# onto the English ones (rule retrieval_vectors_rotated).
 RETRIEVAL_STS = RETRIEVAL["sts"] or DEMO_WORLD / "sts"
-RETRIEVAL_DEMO_INPUTS = (
-    [DEMO_WORLD / "MANIFEST.sha256"]
-    if not (RETRIEVAL["muse"] and RETRIEVAL["sts"])
-    else []
-)
+DEMO_MARKERS = {
+    "multi30k": DEMO_WORLD / "MANIFEST.sha256",
+    "coco": DEMO_COCO / "MANIFEST.sha256",
+}
+ROTATED_VECTORS = RETRIEVAL_VECTORS["rotated"]
 RETRIEVAL_RUN_FILES = [
     RETRIEVAL_DIR / name / f"seed{seed}" / "metrics.json"
     for name, record in RETRIEVAL_RECORDS.items()
@@ -34,13 +35,39 @@ def vectors_file(lang):
     return VECTORS_DIR / f"wiki.{lang}.align.vec"
 
 
+def muse_dir(dataset):
+    return RETRIEVAL["muse"] or DEMO_MARKERS[dataset].parent / "muse"
+
+
+def demo_inputs(dataset):
+    """The demo world(s) whose MUSE lists / STS sets a run of ``dataset`` reads."""
+    needed = set()
+    if not RETRIEVAL["muse"]:
+        needed.add(DEMO_MARKERS[dataset])
+    if not RETRIEVAL["sts"]:
+        needed.add(DEMO_MARKERS["multi30k"])
+    return sorted(needed)
+
+
+# data set of a variant -> its prepared root and the file that marks it complete
+DATASETS = {
+    "multi30k": (MULTI30K_ROOT, MULTI30K_MARKER),
+    "coco": (COCO_ROOT, COCO_MARKER),
+}
+
+
 def retrieval_inputs(wildcards):
-    """Features of the variant's backbone for its train/validation/test splits, and vectors."""
+    """The variant's data set, features of its backbone for its train/validation/test splits,
+    and vectors."""
     record = RETRIEVAL_RECORDS[wildcards.variant]
+    dataset = record["dataset"]
     splits = {"train", record["validation"]["split"], record["test"]["split"]}
     files = {
-        f"features_{s}": feature_file(record["backbone"], s) for s in sorted(splits)
+        f"features_{s}": feature_file(record["backbone"], s, dataset)
+        for s in sorted(splits)
     }
+    files["data"] = DATASETS[dataset][1]
+    files["demo"] = demo_inputs(dataset)
     if record["word_embeddings"] != "random":
         langs = {lang for src in record["train_data"] for lang in src["languages"]}
         files |= {f"vectors_{lang}": vectors_file(lang) for lang in sorted(langs)}
@@ -60,7 +87,9 @@ def retrieval_section(wildcards):
 
 def retrieval_options(wildcards):
     record = RETRIEVAL_RECORDS[wildcards.variant]
-    options = f"--muse {RETRIEVAL_MUSE} --sts {RETRIEVAL_STS}"
+    root = DATASETS[record["dataset"]][0]
+    options = f"--data-root {root} --features-root {root / 'features'}"
+    options += f" --muse {muse_dir(record['dataset'])} --sts {RETRIEVAL_STS}"
     if record["word_embeddings"] != "random":
         options += f" --vectors {VECTORS_DIR}"
     return options

@@ -59,6 +59,19 @@ def register(subparsers) -> None:
     v.add_argument("--muse", type=Path, help="directory of MUSE en-<lang>.txt (demo derivation)")
     v.add_argument("--dim", type=int, default=300)
     v.add_argument("--train-fraction", type=float, default=0.8)
+    v.add_argument(
+        "--onto",
+        type=Path,
+        help="English aligned vectors (wiki.en.align.vec): rotate each of --languages onto them "
+        "(Procrustes on MUSE en-<lang> training pairs) instead of downloading or deriving English",
+    )
+    v.add_argument(
+        "--vec",
+        type=Path,
+        help="with --onto: the language's own fastText vectors (e.g. cc.ja.300.vec.gz); "
+        "without it, derived from the training captions under --data-root",
+    )
+    v.add_argument("--limit", type=int, help="with --vec: read only its first LIMIT words")
     v.set_defaults(func=run_vectors)
 
 
@@ -94,9 +107,21 @@ def run_train(args) -> None:
 
 
 def run_vectors(args) -> None:
-    from mlmm.retrieval.align import derive_demo, download
+    from mlmm.retrieval.align import derive_demo, derive_onto_english, download
 
-    if args.url:
+    if args.onto:
+        for lang in args.languages:
+            derive_onto_english(
+                lang,
+                args.onto,
+                args.muse,
+                args.out,
+                args.train_fraction,
+                data_root=None if args.vec else args.data_root,
+                vec=args.vec,
+                limit=args.limit,
+            )
+    elif args.url:
         download(args.url, args.languages, args.out)
     else:
         derive_demo(

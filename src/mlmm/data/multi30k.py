@@ -15,8 +15,12 @@ from mlmm.io import read_lines
 
 TRANSLATION_LANGUAGES = ("en", "de", "fr", "cs")
 COMPARABLE_LANGUAGES = ("en", "de")
+# Multi30K languages with translations only; every other language (ja of the prepared MS-COCO
+# layout, mlmm.data.coco) has task2-style independent captions.
+TRANSLATION_ONLY = tuple(sorted(set(TRANSLATION_LANGUAGES) - set(COMPARABLE_LANGUAGES)))
 CAPTIONS_PER_IMAGE = 5
-# task1 split name -> task2 file prefix and task2 image list name
+# task1 split name -> task2 file prefix and task2 image list name; any other split s (the
+# prepared MS-COCO layout) is (s, "s_images").
 TASK2_SPLITS = {
     "train": ("train", "train_images"),
     "val": ("val", "val_images"),
@@ -49,7 +53,7 @@ def translation_captions(root: str | Path, split: str, language: str) -> list[li
 
 def comparable_captions(root: str | Path, split: str, language: str) -> list[list[list[str]]]:
     """Tokenised lowercased task2 captions: for every image, its five token lists."""
-    prefix, list_name = TASK2_SPLITS[split]
+    prefix, list_name = TASK2_SPLITS.get(split, (split, f"{split}_images"))
     task2_list = task_dir(root, 2) / "image_splits" / f"{list_name}.txt"
     n_images = len(read_lines(task2_list))
     per_annotator = [

@@ -6,7 +6,9 @@ real grammar: English; German with gender, case and adjective declension (ein ro
 es gibt einen roten Kreis / neben dem roten Kreis); French with the colour after the noun, size
 before it, gender agreement and de + article contraction (à côté du carré bleu, de l'étoile);
 Czech without articles, with adjective agreement and the case each preposition governs (vedle
-modrého čtverce, nad modrým čtvercem, s červenou hvězdou).
+modrého čtverce, nad modrým čtvercem, s červenou hvězdou); Japanese verb-final with particles
+and counters, written without spaces (青い星の隣に赤い丸がある, 赤い丸を含む図形が三つある).
+The Multi30K world uses ``LANGUAGES``; Japanese is for the COCO world's STAIR captions.
 
 Translations share one ``Content``; independent annotators draw their own.
 """
@@ -116,6 +118,7 @@ NUMBERS = {
     "de": ("zwei", "drei", "vier", "fünf", "sechs"),
     "fr": ("deux", "trois", "quatre", "cinq", "six"),
     "cs": ("dva", "tři", "čtyři", "pět", "šest"),
+    "ja": ("二", "三", "四", "五", "六"),
 }
 
 # --------------------------------------------------------------------------------- English
@@ -440,19 +443,156 @@ def czech(c: Content) -> str:
     return f"{number} {noun}{_tail(place)} , včetně {items}"
 
 
-REALISERS = {"en": english, "de": german, "fr": french, "cs": czech}
+# --------------------------------------------------------------------------------- Japanese
+# Built as a list of words segmented as MeCab (unidic-lite) segments them, written without
+# spaces. Verb-final, particles after their noun phrase (が subject, は topic, を object, の
+# attributive, に location, と 'and'), modifiers before the noun, counters after numbers.
+JA_NOUN = {
+    "circle": ("丸", "円"),
+    "square": "四角",
+    "triangle": "三角",
+    "star": "星",
+    "heart": "ハート",
+    "cross": "十字",
+    "diamond": "ひし形",
+    "arrow": "矢印",
+    "cloud": "雲",
+}
+# colour/size -> its words before a noun: i-adjectives, or a noun + の
+JA_ADJ = {
+    "red": ("赤い",),
+    "blue": ("青い",),
+    "green": ("緑", "の"),
+    "yellow": ("黄色い",),
+    "black": ("黒い",),
+    "white": ("白い",),
+    "orange": ("オレンジ", "色", "の"),
+    "purple": ("紫", "の"),
+}
+JA_SIZE = {"small": ("小さい", "小さな"), "big": ("大きい", "大きな")}
+JA_POS = {
+    "top left": "左上",
+    "top": "上",
+    "top right": "右上",
+    "left": "左",
+    "centre": ("中央", "真ん中"),
+    "right": "右",
+    "bottom left": "左下",
+    "bottom": "下",
+    "bottom right": "右下",
+}
+JA_PLACE = {  # place -> (noun, its relational noun): 草の上, 雪の中
+    "grass": (("草", "芝生"), "上"),
+    "sand": ("砂", "上"),
+    "snow": ("雪", ("中", "上")),
+    "water": ("水", "上"),
+    "road": ("道路", "上"),
+}
+JA_REL = {"next": ("隣", "横"), "above": "上", "below": "下"}
+JA_PICTURE = ("写真", "画像", "絵")
+JA_SHAPES = "図形"
+JA_COUNTER = ("つ", "個")  # general counters for things: 二つ, 三個
+
+
+def _ja_np(m: Mention, c: Content) -> list[str]:
+    """[position の] [size] [colour] noun: 左上の大きな赤い丸."""
+    words = [_pick(JA_POS[m.position], c, SYN), "の"] if m.position else []
+    words += [_pick(JA_SIZE[m.size], c, SYN)] if m.size else []
+    words += JA_ADJ[m.colour] if m.colour else []
+    return [*words, _pick(JA_NOUN[m.shape], c, PICTURE)]  # not SYN: 円 not tied to 大きな
+
+
+def _ja_list(mentions: tuple[Mention, ...], c: Content) -> list[str]:
+    """A, B と C (the reading comma 、 between all but the last two)."""
+    words: list[str] = []
+    for i, m in enumerate(mentions):
+        if i:
+            words.append("と" if i == len(mentions) - 1 else "、")
+        words += _ja_np(m, c)
+    return words
+
+
+def _ja_place(c: Content, *particles: str) -> list[str]:
+    """草の上 + particles (に 'on', の attributive, では 'as for on'); nothing without a place."""
+    if not c.place:
+        return []
+    noun, where = JA_PLACE[c.place]
+    return [_pick(noun, c, PICTURE), "の", _pick(where, c, PICTURE), *particles]
+
+
+def _ja_exists(c: Content) -> list[str]:
+    """The existential verb, plain or polite: ある / あります."""
+    return ["ある"] if (c.style[DEFINITE] >> 1) % 2 == 0 else ["あり", "ます"]
+
+
+def _japanese_words(c: Content) -> list[str]:
+    v = c.style[FORM] % 2
+    if c.template == "exist":
+        if v == 0:
+            return _ja_place(c, "に") + _ja_np(c.mentions[0], c) + ["が", *_ja_exists(c)]
+        return _ja_place(c, "の") + _ja_np(c.mentions[0], c)
+    if c.template == "list":
+        items = _ja_list(c.mentions, c)
+        if v == 0:
+            return _ja_place(c, "に") + items + ["が", *_ja_exists(c)]
+        picture = _pick(JA_PICTURE, c, PICTURE)
+        if c.style[DEFINITE] % 2 == 0:  # 草の上の赤い丸と青い星の写真
+            return _ja_place(c, "の") + items + ["の", picture]
+        return _ja_place(c, "に") + items + ["が", "写っ", "た", picture]
+    if c.template == "relation":
+        first, second = (_ja_np(m, c) for m in c.mentions)
+        where = [*second, "の", _pick(JA_REL[c.relation], c, SYN), "に"]
+        place = _ja_place(c, "で", "は", "、")
+        if v == 0:  # 青い星の隣に赤い丸がある
+            return place + where + first + ["が", *_ja_exists(c)]
+        return place + first + ["は", *where, *_ja_exists(c)]  # 赤い丸は青い星の隣にある
+    number = [NUMBERS["ja"][c.count - 2], JA_COUNTER[(c.style[FORM] >> 1) % 2]]
+    items = _ja_list(c.mentions, c)
+    if len(c.mentions) == c.count:
+        if v == 0:  # 赤い丸と青い星の二つの図形がある
+            return (
+                _ja_place(c, "に")
+                + items
+                + ["の", *number, "の", JA_SHAPES, "が"]
+                + (_ja_exists(c))
+            )
+        return _ja_place(c, "に") + items + ["の", *number, "が", *_ja_exists(c)]
+    if v == 0:  # 赤い丸を含む図形が五つある
+        return (
+            _ja_place(c, "に") + items + ["を", "含む", JA_SHAPES, "が", *number] + (_ja_exists(c))
+        )
+    # 図形が五つあり、その中に赤い丸がある
+    return (
+        _ja_place(c, "に")
+        + [JA_SHAPES, "が", *number, "あり", "、", "その", "中", "に"]
+        + items
+        + ["が", *_ja_exists(c)]
+    )
+
+
+def japanese(c: Content) -> str:
+    """The caption as a Japanese annotator writes it: no spaces between words."""
+    return "".join(_japanese_words(c))
+
+
+REALISERS = {"en": english, "de": german, "fr": french, "cs": czech, "ja": japanese}
 
 # --------------------------------------------------------------------------------- text forms
 _TOKEN = re.compile(r"\w+'|[\w-]+|[^\w\s]")
 
 
 def tokens(c: Content, lang: str) -> list[str]:
-    """The caption as Moses-style tokens (elided articles l', d' are their own tokens)."""
+    """The caption as Moses-style tokens (elided articles l', d' are their own tokens); for
+    Japanese the words as MeCab with unidic-lite splits them, ending in 。."""
+    if lang == "ja":
+        return _japanese_words(c) + ["。"]
     return _TOKEN.findall(REALISERS[lang](c)) + ["."]
 
 
 def raw(toks: list[str], lang: str) -> str:
-    """Untokenised, capitalised sentence as an annotator would type it."""
+    """Untokenised, capitalised sentence as an annotator would type it (Japanese: no spaces)."""
+    if lang == "ja":
+        return "".join(toks)
     text = " ".join(toks).replace("' ", "'").replace(" .", ".").replace(" ,", ",")
     if lang != "fr":  # French typography keeps the space before a colon
         text = text.replace(" :", ":")
@@ -467,31 +607,33 @@ def tok(toks: list[str]) -> str:
 # --------------------------------------------------------------------------------- dictionaries
 # English words without a table entry above -> their words in each language (no Czech articles)
 _FUNCTION_WORDS = {
-    "a": {"de": "ein eine einen einem einer", "fr": "un une", "cs": ""},
-    "an": {"de": "ein eine einen einem einer", "fr": "un une", "cs": ""},
-    "the": {"de": "der die das dem den", "fr": "le la du", "cs": ""},
-    "and": {"de": "und", "fr": "et", "cs": "a"},
-    "is": {"de": "ist", "fr": "est", "cs": "je"},
-    "shapes": {"de": "formen", "fr": "formes", "cs": "tvary tvarů"},
-    "including": {"de": "darunter", "fr": "dont", "cs": "včetně"},
-    "picture": {"de": "bild", "fr": "image", "cs": "obrázek"},
-    "image": {"de": "bild", "fr": "image", "cs": "obrázek"},
-    "photo": {"de": "foto", "fr": "photo", "cs": "fotka"},
-    "beside": {"de": "neben", "fr": "côté", "cs": "vedle"},
-    "above": {"de": "über", "fr": "au-dessus", "cs": "nad"},
-    "over": {"de": "über", "fr": "au-dessus", "cs": "nad"},
-    "below": {"de": "unter", "fr": "sous", "cs": "pod"},
-    "under": {"de": "unter", "fr": "sous", "cs": "pod"},
-    "left": {"de": "links", "fr": "gauche", "cs": "vlevo"},
-    "right": {"de": "rechts", "fr": "droite", "cs": "vpravo"},
-    "top": {"de": "oben", "fr": "haut", "cs": "nahoře"},
-    "bottom": {"de": "unten", "fr": "bas", "cs": "dole"},
-    "centre": {"de": "mitte", "fr": "centre", "cs": "uprostřed"},
-    "middle": {"de": "mitte", "fr": "milieu", "cs": "uprostřed"},
+    "a": {"de": "ein eine einen einem einer", "fr": "un une", "cs": "", "ja": ""},
+    "an": {"de": "ein eine einen einem einer", "fr": "un une", "cs": "", "ja": ""},
+    "the": {"de": "der die das dem den", "fr": "le la du", "cs": "", "ja": ""},
+    "and": {"de": "und", "fr": "et", "cs": "a", "ja": "と"},
+    "is": {"de": "ist", "fr": "est", "cs": "je", "ja": "ある"},
+    "shapes": {"de": "formen", "fr": "formes", "cs": "tvary tvarů", "ja": "図形"},
+    "including": {"de": "darunter", "fr": "dont", "cs": "včetně", "ja": "含む"},
+    "picture": {"de": "bild", "fr": "image", "cs": "obrázek", "ja": "絵"},
+    "image": {"de": "bild", "fr": "image", "cs": "obrázek", "ja": "画像"},
+    "photo": {"de": "foto", "fr": "photo", "cs": "fotka", "ja": "写真"},
+    "beside": {"de": "neben", "fr": "côté", "cs": "vedle", "ja": "隣 横"},
+    "above": {"de": "über", "fr": "au-dessus", "cs": "nad", "ja": "上"},
+    "over": {"de": "über", "fr": "au-dessus", "cs": "nad", "ja": "上"},
+    "below": {"de": "unter", "fr": "sous", "cs": "pod", "ja": "下"},
+    "under": {"de": "unter", "fr": "sous", "cs": "pod", "ja": "下"},
+    "left": {"de": "links", "fr": "gauche", "cs": "vlevo", "ja": "左"},
+    "right": {"de": "rechts", "fr": "droite", "cs": "vpravo", "ja": "右"},
+    "top": {"de": "oben", "fr": "haut", "cs": "nahoře", "ja": "上"},
+    "bottom": {"de": "unten", "fr": "bas", "cs": "dole", "ja": "下"},
+    "centre": {"de": "mitte", "fr": "centre", "cs": "uprostřed", "ja": "中央"},
+    "middle": {"de": "mitte", "fr": "milieu", "cs": "uprostřed", "ja": "真ん中"},
 }
 
 
 def _adjective_forms(lang: str, key: str) -> list[str]:
+    if lang == "ja":  # the content word only: 緑 of 緑の, オレンジ of オレンジ色の
+        return list(JA_SIZE[key]) if key in JA_SIZE else [JA_ADJ[key][0]]
     if lang == "de":
         return [DE_ADJ[key] + e for e in ("", "e", "er", "en", "es")]
     if lang == "fr":
@@ -500,6 +642,9 @@ def _adjective_forms(lang: str, key: str) -> list[str]:
 
 
 def _noun_forms(lang: str, shape: str) -> list[str]:
+    if lang == "ja":
+        noun = JA_NOUN[shape]
+        return [noun] if isinstance(noun, str) else list(noun)
     if lang == "de":
         noun = DE_NOUN[shape][0]
         return [noun, DE_DATIVE.get(noun, noun)]
@@ -516,8 +661,13 @@ def dictionary(lang: str) -> list[tuple[str, str]]:
     for key in DE_ADJ:
         english_words = EN_SIZE.get(key, (key,))
         pairs += [(e, f) for e in english_words for f in _adjective_forms(lang, key)]
-    places = {"de": DE_PLACE, "fr": FR_PLACE, "cs": CS_PLACE}[lang]
-    pairs += [(place, _TOKEN.findall(places[place])[-1]) for place in EN_PLACE]
+    if lang == "ja":
+        for place in EN_PLACE:
+            nouns = JA_PLACE[place][0]
+            pairs += [(place, n) for n in ((nouns,) if isinstance(nouns, str) else nouns)]
+    else:
+        places = {"de": DE_PLACE, "fr": FR_PLACE, "cs": CS_PLACE}[lang]
+        pairs += [(place, _TOKEN.findall(places[place])[-1]) for place in EN_PLACE]
     pairs += list(zip(NUMBERS["en"], NUMBERS[lang], strict=True))
     for english_word, targets in _FUNCTION_WORDS.items():
         pairs += [(english_word, t) for t in targets[lang].split()]

@@ -12,6 +12,7 @@ import io
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -48,20 +49,34 @@ def generate_world(out: Path, seed: int, images: int) -> None:
         raise InputError("--images", f"at least {MIN_IMAGES} images", str(images))
     if seed < 0:
         raise InputError("--seed", "a non-negative integer", str(seed))
+    replace_directory(
+        out, WORLD_ENTRIES, "an earlier demo world", lambda tmp: _write_world(tmp, seed, images)
+    )
+
+
+def replace_directory(
+    out: Path, entries: set[str], what: str, write: Callable[[Path], None]
+) -> None:
+    """``write`` a fresh directory beside ``out``, then rename it onto ``out``.
+
+    ``out`` may be missing, empty, or hold only ``entries`` (an earlier output, ``what``); any
+    other content is refused, so a mistyped OUT never deletes someone's files.
+    """
+    out = Path(out)
     if out.exists() and not out.is_dir():
         raise InputError(out, "a directory", "a file")
     if out.exists():
-        others = sorted({p.name for p in out.iterdir()} - WORLD_ENTRIES)
+        others = sorted({p.name for p in out.iterdir()} - entries)
         if others:
             found = "other files: " + ", ".join(others[:3])
-            raise InputError(out, "an empty directory or an earlier demo world", found)
+            raise InputError(out, f"an empty directory or {what}", found)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
     umask = os.umask(0)
     os.umask(umask)
     tmp.chmod(0o777 & ~umask)  # mkdtemp's 0700 would otherwise stick to OUT
     try:
-        _write_world(tmp, seed, images)
+        write(tmp)
         if out.exists():
             shutil.rmtree(out)
         os.replace(tmp, out)

@@ -10,6 +10,7 @@ rotated onto English by Procrustes on the MUSE training pairs.
 
 from __future__ import annotations
 
+import gzip
 import itertools
 from collections import Counter
 from pathlib import Path
@@ -17,24 +18,31 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from mlmm.data.multi30k import TRANSLATION_LANGUAGES as TASK1_LANGUAGES
 from mlmm.errors import InputError
 from mlmm.io import atomic_path, read_lines
 
 Lexicon = list[tuple[str, str]]
 
 
-def read_vec(path: str | Path, words: set[str] | None = None) -> dict[str, np.ndarray]:
-    """Vectors of ``words`` (all when None) from a fastText .vec text file, streamed."""
+def read_vec(
+    path: str | Path, words: set[str] | None = None, limit: int | None = None
+) -> dict[str, np.ndarray]:
+    """Vectors of ``words`` (all when None; the first ``limit`` lines, fastText's most frequent
+    words, when given) from a fastText .vec text file, plain or gzipped, streamed."""
     path = Path(path)
     if not path.is_file():
-        raise InputError(path, "a fastText .vec file of aligned word vectors", "no such file")
+        raise InputError(path, "a fastText .vec file of word vectors", "no such file")
     out: dict[str, np.ndarray] = {}
-    with open(path, encoding="utf-8", errors="replace") as handle:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8", errors="replace") as handle:
         header = handle.readline().split()
         if len(header) != 2 or not all(h.isdigit() for h in header):
             raise InputError(path, "a 'count dim' header", repr(" ".join(header)[:40]), line=1)
         dim = int(header[1])
         for number, line in enumerate(handle, start=2):
+            if limit is not None and number > limit + 1:
+                break
             word, _, rest = line.rstrip("\n").partition(" ")
             if words is not None and word not in words or word in out:
                 continue
@@ -147,68 +155,119 @@ def ppmi_svd(sentences: list[list[str]], dim: int) -> dict[str, np.ndarray]:
     return {w: vecs[i] * signs for w, i in index.items()}
 
 
+def rotate_onto_english(
+    vectors: dict[str, np.ndarray],
+    english: dict[str, np.ndarray],
+    lexicon: Lexicon,
+    train_fraction: float,
+    where: str,
+) -> dict[str, np.ndarray]:
+    """``vectors`` rotated onto ``english`` by Procrustes on the training part of the en-<lang>
+    lexicon, as fastText's aligned vectors are made (AME does this for Japanese)."""
+    train, _ = split_lexicon(lexicon, train_fraction)
+    en_words, tgt_words = list(english), list(vectors)
+    kept, _ = lexicon_indices(
+        train, {w: i for i, w in enumerate(en_words)}, {w: i for i, w in enumerate(tgt_words)}
+    )
+    if len(kept) < 2:
+        raise InputError(where, "at least 2 training pairs with both words known", str(len(kept)))
+    x = torch.from_numpy(np.stack([vectors[tgt_words[t]] for _, t in kept]))
+    y = torch.from_numpy(np.stack([english[en_words[s]] for s, _ in kept]))
+    w = procrustes(x, y).numpy()
+    return {word: v @ w.T for word, v in vectors.items()}
+
+
 def demo_vectors(
     sentences: dict[str, list[list[str]]],
     lexicons: dict[str, Lexicon],
     dim: int,
     train_fraction: float,
 ) -> dict[str, dict[str, np.ndarray]]:
-    """English vectors as they are; every other language rotated onto English (Procrustes on
-    the training half of its ``en-<lang>`` lexicon), as fastText's aligned vectors are made."""
+    """English vectors as they are; every other language rotated onto English."""
     out = {lang: ppmi_svd(sents, dim) for lang, sents in sentences.items()}
-    en = out["en"]
-    for lang, vecs in out.items():
-        if lang == "en":
-            continue
-        train, _ = split_lexicon(lexicons[lang], train_fraction)
-        en_words, tgt_words = list(en), list(vecs)
-        kept, _ = lexicon_indices(
-            train, {w: i for i, w in enumerate(en_words)}, {w: i for i, w in enumerate(tgt_words)}
-        )
-        if len(kept) < 2:
-            raise InputError(
-                f"en-{lang} lexicon", "at least 2 known training pairs", str(len(kept))
+    for lang in out:
+        if lang != "en":
+            out[lang] = rotate_onto_english(
+                out[lang], out["en"], lexicons[lang], train_fraction, f"en-{lang} lexicon"
             )
-        x = torch.from_numpy(np.stack([vecs[tgt_words[t]] for _, t in kept]))
-        y = torch.from_numpy(np.stack([en[en_words[s]] for s, _ in kept]))
-        w = procrustes(x, y).numpy()
-        out[lang] = {word: v @ w.T for word, v in vecs.items()}
     return out
+
+
+def training_sentences(data_root: Path, lang: str) -> list[list[str]]:
+    """Every training caption of a language (task1 + task2) under a Multi30K-style root."""
+    from mlmm.retrieval.data import split_captions
+
+    portions = ("translation", "comparable") if lang in TASK1_LANGUAGES else ("comparable",)
+    return [
+        c
+        for portion in portions
+        for caps in split_captions(data_root, "train", lang, portion)
+        for c in caps
+    ]
 
 
 def derive_demo(
     data_root: Path, muse: Path | None, langs: list[str], dim: int, train_fraction: float, out: Path
 ) -> None:
     """Demo-world aligned vectors from all training captions (task1 + task2) of each language."""
-    from mlmm.retrieval.data import split_captions
-
     if "en" not in langs or muse is None:
         raise InputError(
             "retrieval-vectors", "English among --languages and --muse DIR", str(langs)
         )
-    sentences = {
-        lang: [
-            c
-            for portion in ("translation", "comparable")
-            for caps in split_captions(data_root, "train", lang, portion)
-            for c in caps
-        ]
-        for lang in langs
-    }
+    sentences = {lang: training_sentences(data_root, lang) for lang in langs}
     lexicons = {lang: read_lexicon(Path(muse) / f"en-{lang}.txt") for lang in langs if lang != "en"}
     for lang, vectors in demo_vectors(sentences, lexicons, dim, train_fraction).items():
         write_vec(Path(out) / f"wiki.{lang}.align.vec", vectors)
 
 
-def download(url: str, langs: list[str], out: Path) -> None:
-    """fastText aligned vectors, one file per language, written atomically."""
+def derive_onto_english(
+    lang: str,
+    english_vec: Path,
+    muse: Path,
+    out: Path,
+    train_fraction: float,
+    data_root: Path | None = None,
+    vec: Path | None = None,
+    limit: int | None = None,
+) -> None:
+    """``wiki.<lang>.align.vec`` for a language fastText has no aligned vectors of (Japanese):
+    its own vectors (a fastText .vec such as cc.ja.300.vec.gz, or on the demo PPMI+SVD of the
+    training captions under ``data_root``) rotated onto the given English aligned vectors."""
+    if muse is None:
+        raise InputError("retrieval-vectors", f"--muse DIR holding en-{lang}.txt", "none")
+    english = read_vec(english_vec)
+    dim = len(next(iter(english.values())))
+    if vec is not None and str(vec).startswith(("http://", "https://")):
+        vec = _fetch(str(vec), Path(out) / str(vec).rstrip("/").rsplit("/", 1)[-1])
+    if vec is not None:
+        vectors = read_vec(vec, limit=limit)
+    elif data_root is not None:
+        vectors = ppmi_svd(training_sentences(data_root, lang), dim)
+    else:
+        raise InputError("retrieval-vectors", "--vec FILE or --data-root DIR", "neither")
+    lexicon = read_lexicon(Path(muse) / f"en-{lang}.txt")
+    rotated = rotate_onto_english(vectors, english, lexicon, train_fraction, f"en-{lang} lexicon")
+    write_vec(Path(out) / f"wiki.{lang}.align.vec", rotated)
+
+
+def _fetch(url: str, target: Path) -> Path:
+    """Download ``url`` to ``target`` atomically; an unreachable URL is an InputError."""
     import shutil
     import urllib.request
 
-    for lang in langs:
+    try:
         with (
-            atomic_path(Path(out) / f"wiki.{lang}.align.vec") as tmp,
-            urllib.request.urlopen(f"{url.rstrip('/')}/wiki.{lang}.align.vec") as response,
+            atomic_path(target) as tmp,
+            urllib.request.urlopen(url) as response,
             open(tmp, "wb") as handle,
         ):
             shutil.copyfileobj(response, handle)
+    except OSError as exc:
+        raise InputError(url, "a reachable URL of fastText vectors", str(exc)) from None
+    return target
+
+
+def download(url: str, langs: list[str], out: Path) -> None:
+    """fastText aligned vectors, one file per language, written atomically."""
+    for lang in langs:
+        _fetch(f"{url.rstrip('/')}/wiki.{lang}.align.vec", Path(out) / f"wiki.{lang}.align.vec")

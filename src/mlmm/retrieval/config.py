@@ -24,6 +24,8 @@ DEFAULTS: dict[str, Any] = {
     "min_count": 4,  # rarer training words become <unk>
     # image side
     "backbone": "efficientnet_lite0",
+    # data set: multi30k (results/multi30k) or coco (MS-COCO Karpathy split, en/ja: results/coco)
+    "dataset": "multi30k",
     # data: sources of (image, caption) pairs; captions_per_image null = all of them
     "train_data": [{"portion": "comparable", "languages": ["en"], "captions_per_image": None}],
     "image_subset": {"fraction": 1.0, "assignment": "overlap"},  # or disjoint across languages
@@ -51,7 +53,9 @@ DEFAULTS: dict[str, Any] = {
     "checkpoint_every": 500,
     "select_language": "en",
     "validation": {"split": "val", "images": [0, None], "portion": "comparable"},
-    "test": {"split": "test_2016_flickr", "images": [0, None], "portion": "comparable"},
+    # folds > 1: the mean over that many consecutive equal folds of the test images (COCO 1K =
+    # 5 folds of the 5K test images); the whole range is reported too, as test_full.
+    "test": {"split": "test_2016_flickr", "images": [0, None], "portion": "comparable", "folds": 1},
     "sts": True,  # STS Pearson of the English encoder (when the variant has English)
     "seeds": 1,  # runs with seeds 1..N
     "device": "auto",
@@ -59,6 +63,7 @@ DEFAULTS: dict[str, Any] = {
 }
 
 CHOICES = {
+    "dataset": ("multi30k", "coco"),
     "encoder": ("shared", "per-language"),
     "word_embeddings": ("random", "fme", "ame"),
     "batching": ("switch", "joint"),

@@ -45,7 +45,7 @@ def split_captions(
     root: str | Path, split: str, language: str, portion: str
 ) -> list[list[list[str]]]:
     """Per image, its captions of one portion; fr/cs have no comparable portion: translation."""
-    if portion == "comparable" and language in multi30k.COMPARABLE_LANGUAGES:
+    if portion == "comparable" and language not in multi30k.TRANSLATION_ONLY:
         return multi30k.comparable_captions(root, split, language)
     return [[c] for c in multi30k.translation_captions(root, split, language)]
 

@@ -278,7 +278,9 @@ class Run:
 
     # ------------------------------------------------------------------ evaluation
     @torch.no_grad()
-    def evaluate(self, data, langs: list[str]) -> dict:
+    def evaluate(self, data, langs: list[str], folds: int = 1) -> dict:
+        """Recalls per language on ``data`` (mean over ``folds`` equal folds), and the captions'
+        embeddings."""
         self.model.eval()
         feats = torch.from_numpy(data.features)
         images = torch.cat(
@@ -291,7 +293,11 @@ class Run:
         for lang in langs:
             texts[lang] = self.embed_text(lang, data.captions[lang])
             out[lang] = evaluation.retrieval_metrics(
-                images, texts[lang], data.per_image[lang], similarity=self.record["similarity"]
+                images,
+                texts[lang],
+                data.per_image[lang],
+                similarity=self.record["similarity"],
+                folds=folds,
             )
         self.model.train()
         return out, texts
@@ -456,8 +462,19 @@ class Run:
             self.record["test"],
             self.langs,
         )
-        metrics, texts = self.evaluate(data, self.langs)
+        folds = self.record["test"]["folds"]
+        n_images = len(data.features)
+        if n_images % folds:
+            raise InputError(
+                f"test split {self.record['test']['split']}",
+                f"a number of images divisible by test.folds={folds}",
+                str(n_images),
+                key="folds",
+            )
+        metrics, texts = self.evaluate(data, self.langs, folds)
         out = {"test": metrics}
+        if folds > 1:  # COCO: 1K folds in "test", the whole 5K set beside them
+            out["test_full"], _ = self.evaluate(data, self.langs)
         c2c = {}
         for la in self.langs:
             for lb in self.langs:

@@ -60,7 +60,14 @@ def _make_word(rng: np.random.Generator, language: str, taken: set[str]) -> str:
             return word
 
 
-def _write_everywhere(base: Path, topics: set[int], name: str, text: str) -> None:
+def make_pair_dirs(out: Path, code: str) -> None:
+    """Every topic directory of both sides of pair `code`-en, even one without positive talks."""
+    for pair_dir in (f"{code}-{PIVOT}", f"{PIVOT}-{code}"):
+        for split, topic, polarity in product(SPLITS, TOPICS, ("positive", "negative")):
+            (out / pair_dir / split / topic / polarity).mkdir(parents=True, exist_ok=True)
+
+
+def write_everywhere(base: Path, topics: set[int], name: str, text: str) -> None:
     """The talk under every topic directory: written once, hard-linked into the others."""
     first = None
     for t, topic in enumerate(TOPICS):
@@ -175,11 +182,8 @@ def generate(
             start = stop
         return "\n".join(lines) + "\n"
 
-    for language in paired:  # every topic directory, even one without positive talks
-        code = corpus_code(language, codes)
-        for pair_dir in (f"{code}-{PIVOT}", f"{PIVOT}-{code}"):
-            for split, topic, polarity in product(SPLITS, TOPICS, ("positive", "negative")):
-                (out / pair_dir / split / topic / polarity).mkdir(parents=True, exist_ok=True)
+    for language in paired:
+        make_pair_dirs(out, corpus_code(language, codes))
     english = {}  # one English text per talk, shared by every pair, as in the real corpus
     for language in paired:
         code = corpus_code(language, codes)
@@ -194,5 +198,5 @@ def generate(
                 texts = {f"{code}-{PIVOT}": render(language, concepts),
                          f"{PIVOT}-{code}": english[key]}  # fmt: skip
                 for pair_dir, text in texts.items():
-                    _write_everywhere(out / pair_dir / split, topics, f"{doc_id}.ted", text)
+                    write_everywhere(out / pair_dir / split, topics, f"{doc_id}.ted", text)
     return out

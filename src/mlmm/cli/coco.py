@@ -1,0 +1,84 @@
+"""MS-COCO data stage: Karpathy split + Japanese captions + MIC test set, in the Multi30K layout."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+
+def _digest(item: str) -> tuple[str, str]:
+    name, sep, digest = item.rpartition("=")  # a URL may hold '=', a hex digest does not
+    if not sep or not name or not digest:
+        raise argparse.ArgumentTypeError(f"expected NAME=SHA256, found {item!r}")
+    return name, digest.lower()
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "prepare-coco",
+        help="MS-COCO Karpathy split with en/ja captions and the MIC test set, Multi30K layout",
+        description="Read Karpathy's MS-COCO split (English tokens), Japanese captions in the "
+        "COCO caption JSON format (STAIR Captions or YJ Captions; MeCab-tokenised) and the MIC "
+        "test set (en/fr/de, Moses-tokenised), and write OUT/data/task{1,2}/image_splits and "
+        "OUT/data/task2/tok/<split>.lc.norm.tok.<k>.<lang> for the splits train (train+restval; "
+        "en, ja), val, test (en, ja), pivot_train (train minus the MIC images; en) and mic (en, "
+        "fr, de), plus OUT/provenance.json; OUT is written as a whole and OUT/MANIFEST.sha256 "
+        "last. Inputs are local paths or URLs.",
+    )
+    p.add_argument(
+        "--karpathy",
+        required=True,
+        help="dataset_coco.json or caption_datasets.zip holding it (path or URL)",
+    )
+    p.add_argument(
+        "--japanese",
+        required=True,
+        nargs="+",
+        help="COCO-caption-format JSON files, e.g. stair_captions_v1.2_train.json "
+        "stair_captions_v1.2_val.json (paths or URLs)",
+    )
+    p.add_argument(
+        "--mic",
+        required=True,
+        help="MIC directory (images.txt, captions.en, captions.fr, captions.de) or its base URL",
+    )
+    p.add_argument(
+        "--sha256",
+        nargs="*",
+        default=[],
+        type=_digest,
+        metavar="NAME=SHA256",
+        help="expected sha256 of an input file, keyed by its location as given or its file "
+        "name (e.g. caption_datasets.zip=..., MIC: one per file, captions.fr=...); inputs "
+        "without one are hashed, recorded as unverified in provenance.json and warned about",
+    )
+    p.add_argument("--out", required=True, type=Path, help="output directory (results/coco)")
+    p.add_argument(
+        "--download-dir",
+        type=Path,
+        help="keep downloaded inputs here and re-use those whose configured sha256 matches "
+        "(default: a temporary directory)",
+    )
+    p.add_argument("--retries", type=int, default=4, help="download retries per file")
+    p.set_defaults(func=run_prepare)
+
+
+def run_prepare(args) -> None:
+    from mlmm.data.coco import prepare_coco
+    from mlmm.errors import InputError
+
+    logging.basicConfig(format="mlmm prepare-coco: %(levelname)s: %(message)s")
+    sha256 = dict(args.sha256)
+    if len(sha256) != len(args.sha256):
+        raise InputError("--sha256", "each file name once", f"{[n for n, _ in args.sha256]}")
+    counts = prepare_coco(
+        args.out,
+        args.karpathy,
+        args.japanese,
+        args.mic,
+        sha256=sha256,
+        download_dir=args.download_dir,
+        retries=args.retries,
+    )
+    print(", ".join(f"{split}: {n} images" for split, n in counts.items()))

@@ -1,0 +1,94 @@
+"""MS-COCO data stage: the Karpathy split with English captions, Japanese captions (STAIR
+Captions) and the MIC test set of Rajendran et al., prepared into the Multi30K-style layout the
+retrieval and pivot stages read (results/coco; docs/coco.md). The demo source generates a
+COCO-layout demo world in the upstream formats and prepares it with the same command.
+"""
+
+COCO = config["coco"]
+COCO_ROOT = RESULTS / "coco"
+COCO_MARKER = COCO_ROOT / "MANIFEST.sha256"
+DEMO_COCO = RESULTS / "demo/coco"
+
+if COCO["source"] == "demo":
+    COCO_FILES = {
+        "karpathy": [{"location": DEMO_COCO / "annotations/dataset_coco.json"}],
+        "japanese": [
+            {"location": DEMO_COCO / f"annotations/stair_captions_v1.2_{split}.json"}
+            for split in ("train", "val")
+        ],
+        "mic": [{"location": DEMO_COCO / "mic"}],
+    }
+    COCO_INPUT = DEMO_COCO / "MANIFEST.sha256"
+    COCO_IMAGES, COCO_IMAGES_INPUT = DEMO_COCO / "images", COCO_INPUT
+else:
+    COCO_FILES = {
+        "karpathy": [COCO["karpathy"]],
+        "japanese": COCO["japanese"],
+        "mic": [COCO["mic"]],
+    }
+    COCO_INPUT = []
+    # a user's image directory is a parameter, not an input (as multi30k.images, features.smk)
+    if COCO["images"]:
+        COCO_IMAGES, COCO_IMAGES_INPUT = COCO["images"], []
+    else:
+        COCO_IMAGES = COCO_IMAGES_INPUT = (
+            "<config coco.images: set it to the directory holding train2014/ and val2014/>"
+        )
+# --karpathy LOC --japanese LOC LOC --mic LOC --sha256 KEY=HASH ...: a location is a path or
+# URL; a hash is keyed by its file's location, the MIC set's by file name.
+COCO_OPTIONS = " ".join(
+    f"--{kind} " + " ".join(f"'{item['location']}'" for item in items)
+    for kind, items in COCO_FILES.items()
+)
+COCO_OPTIONS += "".join(
+    f" --sha256 '{item['location']}={item['sha256']}'"
+    for kind in ("karpathy", "japanese")
+    for item in COCO_FILES[kind]
+    if item.get("sha256")
+)
+COCO_OPTIONS += "".join(
+    f" --sha256 '{name}={value}'"
+    for name, value in (COCO_FILES["mic"][0].get("sha256") or {}).items()
+)
+
+rule demo_coco:
+    output:
+        DEMO_COCO / "MANIFEST.sha256",
+    log:
+        LOGS / "data/demo_coco.log",
+    benchmark:
+        BENCHMARKS / "data/demo_coco.tsv"
+    conda:
+        "../../envs/core.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    params:
+        out=DEMO_COCO,
+        seed=COCO["demo"]["seed"],
+        images=COCO["demo"]["images"],
+    shell:
+        "mlmm demo-coco {params.out} --seed {params.seed} --images {params.images} > {log} 2>&1"
+
+
+rule prepare_coco:
+    input:
+        COCO_INPUT,
+    output:
+        COCO_MARKER,
+    log:
+        LOGS / "data/prepare_coco.log",
+    benchmark:
+        BENCHMARKS / "data/prepare_coco.tsv"
+    conda:
+        "../../envs/core.yaml"
+    threads: 1
+    resources:
+        mem_mb=8000,
+        runtime=60,
+    params:
+        options=COCO_OPTIONS,
+        out=COCO_ROOT,
+    shell:
+        "mlmm prepare-coco {params.options} --out {params.out} > {log} 2>&1"
