@@ -25,6 +25,7 @@ include: "workflow/rules/features.smk"
 include: "workflow/rules/retrieval.smk"
 include: "workflow/rules/nmt.smk"
 include: "workflow/rules/ted.smk"
+include: "workflow/rules/pivot.smk"
 include: "workflow/rules/report.smk"
 
 

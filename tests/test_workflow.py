@@ -28,7 +28,7 @@ except ModuleNotFoundError:  # Python 3.10
 
 ENVS = REPO / "envs"
 SLURM_PROFILE = REPO / "profiles" / "slurm" / "config.yaml"
-GPU_RULES = {"extract_features", "train_retrieval", "train_nmt", "nbest_lists"}
+GPU_RULES = {"extract_features", "train_retrieval", "train_nmt", "nbest_lists", "pivot_train"}
 # Rules each stage is expected to define; a stage without rules yet is skipped.
 STAGE_RULES = {
     "data": {"demo_world", "fetch_multi30k", "vocabularies", "kadar_table1"},
@@ -36,6 +36,7 @@ STAGE_RULES = {
     "features": {"extract_features"},
     "retrieval": {"train_retrieval"},
     "nmt": {"train_nmt", "nbest_lists", "mira"},
+    "pivot": {"pivot_train", "pivot_table"},
 }
 # conda-forge names of PyPI distributions whose names differ.
 CONDA_TO_PYPI = {"pytorch": "torch", "matplotlib-base": "matplotlib"}

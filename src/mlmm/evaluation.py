@@ -39,10 +39,13 @@ BLOCK_ELEMENTS = 1 << 24
 ORDER_ELEMENTS = 1 << 24
 
 
-def summarise_ranks(ranks: np.ndarray | torch.Tensor) -> dict[str, float]:
-    """R@1/5/10, medr and meanr from 0-based ranks, as VSE++ computes them."""
+def summarise_ranks(
+    ranks: np.ndarray | torch.Tensor, ks: tuple[int, ...] = (1, 5, 10)
+) -> dict[str, float]:
+    """R@K for each K of ``ks`` (Rajendran 2016 reports R@50), medr and meanr from 0-based
+    ranks, as VSE++ computes them."""
     ranks = np.asarray(ranks.cpu() if isinstance(ranks, torch.Tensor) else ranks, dtype=np.float64)
-    out = {f"R@{k}": float(100.0 * np.mean(ranks < k)) for k in (1, 5, 10)}
+    out = {f"R@{k}": float(100.0 * np.mean(ranks < k)) for k in ks}
     out["medr"] = float(np.floor(np.median(ranks)) + 1)
     out["meanr"] = float(ranks.mean() + 1)
     return out
@@ -298,14 +301,20 @@ def _score_matrix_ranks(scores, per_image: int, want: tuple[str, ...], chunk: in
     return _both_directions(n, per_image, own, blocks, want)
 
 
-def i2t(scores, per_image: int, chunk: int | None = None) -> dict[str, float]:
+def i2t(
+    scores, per_image: int, chunk: int | None = None, ks: tuple[int, ...] = (1, 5, 10)
+) -> dict[str, float]:
     """Image-to-text metrics of a precomputed ``(n_images, n_images * k)`` score matrix."""
-    return summarise_ranks(_score_matrix_ranks(scores, per_image, ("i2t",), chunk)["i2t"])
+    ranks = _score_matrix_ranks(scores, per_image, ("i2t",), chunk)["i2t"]
+    return summarise_ranks(ranks, ks)
 
 
-def t2i(scores, per_image: int, chunk: int | None = None) -> dict[str, float]:
+def t2i(
+    scores, per_image: int, chunk: int | None = None, ks: tuple[int, ...] = (1, 5, 10)
+) -> dict[str, float]:
     """Text-to-image metrics of a precomputed ``(n_images, n_images * k)`` score matrix."""
-    return summarise_ranks(_score_matrix_ranks(scores, per_image, ("t2i",), chunk)["t2i"])
+    ranks = _score_matrix_ranks(scores, per_image, ("t2i",), chunk)["t2i"]
+    return summarise_ranks(ranks, ks)
 
 
 def retrieval_ranks(

@@ -51,6 +51,7 @@ COCO_OPTIONS += "".join(
     for name, value in (COCO_FILES["mic"][0].get("sha256") or {}).items()
 )
 
+
 rule demo_coco:
     output:
         DEMO_COCO / "MANIFEST.sha256",

@@ -4,6 +4,10 @@ feature vector per image, with its preprocessing.
 - resnet50 (Kadar et al. 2018): 2048-d average pool; resize 256, centre crop 224.
 - vgg19 (Calixto & Liu 2017): 4096-d fc7, after the second FC and its ReLU; as resnet50.
 - resnet152 (Mohammadshahi et al. 2019): 2048-d average pool, mean over ten crops of 224.
+- alexnet_fc6 (Rajendran et al. 2016, who used BVLC Reference CaffeNet fc6): 4096-d fc6 after
+  its ReLU (Caffe's in-place relu6 leaves the fc6 blob rectified); torchvision's AlexNet is the
+  nearest available model (CaffeNet is AlexNet with pooling before normalisation and a 227 crop;
+  torchvision's AlexNet weights expect resize 256, centre crop 224, as here).
 - efficientnet_lite0 (offline default): 1280-d pooled; bicubic resize 256, centre crop 224,
   scaled (x - 127) / 128 as the TF Lite models expect.
 """
@@ -54,6 +58,7 @@ BACKBONES: dict[str, Backbone] = {
         Backbone("resnet50", 2048, "avgpool (fc removed)", "resnet50"),
         Backbone("vgg19", 4096, "fc7: classifier[:5], after the second FC and its ReLU", "vgg19"),
         Backbone("resnet152", 2048, "avgpool (fc removed)", "resnet152", crops=10),
+        Backbone("alexnet_fc6", 4096, "fc6: classifier[:3], the first FC and its ReLU", "alexnet"),
         Backbone(
             "efficientnet_lite0",
             1280,
@@ -151,6 +156,8 @@ def build_trunk(backbone: Backbone, weights: str | None) -> tuple[nn.Module, str
         ) from None
     if arch.startswith("resnet"):
         model.fc = nn.Identity()
+    elif arch == "alexnet":  # classifier = [dropout, fc6, relu, dropout, fc7, relu, fc8]
+        model.classifier = model.classifier[:3]
     else:  # vgg19: classifier = [fc6, relu, dropout, fc7, relu, dropout, fc8]
         model.classifier = model.classifier[:5]
     return model, str(resolved) if resolved is not None else "random init"

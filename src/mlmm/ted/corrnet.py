@@ -19,6 +19,11 @@ decoder is a sigmoid with cross-entropy, with count input a linear layer with sq
 either is summed over the vocabulary and averaged over the batch. The decoder bias starts at
 each word's training-set mean (its logit for binary input), so training does not spend its
 first steps learning word frequencies.
+
+Dense views (image features, Section 6): a view given as a numpy array (or any row-indexable
+array-like with `shape` and `mean(axis=0)`) instead of a scipy sparse matrix gets an
+`nn.Linear` encoder (no bias of its own: b stays shared) and a linear decoder with squared
+error, whatever the input mode of the word views; its decoder bias starts at the feature means.
 """
 
 from __future__ import annotations
@@ -45,6 +50,24 @@ def correlation(hx: torch.Tensor, hy: torch.Tensor, eps: float = 1e-8) -> torch.
 
 
 @dataclass
+class DenseBatch:
+    """Rows of a dense view (e.g. image features): input and decoder target are the same."""
+
+    dense: torch.Tensor
+
+    @classmethod
+    def from_array(cls, rows: np.ndarray, device: str | torch.device = "cpu") -> DenseBatch:
+        return cls(dense=torch.from_numpy(np.ascontiguousarray(rows, np.float32)).to(device))
+
+
+def make_batch(matrix: sp.csr_matrix | np.ndarray, device: str | torch.device = "cpu"):
+    """A SparseBatch of CSR rows or a DenseBatch of array rows."""
+    if sp.issparse(matrix):
+        return SparseBatch.from_csr(matrix, device)
+    return DenseBatch.from_array(np.asarray(matrix), device)
+
+
+@dataclass
 class SparseBatch:
     """CSR rows as EmbeddingBag input, plus the dense target for the decoder."""
 
@@ -64,34 +87,56 @@ class SparseBatch:
 
 
 class BridgeCorrNet(nn.Module):
-    def __init__(self, dims: dict[str, int], hidden: int = 128, binary: bool = True) -> None:
+    def __init__(
+        self,
+        dims: dict[str, int],
+        hidden: int = 128,
+        binary: bool = True,
+        dense: tuple[str, ...] | list[str] = (),
+    ) -> None:
         super().__init__()
         self.dims, self.hidden_size, self.binary = dict(dims), hidden, binary
+        self.dense = tuple(sorted(dense))
+        unknown = set(self.dense) - set(dims)
+        if unknown:
+            raise ValueError(f"dense views {sorted(unknown)} are not among the views {list(dims)}")
         self.encoders = nn.ModuleDict(
-            {view: nn.EmbeddingBag(d, hidden, mode="sum", sparse=True) for view, d in dims.items()}
+            {
+                view: nn.Linear(d, hidden, bias=False)
+                if view in self.dense
+                else nn.EmbeddingBag(d, hidden, mode="sum", sparse=True)
+                for view, d in dims.items()
+            }
         )
-        for encoder in self.encoders.values():
-            bound = float(np.sqrt(6.0 / (encoder.weight.shape[0] + hidden)))
+        for view, encoder in self.encoders.items():
+            bound = float(np.sqrt(6.0 / (dims[view] + hidden)))
             nn.init.uniform_(encoder.weight, -bound, bound)
         self.bias = nn.Parameter(torch.zeros(hidden))
         self.decoders = nn.ModuleDict({view: nn.Linear(hidden, d) for view, d in dims.items()})
 
-    def pre(self, view: str, batch: SparseBatch) -> torch.Tensor:
-        """W_view v (no bias): the encoder's sum of the batch's word vectors."""
+    def pre(self, view: str, batch: SparseBatch | DenseBatch) -> torch.Tensor:
+        """W_view v (no bias): the encoder's sum of the batch's word vectors (or W x, dense)."""
+        if view in self.dense:
+            return self.encoders[view](batch.dense)
         return self.encoders[view](batch.indices, batch.offsets, per_sample_weights=batch.values)
 
-    def encode(self, view: str, batch: SparseBatch) -> torch.Tensor:
+    def encode(self, view: str, batch: SparseBatch | DenseBatch) -> torch.Tensor:
         return torch.sigmoid(self.pre(view, batch) + self.bias)
 
     def reconstruction(self, view: str, codes: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         """Loss of decoding `view` from each row of `codes`; summed over words and rows."""
         output = self.decoders[view](codes)
-        if self.binary:
+        if self.binary and view not in self.dense:
             return F.binary_cross_entropy_with_logits(output, target, reduction="sum")
         return F.mse_loss(output, target, reduction="sum")
 
     def loss(
-        self, view: str, pivot: str, xv: SparseBatch, xp: SparseBatch, lam: float
+        self,
+        view: str,
+        pivot: str,
+        xv: SparseBatch | DenseBatch,
+        xp: SparseBatch | DenseBatch,
+        lam: float,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Eq. 4 on one mini-batch of pair (view, pivot): (total, reconstruction, corr)."""
         av, ap = self.pre(view, xv), self.pre(pivot, xp)
@@ -104,17 +149,22 @@ class BridgeCorrNet(nn.Module):
         corr = correlation(h_view, h_pivot)
         return rec - lam * corr, rec, corr
 
-    def init_decoder_bias(self, view: str, matrix: sp.csr_matrix) -> None:
+    def init_decoder_bias(self, view: str, matrix: sp.csr_matrix | np.ndarray) -> None:
         mean = np.asarray(matrix.mean(axis=0)).ravel()
-        if self.binary:
+        if self.binary and view not in self.dense:
             mean = np.clip(mean, 1e-4, 1 - 1e-4)
             mean = np.log(mean / (1 - mean))
         with torch.no_grad():
             self.decoders[view].bias.copy_(torch.from_numpy(mean.astype(np.float32)))
 
 
-def as_input(matrix: sp.csr_matrix, binary: bool) -> sp.csr_matrix:
-    """Counts as the model sees them: binary (word present) or raw counts."""
+def as_input(matrix: sp.csr_matrix | np.ndarray, binary: bool) -> sp.csr_matrix | np.ndarray:
+    """Counts as the model sees them: binary (word present) or raw counts; a dense view's
+    rows as they are (float32 when an array; other array-likes are indexed lazily)."""
+    if isinstance(matrix, np.ndarray):
+        return np.asarray(matrix, dtype=np.float32)
+    if not sp.issparse(matrix):
+        return matrix
     matrix = matrix.tocsr().astype(np.float32)
     if binary:
         matrix = matrix.copy()
@@ -139,8 +189,16 @@ def batches(
         yield plan[i]
 
 
+def _stack(matrices: list) -> sp.csr_matrix | np.ndarray:
+    if not any(sp.issparse(m) for m in matrices):
+        return np.concatenate([np.asarray(m) for m in matrices])
+    if not all(sp.issparse(m) for m in matrices):
+        raise ValueError("a view is dense in one pair and sparse in another")
+    return sp.vstack(matrices).tocsr()
+
+
 def train(
-    pairs: dict[str, tuple[sp.csr_matrix, sp.csr_matrix]],
+    pairs: dict[str, tuple[sp.csr_matrix | np.ndarray, sp.csr_matrix | np.ndarray]],
     pivot_dim: int,
     pivot: str = "en",
     hidden: int = 128,
@@ -152,18 +210,26 @@ def train(
     binary: bool = True,
     device: str = "cpu",
     progress: bool = True,
+    model_class: type[BridgeCorrNet] | None = None,
 ) -> tuple[BridgeCorrNet, list[dict]]:
-    """Train on {view: (X_view, X_pivot)} row-aligned training pairs; returns model, history."""
+    """Train on {view: (X_view, X_pivot)} row-aligned training pairs; returns model, history.
+
+    A view given as a numpy array (or array-like) is dense (see the module docstring).
+    `model_class`: a subclass with its own `loss` (the pivot experiment's autoencoder).
+    """
     from tqdm import tqdm
 
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     pairs = {v: (as_input(x, binary), as_input(p, binary)) for v, (x, p) in pairs.items()}
     dims = {v: x.shape[1] for v, (x, _) in pairs.items()} | {pivot: pivot_dim}
-    model = BridgeCorrNet(dims, hidden, binary).to(device)
+    pivot_rows = _stack([p for _, p in pairs.values()])
+    dense = [v for v, (x, _) in pairs.items() if not sp.issparse(x)]
+    dense += [] if sp.issparse(pivot_rows) else [pivot]
+    model = (model_class or BridgeCorrNet)(dims, hidden, binary, dense).to(device)
     for view, (x, _) in pairs.items():
         model.init_decoder_bias(view, x)
-    model.init_decoder_bias(pivot, sp.vstack([p for _, p in pairs.values()]).tocsr())
+    model.init_decoder_bias(pivot, pivot_rows)
     optimiser = torch.optim.SGD(model.parameters(), lr=learning_rate)
     sizes = {v: x.shape[0] for v, (x, _) in pairs.items()}
     history = []
@@ -177,8 +243,7 @@ def train(
         bar = tqdm(plan, desc=f"epoch {epoch}", disable=not progress, mininterval=interval)
         for view, rows in bar:
             x, p = pairs[view]
-            xv = SparseBatch.from_csr(x[rows], device)
-            xp = SparseBatch.from_csr(p[rows], device)
+            xv, xp = make_batch(x[rows], device), make_batch(p[rows], device)
             optimiser.zero_grad(set_to_none=True)
             total, rec, corr = model.loss(view, pivot, xv, xp, lam)
             total.backward()
@@ -201,13 +266,15 @@ def train(
 
 
 @torch.no_grad()
-def encode(model: BridgeCorrNet, view: str, matrix: sp.csr_matrix, chunk: int = 512) -> np.ndarray:
+def encode(
+    model: BridgeCorrNet, view: str, matrix: sp.csr_matrix | np.ndarray, chunk: int = 512
+) -> np.ndarray:
     """Hidden codes h(v) of every row of `matrix` for `view`, as float32 (rows x hidden)."""
     model.eval()
     matrix = as_input(matrix, model.binary)
     device = model.bias.device
     out = [
-        model.encode(view, SparseBatch.from_csr(matrix[i : i + chunk], device)).cpu().numpy()
+        model.encode(view, make_batch(matrix[i : i + chunk], device)).cpu().numpy()
         for i in range(0, matrix.shape[0], chunk)
     ]
     return np.concatenate(out) if out else np.zeros((0, model.hidden_size), np.float32)
@@ -220,6 +287,7 @@ def save(model: BridgeCorrNet, path) -> None:
         "dims": model.dims,
         "hidden": model.hidden_size,
         "binary": model.binary,
+        "dense": list(model.dense),
         "state_dict": model.state_dict(),
     }
     with atomic_path(path) as tmp:
@@ -228,7 +296,7 @@ def save(model: BridgeCorrNet, path) -> None:
 
 def load(path, device: str = "cpu") -> BridgeCorrNet:
     state = torch.load(path, map_location=device, weights_only=True)
-    model = BridgeCorrNet(state["dims"], state["hidden"], state["binary"])
+    model = BridgeCorrNet(state["dims"], state["hidden"], state["binary"], state.get("dense", ()))
     model.load_state_dict(state["state_dict"])
     return model.to(device)
 

@@ -1,0 +1,77 @@
+"""Commands of the pivot image-caption retrieval stage (Rajendran et al. 2016, Table 5)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from mlmm.pivot import LANGUAGES, MODELS
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "pivot-train",
+        help="train and evaluate one pivot model (one language and lambda)",
+        description="Train one model of Rajendran 2016 Table 5 on Z1 (COCO images with English "
+        "captions) and, for bridge/mae/two, Z2 (English-X TED talks); evaluate on the MIC "
+        "test set and on held-out validation data; write OUT/metrics.json.",
+    )
+    p.add_argument("--coco-root", type=Path, required=True, help="prepared COCO (Multi30K layout)")
+    p.add_argument("--features", type=Path, required=True, help="FEATURES/<backbone>/<split>.npy")
+    p.add_argument("--backbone", default="alexnet_fc6")
+    p.add_argument(
+        "--ted-root",
+        type=Path,
+        default=None,
+        help="ted-cldc root, or the TED stage's index.json naming it (bridge, mae, two)",
+    )
+    p.add_argument("--language", choices=LANGUAGES, default=None, help="caption language X")
+    p.add_argument("--model", choices=MODELS, required=True)
+    p.add_argument("--lambda", dest="lam", type=float, default=0.0, help="correlation weight")
+    p.add_argument("--hidden", type=int, default=200)
+    p.add_argument("--epochs", type=int, default=20)
+    p.add_argument("--batch-size", type=int, default=20)
+    p.add_argument("--learning-rate", type=float, default=0.01)
+    p.add_argument("--input", choices=["binary", "count"], default="binary")
+    p.add_argument("--min-count", type=int, default=6, help="keep words seen this often")
+    p.add_argument("--validation-fraction", type=float, default=0.1)
+    p.add_argument("--validation-max", type=int, default=1000, help="cap on held-out items")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    p.add_argument("--out", type=Path, required=True, help="run directory")
+    p.set_defaults(func=run_train)
+
+    p = subparsers.add_parser("pivot-table", help="Rajendran 2016 Table 5 beside the paper")
+    p.add_argument("--runs", type=Path, nargs="+", required=True, help="pivot-train outputs")
+    p.add_argument("--paper-tables", default=None)
+    p.add_argument("--out", type=Path, required=True, help="output stem (no suffix)")
+    p.set_defaults(func=run_table)
+
+
+def run_train(args: argparse.Namespace) -> None:
+    from mlmm.pivot.experiment import SETTINGS, mean_epoch_seconds, train_stage
+
+    settings = {key: getattr(args, key) for key in SETTINGS}
+    result = train_stage(
+        args.coco_root,
+        args.features,
+        args.backbone,
+        args.ted_root,
+        args.language,
+        args.model,
+        args.lam,
+        settings,
+        args.out,
+        threads=args.threads,
+        device=args.device,
+    )
+    seconds = mean_epoch_seconds(result)
+    print(f"test: {result['test']}" + (f"; seconds per epoch {seconds:.2f}" if seconds else ""))
+
+
+def run_table(args: argparse.Namespace) -> None:
+    from mlmm.pivot.table import table5
+
+    table5(args.runs, args.paper_tables, args.out)
+    print(f"wrote {args.out}.csv/.md/.tex")

@@ -1,0 +1,199 @@
+"""One pivot run: train a model for one caption language and lambda, write metrics.json.
+
+The run records the test recalls on MIC and, for choosing lambda later (mlmm.pivot.table),
+validation recalls that use no image-French/German pairs (Section 6):
+- image-to-caption: retrieval of X talks for English talks on held-out Z2 talks
+  (`z2_en_to_x`); for the En-Image CorrNet, image-to-caption on held-out Z1 images;
+- caption-to-image: image retrieval with English captions on held-out Z1 images (`z1`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from mlmm.data.multi30k import image_list
+from mlmm.errors import InputError
+from mlmm.io import write_json
+from mlmm.pivot import IMAGE, LANGUAGES, MODELS, PIVOT
+from mlmm.pivot.data import CAPTIONS_PER_IMAGE, TEST_SPLIT, PivotData, load
+from mlmm.pivot.evaluate import criterion, recalls
+from mlmm.pivot.models import BridgeMAE, chain_scores, distance_scores, random_scores
+from mlmm.provenance import Timer, provenance
+from mlmm.ted import corrnet
+
+SETTINGS = (
+    "hidden",
+    "epochs",
+    "batch_size",
+    "learning_rate",
+    "input",
+    "min_count",
+    "validation_fraction",
+    "validation_max",
+    "seed",
+)
+
+
+def check_request(model: str, language: str | None, ted_root) -> None:
+    """Which models take a caption language and TED talks: a wrong mix is an input error."""
+    if model not in MODELS:
+        raise InputError("--model", f"one of {', '.join(MODELS)}", repr(model))
+    needs = model in ("bridge", "mae", "two")
+    if needs and language not in LANGUAGES:
+        raise InputError("--language", f"one of {', '.join(LANGUAGES)} for {model}", repr(language))
+    if needs and ted_root is None:
+        raise InputError("--ted-root", f"a ted-cldc directory for {model}", "none")
+    if not needs and language is not None:
+        raise InputError("--language", f"none for {model} (English or no captions)", repr(language))
+
+
+def _validation_z1(encode_image, encode_en, data: PivotData) -> dict:
+    scores = distance_scores(encode_image(data.z1.val_images), encode_en(data.z1.val_captions))
+    return recalls(scores, CAPTIONS_PER_IMAGE)
+
+
+def _validation_z2(encode_en, encode_x, data: PivotData) -> dict:
+    """English talk -> its X talk among all held-out X talks (one target each)."""
+    scores = distance_scores(encode_en(data.z2.val_english), encode_x(data.z2.val_foreign))
+    return recalls(scores, 1)["i2t"]
+
+
+def _train(pairs: dict, data: PivotData, settings: dict, lam: float, progress: bool, **extra):
+    """corrnet.train with the run's settings; `extra`: its other arguments (model_class)."""
+    model, history = corrnet.train(
+        pairs,
+        len(data.words[PIVOT]),
+        pivot=PIVOT,
+        hidden=settings["hidden"],
+        epochs=settings["epochs"],
+        batch_size=settings["batch_size"],
+        learning_rate=settings["learning_rate"],
+        lam=lam,
+        seed=settings["seed"],
+        binary=settings["input"] == "binary",
+        progress=progress,
+        device=settings["device"],
+        **extra,
+    )
+    return model, history
+
+
+def _encoder(model, view: str):
+    return lambda matrix: corrnet.encode(model, view, matrix)
+
+
+def evaluate_run(model: str, data: PivotData, settings: dict, lam: float, progress: bool) -> dict:
+    """Train and evaluate one model on loaded data: history, validation, criteria, test."""
+    x = data.language
+    if model in ("bridge", "mae", "direct"):
+        pairs = {IMAGE: data.z1.pairs()}
+        if model != "direct":
+            pairs[x] = (data.z2.foreign, data.z2.english)
+        extra = {"model_class": BridgeMAE} if model == "mae" else {}
+        net, history = _train(
+            pairs, data, settings, 0.0 if model == "mae" else lam, progress, **extra
+        )
+        image, en = _encoder(net, IMAGE), _encoder(net, PIVOT)
+        validation = {"z1": _validation_z1(image, en, data)}
+        if model != "direct":
+            validation["z2_en_to_x"] = _validation_z2(en, _encoder(net, x), data)
+        test = recalls(
+            distance_scores(image(data.mic.images), _encoder(net, x)(data.mic.captions)),
+            CAPTIONS_PER_IMAGE,
+        )
+        histories = {"model": history}
+    else:  # two: image-en CorrNet on Z1, en-X CorrNet on Z2, chained via Z1 training captions
+        first, h1 = _train({IMAGE: data.z1.pairs()}, data, settings, lam, progress)
+        second, h2 = _train({x: (data.z2.foreign, data.z2.english)}, data, settings, lam, progress)
+        pool_first = corrnet.encode(first, PIVOT, data.z1.captions)
+        pool_second = corrnet.encode(second, PIVOT, data.z1.captions)
+        images = corrnet.encode(first, IMAGE, data.mic.images)
+        captions = corrnet.encode(second, x, data.mic.captions)
+        i2t_scores = chain_scores(images, pool_first, pool_second, captions)
+        t2i_scores = chain_scores(captions, pool_second, pool_first, images).T
+        test = recalls(i2t_scores, CAPTIONS_PER_IMAGE, t2i_scores)
+        validation = {
+            "z1": _validation_z1(_encoder(first, IMAGE), _encoder(first, PIVOT), data),
+            "z2_en_to_x": _validation_z2(_encoder(second, PIVOT), _encoder(second, x), data),
+        }
+        histories = {"image_en": h1, f"en_{x}": h2}
+    i2t_source = validation["z1"]["i2t"] if model == "direct" else validation["z2_en_to_x"]
+    criteria = {"i2t": criterion(i2t_source), "t2i": criterion(validation["z1"]["t2i"])}
+    return {"history": histories, "validation": validation, "criteria": criteria, "test": test}
+
+
+def train_stage(
+    coco_root: str | Path,
+    features: str | Path,
+    backbone: str,
+    ted_root: str | Path | None,
+    language: str | None,
+    model: str,
+    lam: float,
+    settings: dict,
+    out_dir: str | Path,
+    threads: int = 1,
+    device: str = "cpu",
+    progress: bool = True,
+) -> dict:
+    """Run one (model, language, lambda) and write `out_dir/metrics.json`; returns its content.
+
+    `device`: auto, cpu or cuda for training (a GPU pays at paper scale: the English decoder
+    spans the whole vocabulary at every step); evaluation runs on the CPU.
+    """
+    import torch
+
+    from mlmm.features.extraction import resolve_device
+
+    check_request(model, language, ted_root)
+    missing = [key for key in SETTINGS if key not in settings]
+    if missing:
+        raise InputError("settings", f"keys {list(SETTINGS)}", f"no {missing}")
+    torch.set_num_threads(threads)
+    settings = dict(settings, device=str(resolve_device(device)))
+    timer = Timer()
+    config = {key: settings[key] for key in SETTINGS} | {
+        "model": model,
+        "language": language,
+        "lambda": lam,
+        "backbone": backbone,
+        "coco_root": str(coco_root),
+        "features": str(features),
+        "ted_root": None if ted_root is None else str(ted_root),
+        "threads": threads,
+        "device": settings["device"],
+    }
+    result: dict = {"model": model, "language": language, "lambda": lam}
+    if model == "random":
+        with timer("evaluate"):
+            n = len(image_list(coco_root, TEST_SPLIT))
+            scores = random_scores(n, n * CAPTIONS_PER_IMAGE, settings["seed"])
+            result |= {"criteria": None, "test": recalls(scores, CAPTIONS_PER_IMAGE)}
+        result["data"] = {"mic_images": n, "mic_captions": n * CAPTIONS_PER_IMAGE}
+    else:
+        with timer("load"):
+            data = load(
+                coco_root,
+                features,
+                backbone,
+                None if model == "direct" else ted_root,
+                language,
+                settings["min_count"],
+                settings["validation_fraction"],
+                settings["validation_max"],
+                settings["seed"],
+            )
+        with timer("train_evaluate"):
+            result |= evaluate_run(model, data, settings, lam, progress)
+        result["data"] = data.sizes()
+    result |= {"provenance": provenance(config, settings["seed"]), "timings": timer.seconds}
+    write_json(Path(out_dir) / "metrics.json", result)
+    return result
+
+
+def mean_epoch_seconds(result: dict) -> float | None:
+    """Mean seconds per epoch over the run's trainings (None for the random baseline)."""
+    epochs = [h["seconds"] for run in result.get("history", {}).values() for h in run]
+    return float(np.mean(epochs)) if epochs else None

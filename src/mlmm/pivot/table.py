@@ -1,0 +1,166 @@
+"""Rajendran et al. 2016 Table 5 beside the paper's numbers.
+
+Every run (metrics.json of mlmm.pivot.experiment) is one (model, language, lambda). For each
+model, language and direction the lambda with the best validation criterion is chosen (ties:
+the smaller lambda) and that run's test recalls fill the row; the test set never chooses.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from mlmm.errors import InputError
+from mlmm.pivot import KS
+from mlmm.tables import beside_paper, load_paper_table, summarise_runs, write_table
+
+PAPER = "rajendran2016"
+SYSTEMS = {
+    "direct": "En-Image CorrNet",
+    "mae": "Bridge MAE",
+    "two": "2-CorrNet",
+    "bridge": "Bridge CorrNet",
+    "random": "Random",
+}
+DIRECTIONS = ("i2t", "t2i")
+# The paper's row order: the English reference, then per language, then Random.
+ROW_ORDER = [
+    "En-Image CorrNet",
+    "Bridge MAE",
+    "2-CorrNet",
+    "Bridge CorrNet",
+    "CorrNet+MT",
+    "Random",
+]
+
+
+def read_runs(paths: list[str | Path]) -> list[dict]:
+    """metrics.json files (or run directories holding one)."""
+    runs = []
+    for path in paths:
+        path = Path(path)
+        path = path / "metrics.json" if path.is_dir() else path
+        if not path.is_file():
+            raise InputError(path, "a metrics.json of mlmm pivot-train", "no such file")
+        run = json.loads(path.read_text(encoding="utf-8"))
+        for key in ("model", "language", "lambda", "criteria", "test"):
+            if key not in run:
+                raise InputError(path, "a metrics.json of mlmm pivot-train", f"no key {key!r}")
+        if run["model"] not in SYSTEMS:
+            raise InputError(path, f"a model of {list(SYSTEMS)}", repr(run["model"]), key="model")
+        run["path"] = str(path)
+        runs.append(run)
+    return runs
+
+
+def choose(runs: list[dict]) -> dict[tuple[str, str, str], dict]:
+    """{(model, language, direction): the run chosen by its validation criterion}."""
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for run in runs:
+        groups.setdefault((run["model"], run["language"] or ""), []).append(run)
+    chosen = {}
+    for (model, language), group in groups.items():
+        for direction in DIRECTIONS:
+            if model == "random":
+                best = group[0]
+            else:
+                best = max(group, key=lambda r, d=direction: (r["criteria"][d], -r["lambda"]))
+            chosen[model, language, direction] = best
+    return chosen
+
+
+def _row_keys(model: str, language: str) -> tuple[str, str]:
+    """(variant_note, language) as the paper's CSV spells them."""
+    if model == "random":
+        return "captions=n/a (random baseline)", ""
+    return f"captions={language or 'en'}", language or "en"
+
+
+def ours(chosen: dict[tuple[str, str, str], dict]) -> pd.DataFrame:
+    rows = []
+    for (model, language, direction), run in chosen.items():
+        note, lang = _row_keys(model, language)
+        for k in KS:
+            rows.append(
+                {
+                    "system": SYSTEMS[model],
+                    "variant_note": note,
+                    "language": lang,
+                    "direction": direction,
+                    "metric": f"R@{k}",
+                    "value": run["test"][direction][f"R@{k}"],
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def notes(runs: list[dict], chosen: dict) -> list[str]:
+    config = runs[0]["provenance"]["config"] if runs and "provenance" in runs[0] else {}
+    backbone = config.get("backbone", "alexnet_fc6")
+    lambdas = "; ".join(
+        f"{SYSTEMS[m]} {lang or 'en'} {d}: {run['lambda']:g}"
+        for (m, lang, d), run in sorted(chosen.items())
+        if m not in ("random", "mae")
+    )
+    if backbone == "alexnet_fc6":
+        features = (
+            "Image features: alexnet_fc6, torchvision AlexNet fc6 after its ReLU (ImageNet "
+            "weights, resize 256, centre crop 224), the nearest available model to the paper's "
+            "BVLC Reference CaffeNet fc6 (Caffe weights, 227 crop)."
+        )
+    else:
+        features = (
+            f"Image features: {backbone}, not the paper's CaffeNet fc6 (config pivot.backbone; "
+            "alexnet_fc6 is the nearest torchvision model)."
+        )
+    return [
+        "Recall@K as fractions of 1, as the paper prints them; I To C = i2t, C To I = t2i; "
+        "ranking by Euclidean distance in the common space; 5 captions per image.",
+        features,
+        "Data: our own COCO split (Z1 = pivot_train images with English captions, test = MIC "
+        "images with French and German captions), not the authors' 118K/1K/1K split or their "
+        "crowd-sourced MIC set; Z2 = the TED CLDC train split of the pair. Lambda-selection "
+        "data are held out of Z1 (images) and Z2 (talks).",
+        "Lambda chosen per direction without image-French/German data: i2t by English-to-X "
+        "talk retrieval on held-out Z2 talks, t2i by image retrieval with English captions on "
+        "held-out Z1 images (En-Image CorrNet: both directions on held-out Z1 images); the "
+        f"criterion is R@5+R@10+R@50. Chosen: {lambdas or 'none'}.",
+        "Bridge MAE: Ngiam et al. (2011) view-dropping objective (each instance shown with "
+        "both views or one of them, reconstructing both) on the same one-hidden-layer network, "
+        "without modality-specific layers or RBM pre-training; no lambda.",
+        "CorrNet+MT: not run. The project has no French/German-to-English MT system (its NMT, "
+        "src/mlmm/nmt, trains English-to-German only); the paper's cells are shown for "
+        "reference.",
+        "2-CorrNet: both CorrNets of a run share its lambda; the chain goes through the "
+        "nearest English caption among the Z1 training captions.",
+        "Random: seeded uniform scores.",
+    ]
+
+
+def table5(
+    runs: list[str | Path], paper_tables: str | Path | None, stem: str | Path
+) -> pd.DataFrame:
+    """Assemble Table 5 from run metrics and write `stem`.csv/.md/.tex."""
+    records = read_runs(runs)
+    if not records:
+        raise InputError("--runs", "at least one metrics.json", "none")
+    chosen = choose(records)
+    frame = beside_paper(summarise_runs(ours(chosen)), load_paper_table(paper_tables, PAPER, 5))
+    order = {
+        "system": {s: i for i, s in enumerate(ROW_ORDER)},
+        "language": {"en": 0, "fr": 1, "de": 2, "": 3},
+        "direction": {d: i for i, d in enumerate(DIRECTIONS)},
+        "metric": {f"R@{k}": i for i, k in enumerate(KS)},
+    }
+    frame = frame.sort_values(
+        ["language", "system", "direction", "metric"],
+        key=lambda column: column.map(order[column.name]).fillna(len(order[column.name])),
+        kind="stable",
+    ).reset_index(drop=True)
+    text = notes(records, chosen)
+    if load_paper_table(paper_tables, PAPER, 5) is None:
+        text.append(f"The paper column is empty: no {PAPER}_table5.csv in {paper_tables}.")
+    write_table(frame, stem, "Rajendran et al. 2016, Table 5 (pivot image-caption retrieval)", text)
+    return frame

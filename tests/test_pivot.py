@@ -1,0 +1,422 @@
+"""Pivot image-caption retrieval (Rajendran 2016 Table 5) on small generated worlds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+from PIL import Image
+
+from mlmm.cli import main
+from mlmm.errors import InputError
+from mlmm.features import BACKBONES, build_trunk, extract
+from mlmm.pivot import data as pdata
+from mlmm.pivot.evaluate import criterion, recalls
+from mlmm.pivot.experiment import check_request, train_stage
+from mlmm.pivot.models import BridgeMAE, chain_scores, nearest, random_scores
+from mlmm.pivot.table import table5
+from mlmm.ted import TOPICS, corrnet
+
+PAPER_TABLES = Path("/work/shared/paper_tables")
+WORDS = {"en": "cat", "fr": "chat", "de": "katze"}
+FILLER = {"en": ["a", "the", "with"], "fr": ["un", "le", "avec"], "de": ["ein", "der", "mit"]}
+SETTINGS = {
+    "hidden": 24,
+    "epochs": 12,
+    "batch_size": 20,
+    "learning_rate": 0.05,
+    "input": "binary",
+    "min_count": 1,
+    "validation_fraction": 0.1,
+    "validation_max": 1000,
+    "seed": 1,
+}
+
+
+def _caption(rng, concepts, language) -> str:
+    words = [f"{WORDS[language]}{c}" for c in concepts if rng.random() < 0.9]
+    words += list(rng.choice(FILLER[language], size=2))
+    return " ".join(rng.permutation(words))
+
+
+def make_world(root: Path, n_train=300, n_mic=40, talks=80, dim=32, concepts=12, seed=0):
+    """COCO layout + features + TED-CLDC layout where one concept set ties all views.
+
+    Image features are the sum of their concepts' directions plus noise; captions (en, and
+    translations fr/de for MIC) name the concepts; TED talks name three concepts in en and X.
+    Returns (coco_root, features_dir, ted_root).
+    """
+    rng = np.random.default_rng(seed)
+    directions = rng.normal(size=(concepts, dim))
+    coco, feats, ted = root / "coco", root / "features", root / "ted-cldc"
+    (coco / "data/task1/image_splits").mkdir(parents=True)
+    (coco / "data/task2/tok").mkdir(parents=True)
+    for split, n, languages in (
+        ("pivot_train", n_train, ["en"]),
+        ("mic", n_mic, ["en", "fr", "de"]),
+    ):
+        sets = [rng.choice(concepts, size=2, replace=False) for _ in range(n)]
+        names = [f"{split}_{i:04d}.jpg" for i in range(n)]
+        (coco / f"data/task1/image_splits/{split}.txt").write_text("\n".join(names) + "\n")
+        x = np.stack([directions[s].sum(0) for s in sets]) + 0.3 * rng.normal(size=(n, dim))
+        (feats / "alexnet_fc6").mkdir(parents=True, exist_ok=True)
+        np.save(feats / "alexnet_fc6" / f"{split}.npy", np.maximum(x, 0).astype(np.float32) + 1)
+        for k in range(1, 6):
+            lines = {lang: [] for lang in languages}
+            for s in sets:
+                state = rng.integers(1 << 30)  # the translations say the same as the English
+                for lang in languages:
+                    lines[lang].append(_caption(np.random.default_rng(state), s, lang))
+            for lang in languages:
+                path = coco / f"data/task2/tok/{split}.lc.norm.tok.{k}.{lang}"
+                path.write_text("\n".join(lines[lang]) + "\n")
+    for x in ("fr", "de"):
+        for t in range(talks):
+            chosen = rng.choice(concepts, size=3, replace=False)
+            counts = rng.integers(1, 4, size=3)
+            for lang, pair in ((x, f"{x}-en"), ("en", f"en-{x}")):
+                words = [
+                    f"{WORDS[lang]}{c}_{lang}"
+                    for c, m in zip(chosen, counts, strict=True)
+                    for _ in range(m)
+                ]
+                words += [f"{w}_{lang}" for w in FILLER[lang]]
+                folder = ted / pair / "train" / TOPICS[t % len(TOPICS)] / "positive"
+                folder.mkdir(parents=True, exist_ok=True)
+                (folder / f"{t}.ted").write_text(" ".join(words) + "\n")
+            for topic in TOPICS:
+                for pair in (f"{x}-en", f"en-{x}"):
+                    (ted / pair / "train" / topic / "negative").mkdir(parents=True, exist_ok=True)
+    return coco, feats, ted
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    return make_world(tmp_path_factory.mktemp("pivot"))
+
+
+# --- data ------------------------------------------------------------------------------
+
+
+def test_captions_are_flat_and_image_major(world):
+    coco, _, _ = world
+    captions = pdata.read_captions(coco, "mic", "fr")
+    assert len(captions) == 40 * 5
+    second = (coco / "data/task2/tok/mic.lc.norm.tok.2.fr").read_text().splitlines()
+    assert captions[5 * 3 + 1] == second[3].split()  # image 3, caption file 2
+
+
+def test_missing_inputs_are_input_errors(world, tmp_path):
+    coco, feats, _ = world
+    with pytest.raises(InputError, match=r"features/alexnet_fc6/mic.npy.*no such file"):
+        pdata.read_features(tmp_path / "features", "alexnet_fc6", "mic", 40)
+    with pytest.raises(InputError, match=r"a 2-d array of 41 rows"):
+        pdata.read_features(feats, "alexnet_fc6", "mic", 41)
+    short = tmp_path / "coco"
+    for path in coco.rglob("*"):
+        if path.is_file():
+            target = short / path.relative_to(coco)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(path.read_bytes())
+    bad = short / "data/task2/tok/mic.lc.norm.tok.4.de"
+    bad.write_text("\n".join(bad.read_text().splitlines()[:-1]) + "\n")
+    with pytest.raises(InputError, match=r"mic.lc.norm.tok.4.de: expected 40 lines"):
+        pdata.read_captions(short, "mic", "de")
+    with pytest.raises(InputError, match="image_splits/pivot_train.txt"):
+        pdata.read_captions(tmp_path / "nowhere", "pivot_train", "en")
+
+
+def test_requests_that_do_not_fit_the_model_are_input_errors(world):
+    _, _, ted = world
+    with pytest.raises(InputError, match="--language"):
+        check_request("bridge", None, ted)
+    with pytest.raises(InputError, match="--ted-root"):
+        check_request("two", "fr", None)
+    with pytest.raises(InputError, match="none for direct"):
+        check_request("direct", "fr", ted)
+    check_request("random", None, None)
+
+
+def test_repeated_rows_index_without_copying():
+    base = np.arange(12, dtype=np.float32).reshape(4, 3)
+    rows = pdata.RepeatedRows(base, np.array([0, 0, 3, 2, 2, 2]))
+    assert rows.shape == (6, 3) and len(rows) == 6
+    np.testing.assert_array_equal(rows[np.array([1, 2])], base[[0, 3]])
+    np.testing.assert_allclose(rows.mean(axis=0), base[[0, 0, 3, 2, 2, 2]].mean(0))
+
+
+def test_load_splits_and_shapes(world):
+    coco, feats, ted = world
+    data = pdata.load(coco, feats, "alexnet_fc6", ted, "fr", 1, 0.1, 1000, 1)
+    assert data.z1.images.shape == (270, 32) and data.z1.val_images.shape == (30, 32)
+    assert data.z1.captions.shape == (270 * 5, len(data.words["en"]))
+    assert data.z2.foreign.shape[0] == 72 and data.z2.val_foreign.shape[0] == 8
+    assert data.mic.images.shape == (40, 32)
+    assert data.mic.captions.shape == (200, len(data.words["fr"]))
+    np.testing.assert_allclose(data.z1.images.mean(0), 0, atol=1e-4)  # standardised on Z1
+    assert "chat3" in data.words["fr"] and "cat3" in data.words["en"]
+    direct = pdata.load(coco, feats, "alexnet_fc6", None, None, 1, 0.1, 1000, 1)
+    assert direct.language == "en" and set(direct.words) == {"en"}
+
+
+# --- models ----------------------------------------------------------------------------
+
+
+def toy_pairs(seed=0, n=200, concepts=10, dim=16):
+    rng = np.random.default_rng(seed)
+    z = (rng.random((n, concepts)) < 0.3).astype(np.float32)
+    images = z @ rng.normal(size=(concepts, dim)).astype(np.float32)
+    en = sp.csr_matrix(z)
+    talks = (rng.random((n, concepts)) < 0.3).astype(np.float32)
+    return {"image": (images, en), "fr": (sp.csr_matrix(talks[:, ::-1]), sp.csr_matrix(talks))}
+
+
+def test_dense_encoder_is_a_linear_map_with_the_shared_bias():
+    torch.manual_seed(0)
+    model = corrnet.BridgeCorrNet({"image": 5, "en": 4}, hidden=3, dense=["image"])
+    x = np.random.default_rng(0).normal(size=(6, 5)).astype(np.float32)
+    weight = model.encoders["image"].weight.detach().numpy()  # hidden x dim
+    expected = 1 / (1 + np.exp(-(x @ weight.T + model.bias.detach().numpy())))
+    np.testing.assert_allclose(corrnet.encode(model, "image", x), expected, rtol=1e-5)
+    with pytest.raises(ValueError, match="dense views"):
+        corrnet.BridgeCorrNet({"en": 4}, dense=["image"])
+
+
+def test_dense_and_sparse_bridge_corrnet_trains_and_round_trips(tmp_path):
+    pairs = toy_pairs()
+    model, history = corrnet.train(
+        pairs, 10, hidden=8, epochs=15, learning_rate=0.05, lam=2.0, progress=False
+    )
+    assert model.dense == ("image",)
+    assert history[-1]["loss"] < history[0]["loss"]
+    assert history[-1]["correlation"] > history[0]["correlation"]
+    codes = corrnet.encode(model, "image", pairs["image"][0])
+    assert codes.shape == (200, 8)
+    corrnet.save(model, tmp_path / "model.pt")
+    again = corrnet.load(tmp_path / "model.pt")
+    np.testing.assert_allclose(corrnet.encode(again, "image", pairs["image"][0]), codes)
+
+
+def test_mae_trains_without_a_correlation_term():
+    pairs = toy_pairs(1)
+    model, history = corrnet.train(
+        pairs,
+        10,
+        hidden=8,
+        epochs=15,
+        learning_rate=0.05,
+        lam=50.0,
+        progress=False,
+        model_class=BridgeMAE,
+    )
+    assert isinstance(model, BridgeMAE)
+    assert history[-1]["loss"] < 0.8 * history[0]["loss"]
+    assert all(h["loss"] == h["reconstruction"] for h in history)  # lambda plays no part
+
+
+def test_two_corrnet_chains_through_the_nearest_pool_caption():
+    # Queries live in space A with the pool; the pool item's code in space B scores targets.
+    queries = np.array([[0.0, 0.1], [5.0, 5.2]])
+    pool_a = np.array([[5.0, 5.0], [0.0, 0.0], [9.0, 9.0]])
+    pool_b = np.array([[1.0, 0.0], [0.0, 1.0], [3.0, 3.0]])
+    targets = np.array([[0.0, 1.0], [1.0, 0.0], [2.0, 2.0]])
+    np.testing.assert_array_equal(nearest(queries, pool_a), [1, 0])
+    scores = chain_scores(queries, pool_a, pool_b, targets)
+    expected = -np.array([[0.0, np.sqrt(2), np.sqrt(5)], [np.sqrt(2), 0.0, np.sqrt(5)]])
+    np.testing.assert_allclose(scores, expected)
+
+
+def test_random_baseline_recall_is_near_k_over_n():
+    n, k = 1000, 5
+    metrics = recalls(random_scores(n, n * k, seed=3), k)
+    for cut in (5, 10, 50):
+        assert metrics["t2i"][f"R@{cut}"] == pytest.approx(cut / n, abs=0.01)
+        best_of_five = 1 - (1 - cut / (n * k)) ** k
+        assert metrics["i2t"][f"R@{cut}"] == pytest.approx(best_of_five, abs=0.025)
+    assert criterion(metrics["t2i"]) == pytest.approx(
+        sum(metrics["t2i"][f"R@{c}"] for c in (5, 10, 50))
+    )
+
+
+def test_bridge_corrnet_beats_random_through_the_pivot(world, tmp_path):
+    coco, feats, ted = world
+    bridge = train_stage(
+        coco,
+        feats,
+        "alexnet_fc6",
+        ted,
+        "fr",
+        "bridge",
+        2.0,
+        SETTINGS,
+        tmp_path / "bridge",
+        progress=False,
+    )
+    rand = train_stage(
+        coco,
+        feats,
+        "alexnet_fc6",
+        None,
+        None,
+        "random",
+        0.0,
+        SETTINGS,
+        tmp_path / "random",
+        progress=False,
+    )
+    for direction in ("i2t", "t2i"):
+        assert bridge["test"][direction]["R@5"] > rand["test"][direction]["R@5"] + 0.1
+    saved = json.loads((tmp_path / "bridge/metrics.json").read_text())
+    assert saved["provenance"]["config"]["lambda"] == 2.0
+    assert set(saved["validation"]) == {"z1", "z2_en_to_x"}
+    assert saved["data"]["z2_validation_talks"] == 8
+
+
+# --- table and CLI ---------------------------------------------------------------------
+
+
+def _fake_run(path: Path, model, language, lam, criteria, value):
+    test = {d: {f"R@{k}": value + k / 1000 for k in (5, 10, 50)} for d in ("i2t", "t2i")}
+    path.mkdir(parents=True)
+    run = {
+        "model": model,
+        "language": language,
+        "lambda": lam,
+        "criteria": criteria,
+        "test": test,
+        "provenance": {"config": {"backbone": "alexnet_fc6"}},
+    }
+    (path / "metrics.json").write_text(json.dumps(run))
+    return path
+
+
+def test_table5_chooses_lambda_per_direction_on_validation(tmp_path):
+    runs = [
+        _fake_run(tmp_path / "b1", "bridge", "fr", 1.0, {"i2t": 0.9, "t2i": 0.1}, 0.10),
+        _fake_run(tmp_path / "b10", "bridge", "fr", 10.0, {"i2t": 0.2, "t2i": 0.5}, 0.20),
+        _fake_run(tmp_path / "d1", "direct", None, 1.0, {"i2t": 0.3, "t2i": 0.3}, 0.30),
+        _fake_run(tmp_path / "r", "random", None, 0.0, None, 0.0),
+    ]
+    paper = PAPER_TABLES if PAPER_TABLES.is_dir() else None
+    frame = table5(runs, paper, tmp_path / "out/rajendran2016_table5")
+    cell = frame.set_index(["system", "language", "direction", "metric"])
+    assert cell.loc[("Bridge CorrNet", "fr", "i2t", "R@5"), "ours"] == pytest.approx(0.105)
+    assert cell.loc[("Bridge CorrNet", "fr", "t2i", "R@5"), "ours"] == pytest.approx(0.205)
+    assert cell.loc[("En-Image CorrNet", "en", "t2i", "R@50"), "ours"] == pytest.approx(0.35)
+    assert cell.loc[("Random", "", "i2t", "R@10"), "ours"] == pytest.approx(0.01)
+    markdown = (tmp_path / "out/rajendran2016_table5.md").read_text()
+    assert "CorrNet+MT: not run" in markdown and "AlexNet" in markdown
+    assert "Bridge CorrNet fr i2t: 1; Bridge CorrNet fr t2i: 10" in markdown
+    for suffix in (".csv", ".tex"):
+        assert (tmp_path / f"out/rajendran2016_table5{suffix}").is_file()
+    if paper is None:
+        pytest.skip("no paper tables here: the paper column is not checked")
+    assert cell.loc[("Bridge CorrNet", "fr", "i2t", "R@5"), "paper"] == pytest.approx(0.072)
+    assert cell.loc[("Random", "", "t2i", "R@50"), "paper"] == pytest.approx(0.050)
+    mt = cell.loc[("CorrNet+MT", "de", "i2t", "R@50")]
+    assert mt["paper"] == pytest.approx(0.420) and np.isnan(mt["ours"])
+
+
+def test_table5_without_paper_tables_and_bad_runs(tmp_path):
+    run = _fake_run(tmp_path / "d", "direct", None, 1.0, {"i2t": 0.3, "t2i": 0.3}, 0.3)
+    frame = table5([run], tmp_path / "absent", tmp_path / "t5")
+    assert frame["paper"].isna().all()
+    assert "paper column is empty" in (tmp_path / "t5.md").read_text()
+    with pytest.raises(InputError, match="no such file"):
+        table5([tmp_path / "missing.json"], None, tmp_path / "t5")
+    (tmp_path / "bad.json").write_text(json.dumps({"model": "direct"}))
+    with pytest.raises(InputError, match="no key 'language'"):
+        table5([tmp_path / "bad.json"], None, tmp_path / "t5")
+
+
+def test_cli_trains_two_corrnet_direct_and_random_then_the_table(world, tmp_path, capsys):
+    coco, feats, ted = world
+    common = [
+        "--coco-root",
+        str(coco),
+        "--features",
+        str(feats),
+        "--hidden",
+        "16",
+        "--epochs",
+        "3",
+        "--min-count",
+        "1",
+    ]
+    jobs = {
+        "two": ["--model", "two", "--language", "de", "--ted-root", str(ted), "--lambda", "1"],
+        "direct": ["--model", "direct", "--lambda", "1"],
+        "random": ["--model", "random"],
+    }
+    for name, args in jobs.items():
+        assert main(["pivot-train", *common, *args, "--out", str(tmp_path / name)]) == 0
+    two = json.loads((tmp_path / "two/metrics.json").read_text())
+    assert set(two["history"]) == {"image_en", "en_de"} and len(two["history"]["en_de"]) == 3
+    assert set(two["test"]) == {"i2t", "t2i"} and "R@50" in two["test"]["t2i"]
+    runs = [str(tmp_path / name) for name in jobs]
+    out = tmp_path / "tables/rajendran2016_table5"
+    assert main(["pivot-table", "--runs", *runs, "--out", str(out)]) == 0
+    assert out.with_suffix(".md").is_file()
+    code = main(
+        [
+            "pivot-train",
+            *common[2:],
+            "--coco-root",
+            str(tmp_path / "none"),
+            "--features",
+            str(feats),
+            "--model",
+            "direct",
+            "--out",
+            str(tmp_path / "x"),
+        ]
+    )
+    assert code == 2
+    assert "pivot_train.txt: expected an existing file" in capsys.readouterr().err
+    assert not (tmp_path / "x/metrics.json").exists()
+
+
+# --- the image backbone ----------------------------------------------------------------
+
+
+def test_alexnet_fc6_backbone_gives_rectified_4096_d_rows(tmp_path):
+    trunk, label = build_trunk(BACKBONES["alexnet_fc6"], None)
+    assert label == "random init" and len(trunk.classifier) == 3
+    (tmp_path / "images").mkdir()
+    names = ["a.jpg", "b.png"]
+    Image.new("RGB", (300, 240), (200, 30, 30)).save(tmp_path / "images" / names[0])
+    Image.effect_noise((260, 260), 50).convert("RGB").save(tmp_path / "images" / names[1])
+    (tmp_path / "list.txt").write_text("\n".join(names) + "\n")
+    sidecar = extract(
+        tmp_path / "images",
+        tmp_path / "list.txt",
+        tmp_path / "f/alexnet_fc6/x.npy",
+        "alexnet_fc6",
+        weights=None,
+        workers=0,
+        progress=False,
+    )
+    features = np.load(tmp_path / "f/alexnet_fc6/x.npy")
+    assert features.shape == (2, 4096) and sidecar["dim"] == 4096
+    assert (features >= 0).all() and (features > 0).any()  # after fc6's ReLU
+    assert not np.allclose(features[0], features[1])
+
+
+def test_images_without_features_leave_training_but_not_the_test(world, tmp_path):
+    coco, feats, ted = world
+    for split in ("pivot_train", "mic"):
+        array = np.load(feats / "alexnet_fc6" / f"{split}.npy")
+        array[7] = np.nan
+        (tmp_path / "f/alexnet_fc6").mkdir(parents=True, exist_ok=True)
+        np.save(tmp_path / "f/alexnet_fc6" / f"{split}.npy", array)
+        if split == "pivot_train":
+            np.save(tmp_path / "f/alexnet_fc6/mic.npy", np.load(feats / "alexnet_fc6/mic.npy"))
+            data = pdata.load(coco, tmp_path / "f", "alexnet_fc6", None, None, 1, 0.1, 1000, 1)
+            assert data.z1.dropped == [7] and len(data.z1.images) + len(data.z1.val_images) == 299
+            assert np.isfinite(data.z1.images).all()
+    with pytest.raises(InputError, match=r"mic.npy: expected features for every test image"):
+        pdata.load(coco, tmp_path / "f", "alexnet_fc6", None, None, 1, 0.1, 1000, 1)

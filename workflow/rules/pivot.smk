@@ -1,0 +1,105 @@
+"""Pivot image-caption retrieval (Rajendran et al. 2016, Table 5).
+
+One job per (model, caption language, lambda), all independent: En-Image CorrNet (direct, per
+lambda), Bridge CorrNet and 2-CorrNet (per language and lambda), Bridge MAE (per language, no
+lambda), Random (one). The table job picks lambda per direction on validation data. Needs the
+prepared COCO (COCO_MARKER), its image features (coco_feature_file) and a ted-cldc root
+(PIVOT_TED_ROOT, complete when PIVOT_TED_INPUT exists); see src/mlmm/pivot.
+"""
+
+import re
+
+PIVOT = config["pivot"]
+PIVOT_DIR = RESULTS / "pivot"
+# Z2: the COCO demo world's TED-like talks, or the TED stage's corpus (its index.json names the
+# corpus root, which `pivot-train --ted-root` accepts).
+if PIVOT["ted"] == "demo":
+    PIVOT_TED_ROOT = DEMO_COCO / "ted"
+    PIVOT_TED_INPUT = DEMO_COCO / "MANIFEST.sha256"
+else:
+    PIVOT_TED_ROOT = PIVOT_TED_INPUT = TED_DIR / "corpus/index.json"
+PIVOT_TABLES = [
+    RESULTS / f"tables/rajendran2016_table5.{ext}" for ext in ("csv", "md", "tex")
+]
+PIVOT_PAPER = f"--paper-tables {PAPER_TABLES}" if PAPER_TABLES else ""
+PIVOT_SETTINGS = " ".join(
+    f"--{key.replace('_', '-')} {PIVOT[key]}"
+    for key in ("backbone", "device", "hidden", "epochs", "batch_size", "learning_rate", "input",
+                "min_count", "validation_fraction", "validation_max", "seed")
+)  # fmt: skip
+
+# job name -> (command-line flags, needs the TED talks)
+PIVOT_JOBS = {"random": ("--model random", False)}
+for _lam in PIVOT["lambdas"]:
+    PIVOT_JOBS[f"direct_lambda{_lam:g}"] = (f"--model direct --lambda {_lam}", False)
+for _x in PIVOT["languages"]:
+    PIVOT_JOBS[f"mae_{_x}"] = (f"--model mae --language {_x}", True)
+    for _model in ("bridge", "two"):
+        for _lam in PIVOT["lambdas"]:
+            PIVOT_JOBS[f"{_model}_{_x}_lambda{_lam:g}"] = (
+                f"--model {_model} --language {_x} --lambda {_lam}",
+                True,
+            )
+PIVOT_FEATURES = [
+    coco_feature_file(PIVOT["backbone"], split) for split in ("pivot_train", "mic")
+]
+# coco_feature_file gives <features>/<backbone>/<split>.npy; the command takes <features>.
+PIVOT_FEATURE_DIR = Path(PIVOT_FEATURES[0]).parent.parent
+
+FINAL_TARGETS += PIVOT_TABLES
+
+
+wildcard_constraints:
+    pivot_job="|".join(re.escape(job) for job in PIVOT_JOBS),
+
+
+rule pivot_train:
+    input:
+        coco=COCO_MARKER,
+        features=lambda w: [] if w.pivot_job == "random" else PIVOT_FEATURES,
+        ted=lambda w: PIVOT_TED_INPUT if PIVOT_JOBS[w.pivot_job][1] else [],
+    output:
+        PIVOT_DIR / "{pivot_job}/metrics.json",
+    log:
+        LOGS / "pivot/{pivot_job}.log",
+    benchmark:
+        BENCHMARKS / "pivot/{pivot_job}.tsv"
+    conda:
+        "../../envs/torch.yaml"
+    threads: PIVOT["threads"]
+    # Paper scale: 118K images x 5 captions x 20 epochs; 2-CorrNet trains two networks.
+    resources:
+        mem_mb=16000,
+        runtime=720,
+    params:
+        job=lambda w: PIVOT_JOBS[w.pivot_job][0],
+        ted=lambda w: (
+            f"--ted-root {PIVOT_TED_ROOT}" if PIVOT_JOBS[w.pivot_job][1] else ""
+        ),
+        settings=PIVOT_SETTINGS,
+        coco=COCO_ROOT,
+        features=PIVOT_FEATURE_DIR,
+        out_dir=lambda w: PIVOT_DIR / w.pivot_job,
+    shell:
+        "mlmm pivot-train --coco-root {params.coco} --features {params.features} {params.job}"
+        " {params.ted} {params.settings} --threads {threads} --out {params.out_dir} > {log} 2>&1"
+
+
+rule pivot_table:
+    input:
+        expand(PIVOT_DIR / "{pivot_job}/metrics.json", pivot_job=PIVOT_JOBS),
+    output:
+        PIVOT_TABLES,
+    log:
+        LOGS / "pivot/table.log",
+    conda:
+        "../../envs/core.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        paper=PIVOT_PAPER,
+        stem=RESULTS / "tables/rajendran2016_table5",
+    shell:
+        "mlmm pivot-table --runs {input} {params.paper} --out {params.stem} > {log} 2>&1"
