@@ -63,8 +63,14 @@ def make_world(root: Path, n_train=300, n_mic=40, talks=80, dim=32, concepts=12,
         names = [f"{split}_{i:04d}.jpg" for i in range(n)]
         (coco / f"data/task1/image_splits/{split}.txt").write_text("\n".join(names) + "\n")
         x = np.stack([directions[s].sum(0) for s in sets]) + 0.3 * rng.normal(size=(n, dim))
+        x = np.maximum(x, 0).astype(np.float32) + 1
         (feats / "alexnet_fc6").mkdir(parents=True, exist_ok=True)
-        np.save(feats / "alexnet_fc6" / f"{split}.npy", np.maximum(x, 0).astype(np.float32) + 1)
+        if split == "pivot_train":  # Z1 reads its rows of the train split's features
+            others = [f"other_{i:04d}.jpg" for i in range(3)]  # train images not in pivot_train
+            (coco / "data/task1/image_splits/train.txt").write_text("\n".join(others + names))
+            np.save(feats / "alexnet_fc6/train.npy", np.concatenate([np.zeros((3, dim)), x]))
+        else:
+            np.save(feats / "alexnet_fc6" / f"{split}.npy", x)
         for k in range(1, 6):
             lines = {lang: [] for lang in languages}
             for s in sets:
@@ -408,12 +414,12 @@ def test_alexnet_fc6_backbone_gives_rectified_4096_d_rows(tmp_path):
 
 def test_images_without_features_leave_training_but_not_the_test(world, tmp_path):
     coco, feats, ted = world
-    for split in ("pivot_train", "mic"):
+    for split in ("train", "mic"):
         array = np.load(feats / "alexnet_fc6" / f"{split}.npy")
-        array[7] = np.nan
+        array[7 + 3 if split == "train" else 7] = np.nan  # train: 3 rows before pivot_train's
         (tmp_path / "f/alexnet_fc6").mkdir(parents=True, exist_ok=True)
         np.save(tmp_path / "f/alexnet_fc6" / f"{split}.npy", array)
-        if split == "pivot_train":
+        if split == "train":
             np.save(tmp_path / "f/alexnet_fc6/mic.npy", np.load(feats / "alexnet_fc6/mic.npy"))
             data = pdata.load(coco, tmp_path / "f", "alexnet_fc6", None, None, 1, 0.1, 1000, 1)
             assert data.z1.dropped == [7] and len(data.z1.images) + len(data.z1.val_images) == 299

@@ -84,6 +84,18 @@ def _write(path: Path, lines: list[str], gz: bool = False) -> None:
         path.write_text(text, encoding="utf-8")
 
 
+def _save_features(root: Path, split: str, attrs: np.ndarray, projection, rng) -> None:
+    """Features: a noisy random projection of the images' one-hot attribute codes."""
+    n = len(attrs)
+    onehot = np.zeros((n, 16))
+    onehot[np.arange(n), attrs[:, 0]] = 1
+    onehot[np.arange(n), 6 + attrs[:, 1]] = 1
+    onehot[np.arange(n), 12 + attrs[:, 2]] = 1
+    feats = (onehot @ projection + 0.3 * rng.normal(size=(n, 24))).astype(np.float32)
+    (root / "features/toy").mkdir(parents=True, exist_ok=True)
+    np.save(root / "features/toy" / f"{split}.npy", feats)
+
+
 def make_world(root: Path, seed: int = 0) -> Paths:
     rng = np.random.default_rng(seed)
     projection = rng.normal(size=(16, 24))
@@ -96,13 +108,7 @@ def make_world(root: Path, seed: int = 0) -> Paths:
         _write(data / "task1/image_splits" / f"{split}.txt", names)
         prefix, list_name = TASK2[split]
         _write(data / "task2/image_splits" / f"{list_name}.txt", names)
-        onehot = np.zeros((n, 16))
-        onehot[np.arange(n), attrs[:, 0]] = 1
-        onehot[np.arange(n), 6 + attrs[:, 1]] = 1
-        onehot[np.arange(n), 12 + attrs[:, 2]] = 1
-        feats = (onehot @ projection + 0.3 * rng.normal(size=(n, 24))).astype(np.float32)
-        (root / "features/toy").mkdir(parents=True, exist_ok=True)
-        np.save(root / "features/toy" / f"{split}.npy", feats)
+        _save_features(root, split, attrs, projection, rng)
         for lang, (cs, os_, ps) in WORDS.items():
             frames = FRAMES[lang]
             lines = [frames[0].format(c=cs[a], o=os_[b], p=ps[c]) for a, b, c in attrs]
@@ -307,13 +313,7 @@ def make_coco_world(root: Path, seed: int = 0) -> Paths:
         names = [f"{split}2014/COCO_{split}_{i:012d}.jpg" for i in range(n)]
         _write(data / "task1/image_splits" / f"{split}.txt", names)
         _write(data / "task2/image_splits" / f"{split}_images.txt", names)
-        onehot = np.zeros((n, 16))
-        onehot[np.arange(n), attrs[:, 0]] = 1
-        onehot[np.arange(n), 6 + attrs[:, 1]] = 1
-        onehot[np.arange(n), 12 + attrs[:, 2]] = 1
-        feats = (onehot @ projection + 0.3 * rng.normal(size=(n, 24))).astype(np.float32)
-        (root / "features/toy").mkdir(parents=True, exist_ok=True)
-        np.save(root / "features/toy" / f"{split}.npy", feats)
+        _save_features(root, split, attrs, projection, rng)
         for lang, (cs, os_, ps) in words.items():
             for k in range(5):
                 lines = [

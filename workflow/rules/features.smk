@@ -10,7 +10,7 @@ FEATURE_DIR = RESULTS / "multi30k/features"
 # split lists per data set: <root>/data/task1/image_splits/<split>.txt
 FEATURE_SPLITS = {
     "multi30k": ["train", "val", "test_2016_flickr"],
-    "coco": ["train", "val", "test", "pivot_train", "mic"],
+    "coco": ["train", "val", "test", "mic"],
 }
 FEATURE_BACKBONES = [
     "resnet50",

@@ -40,8 +40,9 @@ for _x in PIVOT["languages"]:
                 f"--model {_model} --language {_x} --lambda {_lam}",
                 True,
             )
+# Z1 reads its rows of the train split's features (pivot_train = train minus the MIC images)
 PIVOT_FEATURES = [
-    coco_feature_file(PIVOT["backbone"], split) for split in ("pivot_train", "mic")
+    coco_feature_file(PIVOT["backbone"], split) for split in ("train", "mic")
 ]
 # coco_feature_file gives <features>/<backbone>/<split>.npy; the command takes <features>.
 PIVOT_FEATURE_DIR = Path(PIVOT_FEATURES[0]).parent.parent

@@ -29,6 +29,9 @@ from mlmm.ted.corpus import read_pair
 
 CAPTIONS_PER_IMAGE = 5
 TRAIN_SPLIT, TEST_SPLIT = "pivot_train", "mic"
+# Z1's image features are rows of the COCO train split's array (pivot_train is train minus the
+# MIC images), so no image is extracted twice.
+FEATURE_SPLIT = "train"
 
 
 def read_captions(root: str | Path, split: str, language: str) -> list[list[str]]:
@@ -55,6 +58,23 @@ def read_features(features: str | Path, backbone: str, split: str, n_images: int
             path, f"a 2-d array of {n_images} rows (images of {split})", f"shape {array.shape}"
         )
     return array.astype(np.float32)
+
+
+def pivot_train_features(
+    coco_root: str | Path, features: str | Path, backbone: str, names: list[str]
+) -> np.ndarray:
+    """Rows of the train split's features for the images ``names`` (of pivot_train)."""
+    train_names = image_list(coco_root, FEATURE_SPLIT)
+    rows = {name: i for i, name in enumerate(train_names)}
+    missing = [name for name in names if name not in rows]
+    if missing:
+        raise InputError(
+            task_dir(coco_root, 1) / "image_splits" / f"{FEATURE_SPLIT}.txt",
+            f"every image of {TRAIN_SPLIT}",
+            f"{len(missing)} missing, e.g. {missing[0]}",
+        )
+    array = read_features(features, backbone, FEATURE_SPLIT, len(train_names))
+    return array[[rows[name] for name in names]]
 
 
 class RepeatedRows:
@@ -200,7 +220,7 @@ def load(
     `language` (the En-Image CorrNet) the test captions are the English MIC captions.
     """
     names = image_list(coco_root, TRAIN_SPLIT)
-    feats = read_features(features, backbone, TRAIN_SPLIT, len(names))
+    feats = pivot_train_features(coco_root, features, backbone, names)
     captions = read_captions(coco_root, TRAIN_SPLIT, "en")
     dropped = np.flatnonzero(~np.isfinite(feats).all(axis=1)).tolist()
     usable = np.setdiff1d(np.arange(len(names)), dropped)
