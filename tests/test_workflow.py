@@ -372,7 +372,7 @@ def test_slurm_plugin_runs_the_data_stage(tmp_path, stub_dir):
 
 @pytest.mark.slow
 def test_whole_workflow_on_the_default_demo_world(tmp_path):
-    """The README's main job as it is: the default config, every stage (about 5 min idle)."""
+    """The README's main job as it is: the default config, every stage (about 17 min idle)."""
     workdir = copy_workflow(tmp_path / "workflow")
     proc = run_snakemake(workdir, "--cores", "2", timeout=3600)
     assert proc.returncode == 0, proc.stdout[-6000:]
