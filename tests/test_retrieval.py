@@ -289,3 +289,18 @@ def test_real_muse_lexicon_splits_by_source_word():
     train, test = align.split_lexicon(pairs, 0.8)
     assert len(train) + len(test) == len(pairs) > 100000
     assert {s for s, _ in train}.isdisjoint({s for s, _ in test})
+
+
+def test_muse_dictionaries_download_atomically_and_must_parse(tmp_path):
+    source = tmp_path / "arrival"
+    source.mkdir()
+    (source / "en-ja.txt").write_text("dog 犬\ncat 猫\n", encoding="utf-8")
+    (source / "en-de.txt").write_text("dog\n", encoding="utf-8")  # no translation on the line
+    out = tmp_path / "muse"
+    align.download_lexicons(source.as_uri(), ["ja"], out)
+    assert align.read_lexicon(out / "en-ja.txt") == [("dog", "犬"), ("cat", "猫")]
+    with pytest.raises(InputError, match="en-de.txt"):
+        align.download_lexicons(source.as_uri(), ["de"], out)
+    with pytest.raises(InputError, match="reachable URL"):
+        align.download_lexicons(source.as_uri(), ["fr"], out)
+    assert sorted(p.name for p in out.iterdir()) == ["en-ja.txt"]  # nothing bad or partial

@@ -27,5 +27,6 @@ class InputError(Exception):
             place += f", key '{key}'"
         super().__init__(f"{place}: expected {expected}, found {found}")
         self.where = str(where)
+        self.expected, self.found = expected, found
         self.line = line
         self.key = key

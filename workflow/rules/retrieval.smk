@@ -37,6 +37,28 @@ rule train_retrieval:
         " > {log} 2>&1"
 
 
+if MUSE_URL:
+
+    rule fetch_muse:
+        output:
+            MUSE_FILES,
+        log:
+            LOGS / "retrieval/fetch_muse.log",
+        conda:
+            "../../envs/core.yaml"
+        threads: 1
+        resources:
+            mem_mb=1000,
+            runtime=30,
+        params:
+            url=RETRIEVAL["muse"],
+            languages=" ".join(MUSE_LANGUAGES),
+            out=MUSE_DOWNLOADS,
+        shell:
+            "mlmm fetch-muse --url {params.url} --languages {params.languages}"
+            " --out {params.out} > {log} 2>&1"
+
+
 if RETRIEVAL_VECTORS["source"] != "path":
 
     rule retrieval_vectors:

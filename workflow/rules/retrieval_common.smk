@@ -24,6 +24,15 @@ DEMO_MARKERS = {
     "coco": DEMO_COCO / "MANIFEST.sha256",
 }
 ROTATED_VECTORS = RETRIEVAL_VECTORS["rotated"]
+# retrieval.muse may be the URL of MUSE's dictionaries: en-<lang>.txt of every aligned language
+# is then downloaded (rule fetch_muse).
+MUSE_URL = (RETRIEVAL["muse"] or "").startswith(("http://", "https://"))
+MUSE_DOWNLOADS = RETRIEVAL_DIR / "muse"
+MUSE_LANGUAGES = sorted(
+    {lang for lang in RETRIEVAL_VECTORS["languages"] if lang != "en"}
+    | set(ROTATED_VECTORS)
+)
+MUSE_FILES = [MUSE_DOWNLOADS / f"en-{lang}.txt" for lang in MUSE_LANGUAGES]
 RETRIEVAL_RUN_FILES = [
     RETRIEVAL_DIR / name / f"seed{seed}" / "metrics.json"
     for name, record in RETRIEVAL_RECORDS.items()
@@ -36,13 +45,17 @@ def vectors_file(lang):
 
 
 def muse_dir(dataset):
+    if MUSE_URL:
+        return MUSE_DOWNLOADS
     return RETRIEVAL["muse"] or DEMO_MARKERS[dataset].parent / "muse"
 
 
 def demo_inputs(dataset):
-    """The demo world(s) whose MUSE lists / STS sets a run of ``dataset`` reads."""
+    """The demo world(s) or downloads whose MUSE lists / STS sets a run of ``dataset`` reads."""
     needed = set()
-    if not RETRIEVAL["muse"]:
+    if MUSE_URL:
+        needed |= set(MUSE_FILES)
+    elif not RETRIEVAL["muse"]:
         needed.add(DEMO_MARKERS[dataset])
     if not RETRIEVAL["sts"]:
         needed.add(DEMO_MARKERS["multi30k"])

@@ -74,6 +74,17 @@ def register(subparsers) -> None:
     v.add_argument("--limit", type=int, help="with --vec: read only its first LIMIT words")
     v.set_defaults(func=run_vectors)
 
+    m = subparsers.add_parser(
+        "fetch-muse",
+        help="download MUSE bilingual dictionaries en-<lang>.txt (FME/AME alignment)",
+        description="Writes OUT/en-<lang>.txt for each language from URL/en-<lang>.txt, e.g. "
+        "https://dl.fbaipublicfiles.com/arrival/dictionaries (Conneau et al. 2018).",
+    )
+    m.add_argument("--url", required=True)
+    m.add_argument("--languages", nargs="+", required=True)
+    m.add_argument("--out", type=Path, required=True)
+    m.set_defaults(func=run_fetch_muse)
+
 
 def _section(args) -> dict:
     if args.record_json is not None:
@@ -127,3 +138,9 @@ def run_vectors(args) -> None:
         derive_demo(
             args.data_root, args.muse, args.languages, args.dim, args.train_fraction, args.out
         )
+
+
+def run_fetch_muse(args) -> None:
+    from mlmm.retrieval.align import download_lexicons
+
+    download_lexicons(args.url, args.languages, args.out)

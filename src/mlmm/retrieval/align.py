@@ -267,6 +267,19 @@ def _fetch(url: str, target: Path) -> Path:
     return target
 
 
+def download_lexicons(url: str, langs: list[str], out: Path) -> None:
+    """MUSE bilingual dictionaries ``<url>/en-<lang>.txt`` (the full ones; runs split them by
+    source word themselves), written atomically and checked to parse."""
+    for lang in langs:
+        source = f"{url.rstrip('/')}/en-{lang}.txt"
+        with atomic_path(Path(out) / f"en-{lang}.txt") as tmp:  # kept only when it parses
+            _fetch(source, tmp)
+            try:
+                read_lexicon(tmp)
+            except InputError as exc:  # name the URL, not the temporary file
+                raise InputError(source, exc.expected, exc.found, line=exc.line) from None
+
+
 def download(url: str, langs: list[str], out: Path) -> None:
     """fastText aligned vectors, one file per language, written atomically."""
     for lang in langs:
