@@ -355,3 +355,23 @@ def test_japanese_from_a_stair_release_archive(tmp_path):
     with tarfile.open(archive, "w:gz") as handle:
         handle.add(folder, arcname="stair_captions_v1.2")
     assert read_caption_json([archive]) == {7: ["白い犬。", "犬が走る。"]}
+
+
+def test_image_archives_are_checked_and_unpacked_as_a_whole(tmp_path):
+    from mlmm.data.coco import fetch_images
+
+    archives = []
+    for folder in ("train2014", "val2014"):
+        path = tmp_path / f"{folder}.zip"
+        with zipfile.ZipFile(path, "w") as handle:
+            handle.writestr(f"{folder}/COCO_{folder}_000000000001.jpg", b"jpeg bytes")
+        archives.append(path.as_uri())
+    out = tmp_path / "images"
+    sources = fetch_images(archives, out)
+    assert (out / "val2014/COCO_val2014_000000000001.jpg").read_bytes() == b"jpeg bytes"
+    assert set(read_manifest(out / MARKER)) == {"train2014.zip", "val2014.zip"}
+    assert [s.verified for s in sources] == [False, False]
+    with pytest.raises(InputError, match="val2014.zip: expected sha256"):
+        fetch_images(archives, tmp_path / "again", sha256={"val2014.zip": "0" * 64})
+    assert not (tmp_path / "again").exists()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []

@@ -27,13 +27,13 @@ else:
         "mic": [COCO["mic"]],
     }
     COCO_INPUT = []
-    # a user's image directory is a parameter, not an input (as multi30k.images, features.smk)
+    # a user's image directory is a parameter, not an input (as multi30k.images, features.smk);
+    # without one, COCO's image archives are fetched and unpacked (rule fetch_coco_images)
     if COCO["images"]:
         COCO_IMAGES, COCO_IMAGES_INPUT = COCO["images"], []
     else:
-        COCO_IMAGES = COCO_IMAGES_INPUT = (
-            "<config coco.images: set it to the directory holding train2014/ and val2014/>"
-        )
+        COCO_IMAGES = RESULTS / "coco_images"
+        COCO_IMAGES_INPUT = COCO_IMAGES / "MANIFEST.sha256"
 # --karpathy LOC --japanese LOC LOC --mic LOC --sha256 KEY=HASH ...: a location is a path or
 # URL; a hash is keyed by its file's location, the MIC set's by file name.
 COCO_OPTIONS = " ".join(
@@ -93,3 +93,31 @@ rule prepare_coco:
         out=COCO_ROOT,
     shell:
         "mlmm prepare-coco {params.options} --out {params.out} > {log} 2>&1"
+
+
+if COCO["source"] == "files" and not COCO["images"]:
+
+    rule fetch_coco_images:
+        output:
+            COCO_IMAGES_INPUT,
+        log:
+            LOGS / "data/fetch_coco_images.log",
+        benchmark:
+            BENCHMARKS / "data/fetch_coco_images.tsv"
+        conda:
+            "../../envs/core.yaml"
+        threads: 1
+        resources:
+            mem_mb=2000,
+            runtime=600,
+        params:
+            archives=" ".join(f"'{a['location']}'" for a in COCO["image_archives"]),
+            sha256="".join(
+                f" --sha256 '{a['location']}={a['sha256']}'"
+                for a in COCO["image_archives"]
+                if a.get("sha256")
+            ),
+            out=COCO_IMAGES,
+        shell:
+            "mlmm fetch-coco-images --archives {params.archives}{params.sha256}"
+            " --out {params.out} > {log} 2>&1"

@@ -63,22 +63,56 @@ def register(subparsers) -> None:
     p.add_argument("--retries", type=int, default=4, help="download retries per file")
     p.set_defaults(func=run_prepare)
 
+    f = subparsers.add_parser(
+        "fetch-coco-images",
+        help="download or copy COCO's image archives, check their sha256, unpack them",
+        description="Fetch train2014.zip / val2014.zip (paths or URLs, e.g. "
+        "http://images.cocodataset.org/zips/train2014.zip), check each against --sha256 (or "
+        "record and warn when none is given), unpack them under OUT as a whole and write "
+        "OUT/MANIFEST.sha256 last.",
+    )
+    f.add_argument("--archives", required=True, nargs="+", help="zip archives (paths or URLs)")
+    f.add_argument("--sha256", nargs="*", default=[], type=_digest, metavar="NAME=SHA256")
+    f.add_argument("--out", required=True, type=Path, help="image directory to create")
+    f.add_argument("--download-dir", type=Path, help="keep the downloaded archives here")
+    f.add_argument("--retries", type=int, default=4, help="download retries per file")
+    f.set_defaults(func=run_fetch_images)
+
 
 def run_prepare(args) -> None:
     from mlmm.data.coco import prepare_coco
-    from mlmm.errors import InputError
 
     logging.basicConfig(format="mlmm prepare-coco: %(levelname)s: %(message)s")
-    sha256 = dict(args.sha256)
-    if len(sha256) != len(args.sha256):
-        raise InputError("--sha256", "each file name once", f"{[n for n, _ in args.sha256]}")
     counts = prepare_coco(
         args.out,
         args.karpathy,
         args.japanese,
         args.mic,
-        sha256=sha256,
+        sha256=_hashes(args.sha256),
         download_dir=args.download_dir,
         retries=args.retries,
     )
     print(", ".join(f"{split}: {n} images" for split, n in counts.items()))
+
+
+def _hashes(pairs: list[tuple[str, str]]) -> dict[str, str]:
+    from mlmm.errors import InputError
+
+    sha256 = dict(pairs)
+    if len(sha256) != len(pairs):
+        raise InputError("--sha256", "each file name once", f"{[n for n, _ in pairs]}")
+    return sha256
+
+
+def run_fetch_images(args) -> None:
+    from mlmm.data.coco import fetch_images
+
+    logging.basicConfig(format="mlmm fetch-coco-images: %(levelname)s: %(message)s")
+    sources = fetch_images(
+        args.archives,
+        args.out,
+        sha256=_hashes(args.sha256),
+        download_dir=args.download_dir,
+        retries=args.retries,
+    )
+    print(", ".join(f"{s.given}: sha256 {s.sha256}" for s in sources))

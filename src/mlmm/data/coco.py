@@ -519,3 +519,40 @@ def prepare_coco(
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return counts
+
+
+def fetch_images(
+    archives: Sequence[str],
+    out: str | Path,
+    sha256: dict[str, str] | None = None,
+    download_dir: str | Path | None = None,
+    retries: int = 4,
+    backoff: float = 2.0,
+    timeout: float = 600.0,
+) -> list[Source]:
+    """COCO's image archives (train2014.zip, val2014.zip: paths or URLs), hash-checked like the
+    caption inputs and unpacked as a whole under ``out`` (so ``out/train2014/COCO_...jpg``, the
+    paths of the split lists); ``out/MANIFEST.sha256`` (last) lists the archives' hashes."""
+    out = Path(out)
+    expected = _expected_hashes(dict(sha256 or {}), list(archives))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    try:
+        downloads = Path(download_dir) if download_dir else tmp / ".downloads"
+        downloads.mkdir(parents=True, exist_ok=True)
+        sources = []
+        for archive in archives:
+            source = _local("images", archive, expected[archive], downloads, retries, backoff,
+                            timeout)  # fmt: skip
+            if not zipfile.is_zipfile(source.path):
+                raise InputError(archive, "a zip archive of COCO images", "another format")
+            with zipfile.ZipFile(source.path) as handle:
+                handle.extractall(tmp)
+            sources.append(source)
+        shutil.rmtree(tmp / ".downloads", ignore_errors=True)
+        write_text(tmp / MARKER, manifest_text({_name(s.given): s.sha256 for s in sources}))
+        _replace_dir(tmp, out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+    return sources
