@@ -9,7 +9,8 @@ from snakemake.utils import min_version, validate
 min_version("8.20")
 
 
-configfile: "config.yaml"
+# config.yaml of this checkout, wherever the working directory is (`snakemake -d DIR`)
+configfile: f"{workflow.basedir}/config.yaml"
 
 
 validate(config, "workflow/schemas/config.schema.yaml")

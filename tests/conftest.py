@@ -15,7 +15,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent  # the venv's bin: snakemake, mlmm, ruff, snakefmt
 SHARED = REPO.parent / "shared"
-WORKFLOW_FILES = ("Snakefile", "config.yaml", "workflow", "profiles", "envs")
+WORKFLOW_FILES = (
+    "Snakefile", "config.yaml", "workflow", "profiles", "envs", "resources/paper_tables"
+)
 
 # Dumps the parsed workflow as JSON: every rule with the directives the tests check, and the
 # files `rule all` requests (FINAL_TARGETS).

@@ -13,7 +13,7 @@ from mlmm import report
 from mlmm.cli import main
 from mlmm.errors import InputError
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+PAPER_TABLES = Path(__file__).resolve().parents[1] / "resources" / "paper_tables"  # shipped
 
 BI_C2C = "this paper (cosine similarity, max-of-hinges loss, ResNet50 features); row label '+ c2c'"
 CONFIG = {
@@ -126,14 +126,11 @@ def test_ame_c2c_alignment_and_sts_cells(setup):
     assert dict(zip(sts.dataset, sts.ours, strict=True)) == {"2014": 0.70, "2015": 0.75}
 
 
-@pytest.mark.shared_data
 def test_sts_table_against_real_paper_numbers(setup):
-    if not (SHARED / "paper_tables").is_dir():
-        pytest.skip("../shared/paper_tables absent")
     config, runs, _ = setup
     loaded = report.load_runs([runs], report.read_section([config]))
     spec = next(s for s in report.TABLES if s.stem == "calixto2017_table2")
-    frame = report.build_table(loaded, spec, SHARED / "paper_tables")
+    frame = report.build_table(loaded, spec, PAPER_TABLES)
     mine = frame[(frame.system == "MLMME") & (frame.variant_note == "beta=0.5")]
     assert mine.set_index("dataset").paper.to_dict() == {"2014": 0.727, "2015": 0.776}
     assert mine.set_index("dataset")["diff"].to_dict() == pytest.approx(
@@ -176,12 +173,9 @@ def test_bad_inputs(setup, tmp_path):
         report.load_runs([runs / "mlmme"], report.read_section([config]))
 
 
-@pytest.mark.shared_data
 @pytest.mark.parametrize("configs", [["config.yaml"], ["config.yaml", "config/paper.yaml"]])
 def test_configured_paper_rows_meet_the_paper_tables(configs, tmp_path):
     """Every table row a configured variant claims is spelled as in the paper's CSV."""
-    if not (SHARED / "paper_tables").is_dir():
-        pytest.skip("../shared/paper_tables absent")
     root = Path(__file__).resolve().parents[1]
     paths = [root / c for c in configs]
     if not all(p.is_file() for p in paths):
@@ -208,9 +202,34 @@ def test_configured_paper_rows_meet_the_paper_tables(configs, tmp_path):
             if "table" not in row:
                 continue
             spec = specs[(row["paper"], row["table"])]
-            frame = report.build_table(runs, spec, SHARED / "paper_tables")
+            frame = report.build_table(runs, spec, PAPER_TABLES)
             mine = frame[
                 (frame.system == row["system"]) & (frame.variant_note == row["variant_note"])
             ]
             matched = mine.paper.notna() & mine.ours.notna()
             assert matched.any(), f"{run.variant}: {row} matches no cell of {spec.stem}"
+
+
+def test_tables_in_the_papers_shape(setup, tmp_path):
+    """One row per system, the paper's columns, each cell 'ours ± std (paper, difference)';
+    the tidy CSV keeps one row per cell."""
+    config, runs, _ = setup
+    out = tmp_path / "tables"
+    argv = ["--config", str(config), "--runs", str(runs), "--paper-tables", str(PAPER_TABLES)]
+    assert main(["retrieval-tables", *argv, "--out", str(out)]) == 0
+    tidy = pd.read_csv(out / "kadar2018_table2.csv")
+    systems = list(dict.fromkeys(tidy.system))
+    assert len(tidy) == 6 * len(systems)
+    lines = (out / "kadar2018_table2.md").read_text().splitlines()
+    header = next(line for line in lines if line.startswith("| system"))
+    assert "image→text R@1" in header and "text→image R@10" in header
+    rows = [line for line in lines if line.startswith("| ") and line != header]
+    assert len(rows) == len(systems)  # one row per system of the paper and of ours
+    c2c = next(row for row in rows if "| Bilingual + c2c" in row)
+    assert "42.00 ± 2.83 (43.80, −1.80)" in c2c
+    monolingual = next(row for row in rows if "| Monolingual" in row)
+    assert "– (42.40)" in monolingual  # the paper's number alone where we have no run
+    html = (out / "kadar2018_table2.html").read_text()
+    assert html.startswith("<!DOCTYPE html>") and "Bilingual + c2c" in html
+    tex = (out / "kadar2018_table2.tex").read_text()
+    assert r"\pm" in tex and "multicolumn" in tex

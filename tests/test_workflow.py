@@ -227,6 +227,36 @@ def test_dry_run_lists_the_dag(dry_run, rules):
         assert present <= set(jobs), f"{stage}: rules not in the default DAG"
 
 
+def test_dry_run_from_another_directory(tmp_path):
+    """Repository paths come from the Snakefile's directory, results go to the working one."""
+    proc = subprocess.run(
+        [str(BIN / "snakemake"), "-s", str(REPO / "Snakefile"), "-n", "-d", str(tmp_path)],
+        cwd=tmp_path,
+        env=tool_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    assert "results/tables/kadar2018_table2.csv" in proc.stdout
+
+
+def test_rules_files_import_no_third_party_module_while_parsed():
+    """A Snakemake installed by conda or pipx has no numpy/pandas: what the rules files import
+    at parse time is standard library only."""
+    code = (
+        "import sys; import mlmm.catalogue, mlmm.retrieval.config; "
+        "print(sorted({'numpy', 'pandas', 'torch', 'yaml'} & set(sys.modules)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"
+    smk = "\n".join(p.read_text(encoding="utf-8") for p in (REPO / "workflow/rules").glob("*.smk"))
+    imported = set(re.findall(r"^(?:from|import) (mlmm[\w.]*)", smk, flags=re.M))
+    assert imported <= {"mlmm.catalogue", "mlmm.retrieval.config"}, imported
+
+
 @pytest.fixture(scope="module")
 def slurm_dry_run(workflow_dir) -> dict[str, list[dict[str, str]]]:
     # On a cluster a rule gets its own threads; a dry run caps them at --cores (default 1).

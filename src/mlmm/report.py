@@ -14,151 +14,15 @@ mapped onto it; rows the papers only quote (earlier work) stay in as references.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from mlmm.catalogue import TABLES, TableSpec
 from mlmm.errors import InputError
 from mlmm.tables import KEYS, beside_paper, load_paper_table, summarise_runs, write_table
-
-RECALLS = ("R@1", "R@5", "R@10")
-
-
-@dataclass(frozen=True)
-class TableSpec:
-    """Which cells of a run a paper table shows."""
-
-    paper: str
-    table: int
-    title: str
-    languages: tuple[str, ...]
-    directions: tuple[str, ...]
-    metrics: tuple[str, ...]
-    extra: tuple[tuple[str, str, str], ...] = field(default=())  # (language, direction, metric)
-
-    @property
-    def stem(self) -> str:
-        return f"{self.paper}_table{self.table}"
-
-    def cells(self) -> set[tuple[str, str, str]]:
-        grid = {(la, d, m) for la in self.languages for d in self.directions for m in self.metrics}
-        return grid | set(self.extra)
-
-
-_ALIGNMENT = (("en-de", "", "alignment"),)
-TABLES = [
-    TableSpec(
-        "kadar2018",
-        2,
-        "Kadar et al. 2018, Table 2: English image-sentence ranking",
-        ("en",),
-        ("i2t", "t2i"),
-        RECALLS,
-    ),
-    TableSpec(
-        "kadar2018",
-        3,
-        "Kadar et al. 2018, Table 3: German image-sentence ranking",
-        ("de",),
-        ("i2t", "t2i"),
-        RECALLS,
-    ),
-    TableSpec(
-        "kadar2018",
-        4,
-        "Kadar et al. 2018, Table 4: translation vs comparable (R@10)",
-        ("en", "de"),
-        ("i2t", "t2i"),
-        ("R@10",),
-    ),
-    TableSpec(
-        "kadar2018",
-        5,
-        "Kadar et al. 2018, Table 5: overlapping vs disjoint images (R@10)",
-        ("en", "de"),
-        ("i2t", "t2i"),
-        ("R@10",),
-    ),
-    TableSpec(
-        "kadar2018",
-        6,
-        "Kadar et al. 2018, Table 6: four languages (T2I R@10)",
-        ("en", "de", "fr", "cs"),
-        ("t2i",),
-        ("R@10",),
-    ),
-    TableSpec(
-        "kadar2018",
-        7,
-        "Kadar et al. 2018, Table 7: high-to-low resource transfer (T2I R@10)",
-        ("fr", "cs"),
-        ("t2i",),
-        ("R@10",),
-    ),
-    TableSpec(
-        "calixto2017",
-        1,
-        "Calixto & Liu 2017, Table 1: image-sentence ranking",
-        ("en", "de"),
-        ("t2i", "i2t"),
-        (*RECALLS, "medr"),
-    ),
-    TableSpec(
-        "calixto2017",
-        2,
-        "Calixto & Liu 2017, Table 2: STS Pearson r (SemEval images)",
-        ("en",),
-        ("sts",),
-        ("pearson",),
-    ),
-    TableSpec(
-        "ame2019",
-        1,
-        "Mohammadshahi et al. 2019, Table 1: Multi30k English",
-        ("en",),
-        ("i2t", "t2i"),
-        (*RECALLS, "medr"),
-        _ALIGNMENT,
-    ),
-    TableSpec(
-        "ame2019",
-        2,
-        "Mohammadshahi et al. 2019, Table 2: Multi30k German",
-        ("de",),
-        ("i2t", "t2i"),
-        (*RECALLS, "medr"),
-        _ALIGNMENT,
-    ),
-    TableSpec(
-        "ame2019",
-        3,
-        "Mohammadshahi et al. 2019, Table 3: MS-COCO English (1K test images, 5 folds)",
-        ("en",),
-        ("i2t", "t2i"),
-        (*RECALLS, "medr"),
-        (("en-ja", "", "alignment"),),
-    ),
-    TableSpec(
-        "ame2019",
-        4,
-        "Mohammadshahi et al. 2019, Table 4: MS-COCO Japanese (1K test images, 5 folds)",
-        ("ja",),
-        ("i2t", "t2i"),
-        (*RECALLS, "medr"),
-        (("en-ja", "", "alignment"),),
-    ),
-    TableSpec(
-        "ame2019",
-        5,
-        "Mohammadshahi et al. 2019, Table 5: caption-caption retrieval",
-        ("en-de",),
-        ("t2t_en2de", "t2t_de2en"),
-        RECALLS,
-    ),
-]
-FIGURES = {"kadar2018": 3, "ame2019": 2}
 
 
 @dataclass

@@ -1,9 +1,15 @@
-"""Result tables beside the papers' own numbers, written as CSV, Markdown and LaTeX.
+"""Result tables beside the papers' own numbers: a tidy CSV for programs, and for people the
+paper's own shape as Markdown, LaTeX and an HTML page.
 
 The papers' numbers are read from a directory of tidy CSV files (one file per paper table, schema
 ``paper,table,system,variant_note,dataset,language,direction,metric,value,source_note``). The
-repository does not ship them: the config key ``paper_tables`` points at them, and a table is
-still written, with an empty paper column and a note saying so, when they are absent.
+repository ships them in ``resources/paper_tables`` (the config key ``paper_tables`` can point
+elsewhere); a table is still written, with an empty paper column and a note saying so, when a
+paper's file is absent.
+
+The tidy table has one row per cell (system x language x direction x metric); ``paper_shape``
+turns it into one row per system with the paper's columns, every cell "ours ± std (paper, Δ)",
+using the table's ``mlmm.catalogue`` layout. Every table of the four papers goes through it.
 """
 
 from __future__ import annotations
@@ -75,19 +81,127 @@ def format_number(value: float) -> str:
     return f"{value:.2f}"
 
 
+DIRECTION_NAMES = {
+    "i2t": "image→text",
+    "t2i": "text→image",
+    "t2t_en2de": "en→de",
+    "t2t_de2en": "de→en",
+    "cldc": "",
+    "mt": "",
+    "sts": "",
+}
+CELL_NOTE = (
+    "Cells: ours (paper, ours − paper); ours is the mean ± standard deviation over seeds where "
+    "there are several; – where we have no number. The tidy CSV beside this file has every "
+    "cell with its own columns."
+)
+
+
+def _signed(value: float) -> str:
+    text = format_number(abs(value))
+    return ("−" if value < 0 else "+") + text
+
+
+def cell_text(ours: float, std: float, runs: float, paper: float) -> str:
+    """'41.20 ± 0.50 (42.4, −1.20)': ours, its spread over seeds, the paper, the difference."""
+    if pd.isna(ours) and pd.isna(paper):
+        return ""
+    text = "–" if pd.isna(ours) else format_number(ours)
+    if not pd.isna(ours) and not pd.isna(runs) and runs > 1:
+        text += f" ± {format_number(std)}"
+    if not pd.isna(paper):
+        text += f" ({format_number(paper)}" + (
+            ")" if pd.isna(ours) else f", {_signed(ours - paper)})"
+        )
+    return text
+
+
+def paper_shape(frame: pd.DataFrame, stem: str) -> pd.DataFrame | None:
+    """The tidy table in the paper's shape: one row per system (the layout's ``rows``), the
+    paper's columns (``columns``: language, direction, metric, ...), one text cell each; None
+    for a table with no numbers beside a paper's (e.g. Rajendran's Table 4 word lists)."""
+    from mlmm.catalogue import layout
+
+    if not {"ours", "paper"} <= set(frame.columns) or frame.empty:
+        return None
+    shape = layout(Path(stem).name)
+    frame = frame.copy()
+    keys = [c for c in dict.fromkeys((*shape.rows, *shape.columns, *KEYS)) if c in frame.columns]
+    for key in keys:
+        frame[key] = frame[key].fillna("").astype(str)
+    varies = {key: frame[key].nunique() > 1 for key in keys}
+    rows = [c for c in shape.rows if c in frame.columns and (varies[c] or c == "system")]
+    columns = [c for c in shape.columns if c in frame.columns and varies[c]] or ["metric"]
+    for key in KEYS:  # a layout never hides two cells behind one: add keys until unique
+        if frame.duplicated([*rows, *columns]).any() and key not in (*rows, *columns):
+            rows.append(key)
+    std = frame["ours_std"] if "ours_std" in frame else pd.Series(np.nan, index=frame.index)
+    runs = frame["runs"] if "runs" in frame else pd.Series(1.0, index=frame.index)
+    frame["cell"] = [
+        cell_text(*values)
+        for values in zip(frame["ours"], std, runs, frame["paper"], strict=True)
+    ]
+    wide = frame.pivot_table(
+        index=rows, columns=columns, values="cell", aggfunc="first", sort=False
+    ).fillna("")
+    wide.columns = wide.columns.map(
+        lambda key: tuple(DIRECTION_NAMES.get(v, v) for v in (key if len(columns) > 1 else (key,)))
+    )
+    wide.columns.names = columns
+    return wide
+
+
+def _flat(wide: pd.DataFrame) -> pd.DataFrame:
+    """Row keys as columns and one-line column headers (Markdown has one header row)."""
+    flat = wide.copy()
+    flat.columns = [" ".join(v for v in key if v) or "value" for key in flat.columns]
+    return flat.reset_index()
+
+
+def _html_page(title: str, table_html: str, notes: list[str]) -> str:
+    from html import escape
+
+    items = "".join(f"<li>{escape(note)}</li>" for note in notes)
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{escape(title)}</title><style>"
+        "body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse;font-size:90%}"
+        "th,td{border:1px solid #ccc;padding:.25em .5em;text-align:right}"
+        "th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}"
+        f"</style></head><body><h1>{escape(title)}</h1>\n{table_html}\n<ul>{items}</ul>"
+        "</body></html>\n"
+    )
+
+
 def write_table(frame: pd.DataFrame, stem: str | Path, title: str, notes: list[str]) -> list[Path]:
-    """Write ``stem``.csv, .md and .tex; the notes go under the Markdown table and into LaTeX."""
+    """Write ``stem``.csv (tidy, for programs) and ``stem``.md, .tex, .html in the paper's shape
+    (``paper_shape``; tables that are not beside a paper's are written as they are); the notes
+    go under the Markdown and HTML tables and into the LaTeX as comments."""
     stem = Path(stem)
-    csv_path, md_path, tex_path = (stem.with_suffix(s) for s in (".csv", ".md", ".tex"))
+    paths = [stem.with_suffix(s) for s in (".csv", ".md", ".tex", ".html")]
+    csv_path, md_path, tex_path, html_path = paths
     write_text(csv_path, frame.to_csv(index=False))
-    shown = frame.copy()
-    for column in shown.columns:
-        if pd.api.types.is_float_dtype(shown[column]):
-            shown[column] = shown[column].map(format_number)
-    markdown = [f"# {title}", "", shown.to_markdown(index=False), ""]
+    wide = paper_shape(frame, stem.name)
+    if wide is None:
+        shown = frame.copy()
+        for column in shown.columns:
+            if pd.api.types.is_float_dtype(shown[column]):
+                shown[column] = shown[column].map(format_number)
+        flat, latex_frame, html = shown, shown, shown.to_html(index=False, na_rep="")
+    else:
+        notes = [CELL_NOTE, *notes]
+        flat, latex_frame = _flat(wide), wide
+        html = wide.to_html(na_rep="", sparsify=True)
+    markdown = [f"# {title}", "", flat.to_markdown(index=False), ""]
     markdown += [f"- {note}" for note in notes]
     write_text(md_path, "\n".join(markdown) + "\n")
-    latex = shown.to_latex(index=False, caption=title, escape=True)
+    latex = latex_frame.to_latex(
+        index=wide is not None, caption=title, escape=True, multicolumn=True,
+        multicolumn_format="c",
+    )
+    latex = latex.replace("±", r"$\pm$").replace("−", "$-$").replace("–", "--")
+    latex = latex.replace("→", r"$\rightarrow$")
     latex += "".join(f"% {note}\n" for note in notes)
     write_text(tex_path, latex)
-    return [csv_path, md_path, tex_path]
+    write_text(html_path, _html_page(title, html, notes))
+    return paths

@@ -1,10 +1,72 @@
 """Paths and helpers shared by every rules file; each stage appends its finished products to
-FINAL_TARGETS, which `rule all` requests."""
+FINAL_TARGETS, which `rule all` requests.
 
+Repository files (manifests, shipped paper tables, the workflow's own `src/`) are found from
+the Snakefile's directory, so the workflow runs from any working directory (`snakemake -d`);
+outputs go under `results` relative to the working directory.
+"""
+
+import sys
 from pathlib import Path
+
+from snakemake.exceptions import WorkflowError
+
+REPOSITORY = Path(workflow.basedir)
+# The rules files read plain data of the package (mlmm.catalogue, mlmm.retrieval.config: no
+# imports beyond the standard library) while they are parsed: this checkout's src/ comes first,
+# so a Snakemake installed by conda or pipx needs no mlmm of its own.
+sys.path.insert(0, str(REPOSITORY / "src"))
 
 RESULTS = Path(config["results"])
 LOGS = RESULTS / "logs"
 BENCHMARKS = RESULTS / "benchmarks"
-PAPER_TABLES = config["paper_tables"] or ""
+# Downloads (COCO archives, fastText vectors, MUSE, TED, Multi30K) are kept apart from results:
+# `make clean` deletes results/ but keeps them.
+DOWNLOADS = Path(config["downloads"])
+
+
+def repository_path(path):
+    """A relative path of a repository file (e.g. a manifest), from the repository root."""
+    path = Path(path)
+    return path if path.is_absolute() else REPOSITORY / path
+
+
+# null: the papers' tables shipped in resources/paper_tables
+PAPER_TABLES = Path(config["paper_tables"] or REPOSITORY / "resources/paper_tables")
+if not PAPER_TABLES.is_dir():
+    raise WorkflowError(
+        f"config paper_tables: expected a directory of <paper>_table<N>.csv, "
+        f"found no directory {PAPER_TABLES}"
+    )
 FINAL_TARGETS = []
+
+# The report (`snakemake --report`) shows every paper table as its HTML page and every figure as
+# its PNG, each with the caption workflow/report/<stem>.rst, grouped by paper.
+REPORT_CAPTIONS = REPOSITORY / "workflow/report"
+PAPER_NAMES = {
+    "kadar2018": "Kádár et al. 2018",
+    "calixto2017": "Calixto & Liu 2017",
+    "ame2019": "Mohammadshahi et al. 2019 (AME)",
+    "rajendran2016": "Rajendran et al. 2016",
+}
+
+
+def table_files(stem):
+    """A table's files: tidy CSV, and Markdown, LaTeX and HTML in the paper's shape."""
+    return [Path(f"{stem}.{suffix}") for suffix in ("csv", "md", "tex", "html")]
+
+
+def reported(paths):
+    """Outputs of a table or figure rule, the HTML page / PNG of each flagged for the report."""
+    flagged = []
+    for path in map(Path, paths):
+        if path.suffix in (".html", ".png"):
+            kind = "Tables" if path.suffix == ".html" else "Figures"
+            path = report(
+                path,
+                caption=str(REPORT_CAPTIONS / f"{path.stem}.rst"),
+                category=PAPER_NAMES[path.stem.split("_")[0]],
+                subcategory=kind,
+            )
+        flagged.append(path)
+    return flagged

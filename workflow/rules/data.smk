@@ -28,10 +28,10 @@ if MULTI30K["source"] == "demo":
     MULTI30K_MANIFEST = DEMO_WORLD / "MANIFEST.sha256"
     MULTI30K_SOURCE = f"--mirror {DEMO_WORLD}"
 elif MULTI30K["source"] == "mirror":
-    MULTI30K_MANIFEST = MULTI30K["manifest"]
+    MULTI30K_MANIFEST = repository_path(MULTI30K["manifest"])
     MULTI30K_SOURCE = f"--mirror {MULTI30K['mirror']}"
 else:
-    MULTI30K_MANIFEST = MULTI30K["manifest"]
+    MULTI30K_MANIFEST = repository_path(MULTI30K["manifest"])
     MULTI30K_SOURCE = f"--url {MULTI30K['url']}"
 
 
@@ -108,7 +108,7 @@ rule kadar_table1:
     input:
         MULTI30K_MARKER,
     output:
-        multiext(str(RESULTS / "tables/kadar2018_table1"), ".csv", ".md", ".tex"),
+        reported(table_files(RESULTS / "tables/kadar2018_table1")),
     log:
         LOGS / "data/kadar_table1.log",
     conda:
@@ -128,4 +128,4 @@ rule kadar_table1:
         " --paper-tables '{params.paper_tables}' --out {params.stem} {params.demo} > {log} 2>&1"
 
 
-FINAL_TARGETS += [*VOCAB_FILES, *rules.kadar_table1.output]
+FINAL_TARGETS += [*VOCAB_FILES, *table_files(RESULTS / "tables/kadar2018_table1")]

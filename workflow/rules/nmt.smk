@@ -176,7 +176,7 @@ rule nmt_table:
     input:
         expand(NMT_DIR / "systems/{system}/metrics.json", system=list(NMT["systems"])),
     output:
-        multiext(str(NMT_TABLE), ".csv", ".md", ".tex"),
+        reported(table_files(NMT_TABLE)),
     log:
         LOGS / "nmt/nmt_table.log",
     conda:

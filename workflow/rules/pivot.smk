@@ -18,9 +18,7 @@ if PIVOT["ted"] == "demo":
     PIVOT_TED_INPUT = DEMO_COCO / "MANIFEST.sha256"
 else:
     PIVOT_TED_ROOT = PIVOT_TED_INPUT = TED_DIR / "corpus/index.json"
-PIVOT_TABLES = [
-    RESULTS / f"tables/rajendran2016_table5.{ext}" for ext in ("csv", "md", "tex")
-]
+PIVOT_TABLES = table_files(RESULTS / "tables/rajendran2016_table5")
 PIVOT_PAPER = f"--paper-tables {PAPER_TABLES}" if PAPER_TABLES else ""
 PIVOT_SETTINGS = " ".join(
     f"--{key.replace('_', '-')} {PIVOT[key]}"
@@ -90,7 +88,7 @@ rule pivot_table:
     input:
         expand(PIVOT_DIR / "{pivot_job}/metrics.json", pivot_job=PIVOT_JOBS),
     output:
-        PIVOT_TABLES,
+        reported(PIVOT_TABLES),
     log:
         LOGS / "pivot/table.log",
     conda:

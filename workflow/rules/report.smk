@@ -6,7 +6,7 @@ variant stands for is its `paper_rows` in config.yaml.
 
 import json
 
-from mlmm.report import FIGURES, TABLES
+from mlmm.catalogue import FIGURES, TABLES
 
 # every configured variant x seed (retrieval_common.smk), and the section naming their paper rows
 REPORT_RUNS = RETRIEVAL_RUN_FILES
@@ -14,9 +14,7 @@ REPORT_SECTION = json.dumps(RETRIEVAL)
 REPORT_TABLES = RESULTS / "tables"
 REPORT_FIGURES = RESULTS / "figures"
 RETRIEVAL_TABLE_FILES = [
-    REPORT_TABLES / f"{spec.stem}.{suffix}"
-    for spec in TABLES
-    for suffix in ("csv", "md", "tex")
+    path for spec in TABLES for path in table_files(REPORT_TABLES / spec.stem)
 ]
 RETRIEVAL_FIGURE_FILES = [
     REPORT_FIGURES / f"{paper}_figure{number}.{suffix}"
@@ -29,10 +27,7 @@ rule retrieval_tables:
     input:
         runs=REPORT_RUNS,
     output:
-        [
-            report(path, caption="../report/table.rst", category="Retrieval tables")
-            for path in RETRIEVAL_TABLE_FILES
-        ],
+        reported(RETRIEVAL_TABLE_FILES),
     log:
         LOGS / "report/retrieval_tables.log",
     conda:
@@ -50,10 +45,7 @@ rule retrieval_figures:
     input:
         runs=REPORT_RUNS,
     output:
-        [
-            report(path, caption="../report/figure.rst", category="Retrieval figures")
-            for path in RETRIEVAL_FIGURE_FILES
-        ],
+        reported(RETRIEVAL_FIGURE_FILES),
     log:
         LOGS / "report/retrieval_figures.log",
     conda:

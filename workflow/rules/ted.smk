@@ -13,9 +13,9 @@ TED_CORPUS = f"--languages {' '.join(TED['languages'])} --corpus-codes " + " ".j
 )
 TED_PAPER = f"--paper-tables {PAPER_TABLES}" if PAPER_TABLES else ""
 TED_TABLES = [
-    RESULTS / f"tables/rajendran2016_table{n}.{ext}"
+    path
     for n in (1, 3, 4)
-    for ext in ("csv", "md", "tex")
+    for path in table_files(RESULTS / f"tables/rajendran2016_table{n}")
 ]
 TED_FIGURES = [
     RESULTS / f"figures/rajendran2016_table1_heatmap.{ext}" for ext in ("png", "pdf")
@@ -192,7 +192,7 @@ rule ted_tables:
         cldc=expand(TED_DIR / "cldc/{ted_source}.json", ted_source=TED["languages"]),
         nb=TED_DIR / "nb.json",
     output:
-        [path for path in TED_TABLES if "table4" not in path.name],
+        reported(path for path in TED_TABLES if "table4" not in path.name),
     log:
         LOGS / "ted/tables.log",
     conda:
@@ -213,7 +213,7 @@ rule ted_heatmap:
     input:
         RESULTS / "tables/rajendran2016_table1.csv",
     output:
-        TED_FIGURES,
+        reported(TED_FIGURES),
     log:
         LOGS / "ted/heatmap.log",
     conda:
@@ -234,7 +234,7 @@ rule ted_table4:
         tuning=TED_DIR / "lambda.json",
         models=expand(TED_DIR / "corrnet/{ted_run}/model.pt", ted_run=TED_RUNS),
     output:
-        [path for path in TED_TABLES if "table4" in path.name],
+        reported(path for path in TED_TABLES if "table4" in path.name),
     log:
         LOGS / "ted/table4.log",
     conda:
