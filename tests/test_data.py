@@ -292,9 +292,7 @@ def test_real_multi30k_sizes_and_five_comparable_captions(real_copy):
 
 @pytest.mark.shared_data
 def test_real_kadar_table1_is_close_to_the_paper(real_copy):
-    paper_tables = SHARED / "paper_tables"
-    if not (paper_tables / "kadar2018_table1.csv").is_file():
-        pytest.skip("no paper tables at ../shared/paper_tables")
+    paper_tables = Path(__file__).resolve().parents[1] / "resources" / "paper_tables"
     frame, notes = kadar_table1(real_copy, 4, paper_tables)
     both = frame[frame["paper"].notna()]
     assert len(both) == 14 and both["ours"].notna().all()

@@ -21,7 +21,7 @@ from mlmm.pivot.models import BridgeMAE, chain_scores, nearest, random_scores
 from mlmm.pivot.table import table5
 from mlmm.ted import TOPICS, corrnet
 
-PAPER_TABLES = Path("/work/shared/paper_tables")
+PAPER_TABLES = Path(__file__).resolve().parents[1] / "resources" / "paper_tables"
 WORDS = {"en": "cat", "fr": "chat", "de": "katze"}
 FILLER = {"en": ["a", "the", "with"], "fr": ["un", "le", "avec"], "de": ["ein", "der", "mit"]}
 SETTINGS = {

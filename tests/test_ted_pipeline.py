@@ -9,7 +9,7 @@ import pytest
 from mlmm.cli import main
 from mlmm.ted import LANGUAGES, TOPICS
 
-PAPER_TABLES = Path(__file__).resolve().parents[1].parent / "shared" / "paper_tables"
+PAPER_TABLES = Path(__file__).resolve().parents[1] / "resources" / "paper_tables"
 
 
 def run(*args) -> None:
