@@ -233,3 +233,14 @@ def test_tables_in_the_papers_shape(setup, tmp_path):
     assert html.startswith("<!DOCTYPE html>") and "Bilingual + c2c" in html
     tex = (out / "kadar2018_table2.tex").read_text()
     assert r"\pm" in tex and "multicolumn" in tex
+
+
+def test_a_figure_without_runs_fails_instead_of_drawing_a_placeholder(setup, tmp_path):
+    config, runs, _ = setup
+    section = report.read_section([config])
+    loaded = report.load_runs([runs / "mlmme"], section)  # maps onto no figure
+    with pytest.raises(InputError, match="figure: 3"):
+        report.kadar_figure3(loaded, tmp_path)
+    with pytest.raises(InputError, match="figure: 2"):
+        report.ame_figure2(loaded, tmp_path)
+    assert not list(tmp_path.glob("*.png"))

@@ -273,8 +273,21 @@ def test_slurm_profile_names_the_gpu_rules():
     assert set(profile["set-resources"]) == GPU_RULES
     for name, resources in profile["set-resources"].items():
         assert resources["gpu"] == 1, name
-    for key in ("slurm_partition", "mem_mb", "runtime", "cpus_per_task"):
+    for key in ("mem_mb", "runtime", "cpus_per_task"):
         assert key in profile["default-resources"], key
+    # partitions are left to the cluster's default until a user names theirs
+    assert "slurm_partition" not in str(profile["default-resources"])
+    assert not any("slurm_partition" in r for r in profile["set-resources"].values())
+
+
+def test_default_profile_keeps_gpu_jobs_within_the_card():
+    """Whole-card GPU rules take `gpu`, train_retrieval one of `gpu_slots` (N per card)."""
+    profile = yaml.safe_load((REPO / "profiles/default/config.yaml").read_text())
+    limits = dict(item.split("=") for item in profile["resources"])
+    assert int(limits["gpu"]) == 1 and int(limits["gpu_slots"]) >= 1
+    shared = {rule for rule, res in profile["set-resources"].items() if "gpu_slots" in res}
+    whole = {rule for rule, res in profile["set-resources"].items() if "gpu" in res}
+    assert shared == {"train_retrieval"} and whole | shared == GPU_RULES
 
 
 def test_slurm_dry_run_resolves_resources(slurm_dry_run):
@@ -287,9 +300,9 @@ def test_slurm_dry_run_resolves_resources(slurm_dry_run):
                 assert res[key] == "<TBD>" or int(res[key]) >= 1, (rule, key, res)
             assert res["cpus_per_task"] == res["threads"], (rule, res)
             if rule in GPU_RULES:
-                assert res.get("gpu") == "1" and res["slurm_partition"] == "gpu", (rule, res)
+                assert res.get("gpu") == "1" and "slurm_partition" not in res, (rule, res)
             else:
-                assert "gpu" not in res and res["slurm_partition"] == "cpu", (rule, res)
+                assert "gpu" not in res and "slurm_partition" not in res, (rule, res)
 
 
 # --------------------------------------------------------------------------- SLURM run
@@ -369,9 +382,10 @@ def test_slurm_plugin_submits_with_the_profiles_resources(tmp_path, stub_dir):
     for argv in (cpu, gpu):
         assert argv_value(argv, "--mem") == "4000" and argv_value(argv, "-t") == "60"
         assert argv_value(argv, "-A") == slurm_stub.ACCOUNT
+    # no partition in the profile: the plugin takes the cluster's default (the stub's "cpu*")
     assert argv_value(cpu, "-p") == "cpu" and "--cpus-per-task=2" in cpu
     assert not any(a.startswith(("--gpus", "--gres")) for a in cpu)
-    assert argv_value(gpu, "-p") == "gpu" and "--gpus=1" in gpu
+    assert argv_value(gpu, "-p") == "cpu" and "--gpus=1" in gpu
     srun = [json.loads(line) for line in (stub_dir / "state" / "srun.jsonl").open()]
     assert any("--gpus=1" in call["argv"] for call in srun)  # the GPU reaches the job step
 

@@ -258,9 +258,14 @@ def _save(fig, stem: Path) -> list[Path]:
     return paths
 
 
-def _empty(ax, message: str) -> None:
-    ax.text(0.5, 0.5, message, ha="center", va="center", wrap=True, transform=ax.transAxes)
-    ax.set_axis_off()
+def _require(frame: pd.DataFrame, paper: str, number: int, what: str) -> None:
+    """A figure is drawn from real runs or not at all: no placeholder image."""
+    if frame.empty:
+        raise InputError(
+            "--runs",
+            f"{what} of a variant whose paper_rows has {{paper: {paper}, figure: {number}}}",
+            "none",
+        )
 
 
 def kadar_figure3(runs: list[Run], out: Path, metric: str = "R@10") -> list[Path]:
@@ -277,11 +282,8 @@ def kadar_figure3(runs: list[Run], out: Path, metric: str = "R@10") -> list[Path
 
     frame = runs_frame(runs, "kadar2018", 3, key="figure")
     frame = frame[frame.direction.isin(["i2t", "t2i"]) & (frame.metric == metric)]
+    _require(frame, "kadar2018", 3, f"a run with {metric} of i2t or t2i")
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), sharey=True, layout="constrained")
-    if frame.empty:
-        _empty(axes[0], "no configured variant maps onto Kadar et al. Figure 3")
-        axes[1].set_axis_off()
-        return _close(fig, _save(fig, Path(out) / "kadar2018_figure3"))
     order = ["Monolingual", "Bilingual", "Multilingual"]
     systems = sorted(set(frame.system), key=lambda s: (order.index(s) if s in order else 9, s))
     languages = [la for la in ("en", "de") if la in set(frame.language)]  # the paper's panels
@@ -330,10 +332,8 @@ def ame_figure2(runs: list[Run], out: Path) -> list[Path]:
                 )
     frame = pd.DataFrame(rows, columns=["system", "step", "seed", "alignment", "r1"])
     frame = frame.dropna(subset=["step"])
+    _require(frame, "ame2019", 2, "a run with a validation history")
     fig, ax = plt.subplots(figsize=(6, 3.6), layout="constrained")
-    if frame.empty:
-        _empty(ax, "no configured variant with a history maps onto AME Figure 2")
-        return _close(fig, _save(fig, Path(out) / "ame2019_figure2"))
     right = ax.twinx()
     for system, group in frame.groupby("system", sort=False):
         curve = group.groupby("step")[["alignment", "r1"]].mean(numeric_only=True)
