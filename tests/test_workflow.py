@@ -427,7 +427,19 @@ def test_whole_workflow_on_the_default_demo_world(tmp_path):
     assert "Nothing to be done" in again.stdout, again.stdout[-3000:]
     tables = sorted((workdir / "results" / "tables").glob("*.csv"))
     assert tables
-    for table in tables:  # every table beside a paper's has numbers of ours, not only the paper's
+    for table in tables:  # every table beside a paper's has numbers of ours and the paper's
         frame = pd.read_csv(table)
         if "paper" in frame.columns:
-            assert frame["ours"].notna().any(), table.name
+            assert frame["ours"].notna().any() and frame["paper"].notna().any(), table.name
+    # the report holds every table and figure of the four papers, each with its own caption
+    built = run_snakemake(workdir, "--report", "results/report.html")
+    assert built.returncode == 0, built.stdout[-3000:]
+    page = (workdir / "results/report.html").read_text(encoding="utf-8")
+    from mlmm.catalogue import ALL_FIGURES, ALL_TABLES
+
+    for stem in ALL_TABLES + ALL_FIGURES:
+        shown = f"{stem}.html" if stem in ALL_TABLES else f"{stem}.png"
+        assert f'"{shown}"' in page, shown
+        caption = (REPO / "workflow/report" / f"{stem}.rst").read_text(encoding="utf-8")
+        words = " ".join(caption.splitlines()[0].split(":", 1)[1].split()[:2])
+        assert json.dumps(words)[1:-1] in page, (stem, words)  # its caption, as JSON escapes it
