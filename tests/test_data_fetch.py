@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from mlmm.cli import main
-from mlmm.data.fetch import MARKER, fetch, make_manifest, read_manifest, sha256_file
+from mlmm.data.fetch import MARKER, download, fetch, make_manifest, read_manifest, sha256_file
 from mlmm.data.prepare import expected_files
 from mlmm.errors import InputError
 
@@ -160,7 +160,7 @@ def test_fetch_from_url_with_retries(mirror, tmp_path):
     root, manifest = mirror
     out = tmp_path / "out"
     with _Server(root, {"/data/a.txt": 2}) as server:
-        counts = fetch(manifest, out, url=server.url + "/", retries=3, backoff=0.0, timeout=10)
+        counts = fetch(manifest, out, url=server.url + "/", retries=3, timeout=10)
     assert counts["fetched"] == 3
     assert server.requests.count("/data/a.txt") == 3
     assert (out / "data/a.txt").read_bytes() == FILES["data/a.txt"]
@@ -170,9 +170,9 @@ def test_fetch_from_url_with_retries(mirror, tmp_path):
 def test_url_errors_after_the_last_retry_leave_no_file(mirror, tmp_path):
     root, manifest = mirror
     out = tmp_path / "out"
-    failed = pytest.raises(InputError, match=r"c\.txt.*after 3 attempts")
+    failed = pytest.raises(InputError, match=r"c\.txt: expected a reachable URL.*after 3 attempts")
     with _Server(root, {"/c.txt": 10}, truncate=True) as server, failed:
-        fetch(manifest, out, url=server.url, retries=2, backoff=0.0, timeout=10)
+        fetch(manifest, out, url=server.url, retries=2, timeout=10)
     assert server.requests.count("/c.txt") == 3
     assert not (out / "c.txt").exists() and not (out / MARKER).exists()
     assert leftovers(out) == []
@@ -182,10 +182,10 @@ def test_url_not_found_is_not_retried(mirror, tmp_path):
     root, manifest = mirror
     (root / "c.txt").unlink()
     failed = pytest.raises(
-        InputError, match=r"c\.txt: expected a downloadable file, found HTTP 404"
+        InputError, match=r"c\.txt: expected a reachable URL of a file, found HTTP 404"
     )
     with _Server(root, {}) as server, failed:
-        fetch(manifest, tmp_path / "out", url=server.url, retries=3, backoff=0.0)
+        fetch(manifest, tmp_path / "out", url=server.url, retries=3)
     assert server.requests.count("/c.txt") == 1
 
 
@@ -209,3 +209,52 @@ def test_committed_manifest_matches_the_real_mirror(tmp_path):
     entries = read_manifest(REPO / "workflow/manifests/multi30k.sha256")
     for rel, digest in entries.items():
         assert sha256_file(mirror / rel) == digest, rel
+
+
+class _HalfThenRange(http.server.BaseHTTPRequestHandler):
+    """Sends half of BODY and drops the connection, then honours Range requests."""
+
+    BODY = bytes(range(256)) * 16384  # 4 MiB: whole 1 MiB chunks arrive before the break
+    seen: list[str | None] = []
+
+    def do_GET(self):
+        ranged = self.headers.get("Range")
+        type(self).seen.append(ranged)
+        if ranged is None:
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(self.BODY)))
+            self.end_headers()
+            self.wfile.write(self.BODY[: len(self.BODY) // 2])
+            self.close_connection = True
+            return
+        start = int(ranged.removeprefix("bytes=").rstrip("-"))
+        self.send_response(206)
+        self.send_header("Content-Length", str(len(self.BODY) - start))
+        self.end_headers()
+        self.wfile.write(self.BODY[start:])
+
+    def log_message(self, *args):
+        pass
+
+
+def test_download_resumes_a_broken_transfer_and_checks_sha256(tmp_path):
+    import hashlib
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _HalfThenRange)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{httpd.server_address[1]}/vectors.vec"
+    body = _HalfThenRange.BODY
+    try:
+        digest = hashlib.sha256(body).hexdigest()
+        target = download(url, tmp_path / "d/vectors.vec", digest, retries=1, progress=False)
+        assert target.read_bytes() == body
+        first, resumed = _HalfThenRange.seen
+        assert first is None and 0 < int(resumed[6:-1]) <= len(body) // 2  # the rest only
+        assert download(url, target, digest) == target and len(_HalfThenRange.seen) == 2  # kept
+        with pytest.raises(InputError, match=r"vectors\.vec: expected sha256 0{64}, found sha256"):
+            download(url, tmp_path / "e/vectors.vec", "0" * 64, retries=1, progress=False)
+        assert not (tmp_path / "e/vectors.vec").exists()
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

@@ -61,7 +61,8 @@ def env_pins(path: Path) -> dict[str, str]:
                 assert specifier.operator == "==", f"{path.name}: {spec} is not pinned"
                 pins[req.name.lower()] = specifier.version
             continue
-        match = re.fullmatch(r"([A-Za-z0-9_.-]+)(==?)([0-9][0-9A-Za-z.]*)", dep)
+        # an optional build string: pytorch=<version>=cuda* (the CUDA build)
+        match = re.fullmatch(r"([A-Za-z0-9_.-]+)(==?)([0-9][0-9A-Za-z.]*)(=[\w*.]+)?", dep)
         assert match, f"{path.name}: {dep!r} is not pinned with = or =="
         pins[CONDA_TO_PYPI.get(match[1], match[1]).lower()] = match[3]
     return pins
@@ -87,6 +88,14 @@ def test_env_files_pin_every_dependency():
                 assert req.specifier.contains(pins[name], prereleases=True), (
                     f"{name}={pins[name]} is outside pyproject.toml's {req.specifier}"
                 )
+
+
+def test_torch_env_is_the_cuda_build_and_core_env_runs_meteor():
+    """GPU nodes get CUDA even when the env is built without a driver; METEOR has its Java."""
+    torch_env = yaml.safe_load((ENVS / "torch.yaml").read_text())["dependencies"]
+    assert any(re.fullmatch(r"pytorch=[\d.]+=cuda\*", str(d)) for d in torch_env)
+    core = env_pins(ENVS / "core.yaml")
+    assert "openjdk" in core and "pycocoevalcap" in core
 
 
 def test_post_deploy_installs_the_package_without_dependencies(tmp_path):

@@ -39,7 +39,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from mlmm.data.fetch import MARKER, _download, manifest_text
+from mlmm.data.fetch import MARKER, download, manifest_text
 from mlmm.data.multi30k import CAPTIONS_PER_IMAGE
 from mlmm.errors import InputError
 from mlmm.io import atomic_path, read_lines, sha256_file, write_json, write_text
@@ -277,9 +277,8 @@ def _local(
     if is_url(source):
         path = download_dir / name
         if not (expected and path.is_file() and sha256_file(path) == expected):
-            base, rel = source.rsplit("/", 1)
             with atomic_path(path) as tmp:
-                _download(base, retries, backoff, timeout)(rel, tmp)
+                download(source, tmp, None, retries, timeout)
                 _check(source, expected, sha256_file(tmp))
     else:
         path = Path(source)

@@ -6,15 +6,18 @@ so an interrupted or failed fetch never leaves a partial or unverified file unde
 A file already present with the right hash is kept, so re-running after a failure resumes. The
 copy of the manifest (``MANIFEST.sha256`` in the output directory) is written last: it is the
 marker that the whole copy is complete and verified.
+
+Every download of the project (Multi30K files, COCO archives, fastText vectors, MUSE
+dictionaries) goes through ``download``: pooch's retries and sha256 check, with a downloader
+that keeps what arrived in ``<name>.part`` and continues it with an HTTP Range request, a
+timeout per read and a tqdm progress bar.
 """
 
 from __future__ import annotations
 
-import http.client
 import re
 import shutil
-import time
-import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
@@ -70,36 +73,99 @@ def _copy_from_mirror(mirror: Path) -> Callable[[str, Path], str]:
     return fetch_one
 
 
-def _download(base_url: str, retries: int, backoff: float, timeout: float):
-    def fetch_one(rel: str, tmp: Path) -> str:
-        url = f"{base_url.rstrip('/')}/{rel}"
-        for attempt in range(retries + 1):
-            try:
-                with (
-                    urllib.request.urlopen(url, timeout=timeout) as response,
-                    open(tmp, "wb") as out,
-                ):
-                    shutil.copyfileobj(response, out)
-                    # http.client does not notice a connection closed early: check the length
-                    length = response.headers.get("Content-Length")
-                    if length is not None and out.tell() != int(length):
-                        raise http.client.IncompleteRead(b"", int(length) - out.tell())
-                return url
-            except urllib.error.HTTPError as exc:
-                if exc.code not in _TRANSIENT_HTTP or attempt == retries:
-                    raise InputError(
-                        url, "a downloadable file", f"HTTP {exc.code} {exc.reason}"
-                    ) from None
-            except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
-                if attempt == retries:
-                    reason = getattr(exc, "reason", exc)
-                    raise InputError(
-                        url, "a downloadable file", f"{reason} after {retries + 1} attempts"
-                    ) from None
-            time.sleep(backoff * 2**attempt)
-        raise AssertionError("unreachable")
+# Client errors that a retry cannot fix (a missing file, no permission): stop at once.
+_FINAL_HTTP = {400, 401, 403, 404, 405, 410}
 
-    return fetch_one
+
+class _ResumingDownloader:
+    """A pooch downloader: streams ``url`` into ``<target>.part`` (appending with an HTTP Range
+    request when an earlier attempt left one) and hands the complete file to pooch, which
+    checks its sha256 and retries on network errors. file:// URLs are copied."""
+
+    def __init__(self, target: Path, timeout: float, progress: bool):
+        self.part = target.with_name(target.name + ".part")
+        self.timeout, self.progress = timeout, progress
+
+    def __call__(self, url: str, output_file: str, pooch_obj, check_only: bool = False):
+        import requests
+
+        if urllib.parse.urlsplit(url).scheme == "file":
+            source = Path(urllib.request.url2pathname(urllib.parse.urlsplit(url).path))
+            if not source.is_file():
+                raise InputError(url, "a reachable URL of a file", "no such file")
+            shutil.copyfile(source, output_file)
+            return
+        done = self.part.stat().st_size if self.part.is_file() else 0
+        headers = {"Range": f"bytes={done}-"} if done else {}
+        with requests.get(url, stream=True, timeout=self.timeout, headers=headers) as response:
+            if response.status_code in _FINAL_HTTP:
+                status = f"HTTP {response.status_code} {response.reason}"
+                raise InputError(url, "a reachable URL of a file", status)
+            if response.status_code != 416:  # 416: the part already holds every byte
+                response.raise_for_status()
+                if response.status_code != 206:  # the server ignored the range: start over
+                    done = 0
+                size = int(response.headers.get("Content-Length", 0)) or None
+                total = size + done if size else None
+                with (
+                    open(self.part, "ab" if done else "wb") as out,
+                    tqdm(total=total, initial=done, unit="B", unit_scale=True,
+                         desc=Path(url).name, disable=not self.progress) as bar,
+                ):  # fmt: skip
+                    for chunk in response.iter_content(chunk_size=1 << 20):
+                        out.write(chunk)
+                        bar.update(len(chunk))
+                if total is not None and self.part.stat().st_size != total:
+                    raise requests.exceptions.ChunkedEncodingError(
+                        f"connection closed after {self.part.stat().st_size} of {total} bytes"
+                    )
+        shutil.move(self.part, output_file)
+
+
+def download(
+    url: str,
+    target: str | Path,
+    sha256: str | None = None,
+    retries: int = 4,
+    timeout: float = 60.0,
+    progress: bool = True,
+) -> Path:
+    """``url`` to ``target``: retried (pooch), resumed after a broken connection, renamed into
+    place only when complete and, with ``sha256``, matching it. A ``target`` already there is
+    kept only when it has that hash (an atomic writer's empty temporary file is replaced)."""
+    import pooch
+    import requests
+
+    target = Path(target)
+    if target.is_file():
+        if sha256 is not None and sha256_file(target) == sha256:
+            return target
+        target.unlink()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    known = f"sha256:{sha256}" if sha256 else None
+    logger = pooch.get_logger()
+    level = logger.level
+    logger.setLevel("WARNING")  # the progress bar says what pooch would log
+    try:
+        pooch.create(
+            path=target.parent,
+            base_url="",
+            registry={target.name: known},
+            urls={target.name: url},
+            retry_if_failed=retries,
+        ).fetch(target.name, downloader=_ResumingDownloader(target, timeout, progress))
+    except ValueError as exc:  # pooch's hash mismatch after the last retry
+        found = re.search(r"but got (\w+)", str(exc))
+        raise InputError(
+            url, f"sha256 {sha256}", f"sha256 {found.group(1) if found else '?'}"
+        ) from None
+    except requests.exceptions.RequestException as exc:
+        raise InputError(
+            url, "a reachable URL of a file", f"{type(exc).__name__} after {retries + 1} attempts"
+        ) from None
+    finally:
+        logger.setLevel(level)
+    return target
 
 
 def fetch(
@@ -108,11 +174,11 @@ def fetch(
     mirror: str | Path | None = None,
     url: str | None = None,
     retries: int = 4,
-    backoff: float = 2.0,
     timeout: float = 60.0,
     validate: Callable[[Path], object] | None = None,
 ) -> dict[str, int]:
-    """Copy (``mirror``) or download (``url``) every manifest file to ``out``/<path>, verified.
+    """Copy (``mirror``) or download (``url``, through ``download``) every manifest file to
+    ``out``/<path>, verified.
 
     ``validate(out)`` runs on the complete copy before the marker is written, so a dataset that
     is intact byte for byte but malformed (e.g. a caption count off) gets no marker either.
@@ -124,23 +190,23 @@ def fetch(
     out = Path(out)
     marker = out / MARKER
     marker.unlink(missing_ok=True)
-    if mirror is not None:
-        fetch_one = _copy_from_mirror(Path(mirror))
-    else:
-        fetch_one = _download(url, retries, backoff, timeout)
+    copy_one = _copy_from_mirror(Path(mirror)) if mirror is not None else None
     counts = {"fetched": 0, "present": 0}
     for rel, expected in tqdm(sorted(entries.items()), desc="fetch", unit="file"):
         target = out / rel
         if target.is_file() and sha256_file(target) == expected:
             counts["present"] += 1
             continue
-        with atomic_path(target) as tmp:
-            source = fetch_one(rel, tmp)
-            found = sha256_file(tmp)
-            if found != expected:
-                raise InputError(
-                    source, f"sha256 {expected} (manifest {manifest})", f"sha256 {found}"
-                )
+        if copy_one is None:
+            download(f"{url.rstrip('/')}/{rel}", target, expected, retries, timeout, False)
+        else:
+            with atomic_path(target) as tmp:
+                source = copy_one(rel, tmp)
+                found = sha256_file(tmp)
+                if found != expected:
+                    raise InputError(
+                        source, f"sha256 {expected} (manifest {manifest})", f"sha256 {found}"
+                    )
         counts["fetched"] += 1
     if validate is not None:
         validate(out)

@@ -251,20 +251,10 @@ def derive_onto_english(
 
 
 def _fetch(url: str, target: Path) -> Path:
-    """Download ``url`` to ``target`` atomically; an unreachable URL is an InputError."""
-    import shutil
-    import urllib.request
+    """Download ``url`` to ``target`` (mlmm.data.fetch.download: retries, resume, atomic)."""
+    from mlmm.data.fetch import download
 
-    try:
-        with (
-            atomic_path(target) as tmp,
-            urllib.request.urlopen(url) as response,
-            open(tmp, "wb") as handle,
-        ):
-            shutil.copyfileobj(response, handle)
-    except OSError as exc:
-        raise InputError(url, "a reachable URL of fastText vectors", str(exc)) from None
-    return target
+    return download(url, target)
 
 
 def download_lexicons(url: str, langs: list[str], out: Path) -> None:
