@@ -26,5 +26,6 @@ lint: setup
 	$(BIN)/snakefmt --check Snakefile workflow
 	$(BIN)/snakemake --lint
 
+# Keeps resources/downloads (config `downloads`: COCO archives, fastText vectors, MUSE).
 clean:
 	rm -rf results .snakemake

@@ -118,6 +118,7 @@ if COCO["source"] == "files" and not COCO["images"]:
                 if a.get("sha256")
             ),
             out=COCO_IMAGES,
+            downloads=DOWNLOADS / "coco",  # the zip archives, kept by `make clean`
         shell:
             "mlmm fetch-coco-images --archives {params.archives}{params.sha256}"
-            " --out {params.out} > {log} 2>&1"
+            " --download-dir {params.downloads} --out {params.out} > {log} 2>&1"

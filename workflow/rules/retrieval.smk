@@ -41,7 +41,7 @@ if MUSE_URL:
 
     rule fetch_muse:
         output:
-            MUSE_FILES,
+            [protected(path) for path in MUSE_FILES],
         log:
             LOGS / "retrieval/fetch_muse.log",
         conda:
@@ -66,7 +66,14 @@ if RETRIEVAL_VECTORS["source"] != "path":
             multi30k=MULTI30K_MARKER,
             demo=demo_inputs("multi30k"),
         output:
-            [vectors_file(lang) for lang in RETRIEVAL_VECTORS["languages"]],
+            [
+                (
+                    protected(vectors_file(lang))
+                    if RETRIEVAL_VECTORS["source"] == "url"
+                    else vectors_file(lang)
+                )
+                for lang in RETRIEVAL_VECTORS["languages"]
+            ],
         log:
             LOGS / "retrieval/vectors.log",
         conda:

@@ -13,6 +13,8 @@ RETRIEVAL_RECORDS = {
 RETRIEVAL_VECTORS = RETRIEVAL["vectors"]
 if RETRIEVAL_VECTORS["source"] == "path":
     VECTORS_DIR = Path(RETRIEVAL_VECTORS["path"])
+elif RETRIEVAL_VECTORS["source"] == "url":
+    VECTORS_DIR = DOWNLOADS / "fasttext"  # kept by `make clean`
 else:
     VECTORS_DIR = RETRIEVAL_DIR / "vectors"
 # MUSE dictionaries and STS sets: configured directories, or the demo worlds' (en-ja is in the
@@ -27,7 +29,7 @@ ROTATED_VECTORS = RETRIEVAL_VECTORS["rotated"]
 # retrieval.muse may be the URL of MUSE's dictionaries: en-<lang>.txt of every aligned language
 # is then downloaded (rule fetch_muse).
 MUSE_URL = (RETRIEVAL["muse"] or "").startswith(("http://", "https://"))
-MUSE_DOWNLOADS = RETRIEVAL_DIR / "muse"
+MUSE_DOWNLOADS = DOWNLOADS / "muse"
 MUSE_LANGUAGES = sorted(
     {lang for lang in RETRIEVAL_VECTORS["languages"] if lang != "en"}
     | set(ROTATED_VECTORS)
