@@ -18,7 +18,7 @@ from mlmm.demo import generate_world
 from mlmm.demo.grammar import Content, Mention, raw, tokens
 from mlmm.demo.scenes import SHAPES
 from mlmm.demo.sts import similarity
-from mlmm.demo.world import split_sizes
+from mlmm.demo.world import MARKER, split_sizes
 from mlmm.errors import InputError
 
 N = 40
@@ -62,7 +62,7 @@ def test_layout_is_exactly_the_contract(world: Path) -> None:
     expected |= {f"muse/en-{lang}.txt" for lang in ("de", "fr", "cs")}
     expected |= {f"images/{i:06d}.jpg" for i in range(N)}
     found = {p.relative_to(world).as_posix() for p in world.rglob("*") if p.is_file()}
-    assert found == expected
+    assert found == expected | {MARKER}
 
 
 def test_splits_and_line_counts(world: Path) -> None:
@@ -256,3 +256,10 @@ def test_cli_help_and_run(tmp_path: Path) -> None:
     (tmp_path / "w/MANIFEST.sha256").unlink()
     assert main(["demo-world", str(tmp_path / "w"), "--seed", "2", "--images", "36"]) == 0
     assert len(list((tmp_path / "w/images").iterdir())) == 36
+    # an edited world is refused (one line, nothing changed) unless --force
+    edited = tmp_path / "w/data/task1/image_splits/val.txt"
+    edited.write_text("mine\n")
+    assert main(["demo-world", str(tmp_path / "w"), "--images", "30"]) == 2
+    assert edited.read_text() == "mine\n"
+    assert main(["demo-world", str(tmp_path / "w"), "--images", "30", "--force"]) == 0
+    assert edited.read_text() != "mine\n"

@@ -261,3 +261,16 @@ def test_cli_eval_retrieval(tmp_path, capsys):
     argv[argv.index("2")] = "3"  # 40 captions are not 3 per image
     assert main(argv) == 2
     assert "c.npy: expected 20 x 3 rows, found 40 rows" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_metric_functions_refuse_non_finite_embeddings(bad: float) -> None:
+    """A NaN row compares false with everything and would rank first: R@1 = 100 from garbage."""
+    images, captions = np.eye(4, dtype=np.float32), np.eye(4, dtype=np.float32)
+    images[2, 1] = bad
+    with pytest.raises(InputError, match=r"image embeddings: expected finite values .* row 2"):
+        ev.retrieval_metrics(images, captions, 1)
+    with pytest.raises(InputError, match="query embeddings"):
+        ev.c2c_metrics(images, captions)
+    with pytest.raises(InputError, match="score matrix"):
+        ev.i2t(images, 1)

@@ -60,12 +60,30 @@ def recall_sum(metrics: dict[str, dict[str, float]]) -> float:
 # similarities
 
 
-def _as_tensor(x: np.ndarray | torch.Tensor) -> torch.Tensor:
-    """A float32 (or float64) CPU matrix; counting runs on the CPU wherever embeddings live."""
+def _as_tensor(x: np.ndarray | torch.Tensor, what: str = "embeddings") -> torch.Tensor:
+    """A float32 (or float64) CPU matrix; counting runs on the CPU wherever embeddings live.
+
+    Non-finite values are refused: a NaN compares false with everything, so a NaN row would
+    count no competitor above its positive and rank first (R@1 = 100 from garbage).
+    """
     t = torch.as_tensor(x).detach().cpu()
     if t.ndim != 2:
         raise ValueError(f"expected a 2-d matrix, found shape {tuple(t.shape)}")
-    return t if t.dtype == torch.float64 else t.float()
+    t = t if t.dtype == torch.float64 else t.float()
+    check_finite(t, what)
+    return t
+
+
+def check_finite(matrix: np.ndarray | torch.Tensor, what: str) -> None:
+    """InputError naming how many rows of ``matrix`` hold NaN or inf, and the first of them."""
+    bad = ~torch.isfinite(torch.as_tensor(matrix)).all(dim=1)
+    if bool(bad.any()):
+        rows = torch.nonzero(bad).flatten()
+        raise InputError(
+            what,
+            "finite values in every row",
+            f"NaN or inf in {len(rows)} of {len(bad)} rows (first: row {int(rows[0])})",
+        )
 
 
 def l2_normalise(x: torch.Tensor) -> torch.Tensor:
@@ -120,9 +138,9 @@ def own_scores(
     return -(captions - owners).clamp(min=0).pow(2).sum(1)
 
 
-def _prepare(x, similarity: Similarity) -> torch.Tensor:
+def _prepare(x, similarity: Similarity, what: str = "embeddings") -> torch.Tensor:
     """Cosine needs unit rows; order embeddings are used as given (the model's own output)."""
-    x = _as_tensor(x)
+    x = _as_tensor(x, what)
     return l2_normalise(x) if similarity == "cosine" else x
 
 
@@ -293,7 +311,7 @@ def _both_directions(
 
 
 def _score_matrix_ranks(scores, per_image: int, want: tuple[str, ...], chunk: int | None):
-    scores = _as_tensor(scores)
+    scores = _as_tensor(scores, "score matrix")
     n, m = scores.shape
     _check_layout(n, m, per_image)
     own = scores[torch.arange(m) // per_image, torch.arange(m)]
@@ -325,7 +343,8 @@ def retrieval_ranks(
     chunk: int | None = None,
 ) -> dict[str, torch.Tensor]:
     """0-based i2t ranks (one per image) and t2i ranks (one per caption) from embeddings."""
-    images, captions = _prepare(images, similarity), _prepare(captions, similarity)
+    images = _prepare(images, similarity, "image embeddings")
+    captions = _prepare(captions, similarity, "caption embeddings")
     if images.shape[1] != captions.shape[1]:
         raise ValueError(f"embedding sizes differ: {images.shape[1]} vs {captions.shape[1]}")
     n = images.shape[0]
@@ -351,7 +370,8 @@ def retrieval_metrics(
     each part is evaluated on its own, and every metric is the mean over the parts (VSE++
     ``evalrank(fold5=True)``).
     """
-    image_emb, caption_emb = _as_tensor(image_emb), _as_tensor(caption_emb)
+    image_emb = _as_tensor(image_emb, "image embeddings")
+    caption_emb = _as_tensor(caption_emb, "caption embeddings")
     n = image_emb.shape[0]
     if folds < 1 or n % folds:
         raise ValueError(f"{n} images cannot be cut into {folds} equal folds")
@@ -382,7 +402,8 @@ def c2c_metrics(
     image (the i2t rule, with a caption as the query). With ``k = 1`` (translations) this is
     plain one-to-one retrieval. Order similarity treats targets as the lower (caption) side.
     """
-    queries, targets = _prepare(query_emb, similarity), _prepare(target_emb, similarity)
+    queries = _prepare(query_emb, similarity, "query embeddings")
+    targets = _prepare(target_emb, similarity, "target embeddings")
     if queries.shape != targets.shape:
         raise ValueError(f"query and target shapes differ: {queries.shape} vs {targets.shape}")
     nq = queries.shape[0]
@@ -413,7 +434,8 @@ def sts_pearson(emb_a, emb_b, gold) -> float:
     Calixto & Liu (2017, Table 2) scale the cosine by 5 onto the gold 0-5 range; Pearson is
     scale-invariant, the factor only keeps the predictions on the gold scale.
     """
-    a, b = l2_normalise(_as_tensor(emb_a).double()), l2_normalise(_as_tensor(emb_b).double())
+    a = l2_normalise(_as_tensor(emb_a, "STS embeddings (first)").double())
+    b = l2_normalise(_as_tensor(emb_b, "STS embeddings (second)").double())
     gold = np.asarray(gold, dtype=np.float64)
     if a.shape != b.shape or a.shape[0] != len(gold):
         raise ValueError(f"shapes differ: {tuple(a.shape)}, {tuple(b.shape)}, gold {gold.shape}")

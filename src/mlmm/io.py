@@ -103,3 +103,82 @@ def sha256_file(path: str | Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def refuse_overwrite(out: str | Path, inputs: list[str | Path | None], force: bool = False) -> None:
+    """InputError when ``out`` is one of ``inputs`` (same file, however spelt), unless ``force``.
+
+    A command that writes its output over its input destroys the input before it has read it
+    all (or leaves the user with only the derived file), so it must be asked for explicitly.
+    """
+    if force:
+        return
+    target = Path(out)
+    for source in inputs:
+        if source is None:
+            continue
+        source = Path(source)
+        same = (
+            os.path.samefile(source, target)
+            if source.exists() and target.exists()
+            else source.resolve() == target.resolve()
+        )
+        if same:
+            raise InputError(
+                target, f"an output path other than the input {source}", "the input itself"
+            )
+
+
+def tree_hashes(root: str | Path, skip: tuple[str, ...] = ()) -> dict[str, str]:
+    """sha256 of every file under ``root`` by POSIX relative path (names in ``skip`` left out)."""
+    root = Path(root)
+    return {
+        path.relative_to(root).as_posix(): sha256_file(path)
+        for path in sorted(root.rglob("*"))
+        if path.is_file() and path.relative_to(root).as_posix() not in skip
+    }
+
+
+def mark_output_dir(root: str | Path, marker: str) -> None:
+    """Write ``root/marker``: the sha256 of every file under ``root``, so that a later run can
+    tell an untouched directory of ours (which it may replace) from edited or foreign content."""
+    entries = tree_hashes(root, skip=(marker,))
+    write_text(Path(root) / marker, "".join(f"{h}  {rel}\n" for rel, h in entries.items()))
+
+
+def claim_output_dir(
+    out: str | Path, what: str, marker: str, force: bool = False
+) -> None:
+    """Refuse to replace ``out`` unless it is missing, empty, or an unedited output of ours.
+
+    "Ours" means ``out/marker`` (written by ``mark_output_dir``) lists every file present with
+    its hash; files it lists that are gone (e.g. deleted by Snakemake before a rerun) are fine.
+    Anything else (a foreign directory, an edited or added file) needs ``force``.
+    """
+    out = Path(out)
+    if not out.exists() or force:
+        return
+    if not out.is_dir():
+        raise InputError(out, "a directory (or no such path)", "a file")
+    if not any(out.iterdir()):
+        return
+    hint = "; pass --force to replace it"
+    listed: dict[str, str] = {}
+    marker_path = out / marker
+    if not marker_path.is_file():
+        raise InputError(
+            out, f"an empty directory or {what} (with {marker})",
+            f"a non-empty directory without {marker}{hint}",
+        )
+    for number, line in enumerate(read_lines(marker_path, allow_empty_lines=True), start=1):
+        digest, sep, rel = line.partition("  ")
+        if not sep or len(digest) != 64:
+            raise InputError(marker_path, "'<sha256>  <path>' lines", repr(line[:60]), line=number)
+        listed[rel] = digest
+    for rel, digest in tree_hashes(out, skip=(marker,)).items():
+        if listed.get(rel) != digest:
+            change = "an added file" if rel not in listed else "an edited file"
+            raise InputError(
+                out, f"an empty directory or an unedited {what} (as {marker} lists)",
+                f"{change} {rel}{hint}",
+            )

@@ -15,8 +15,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "Write a demo world to OUT in the upstream Multi30K layout: rendered scene images, "
             "one caption per image translated into en/de/fr/cs (task1), five independent en "
             "and de captions per image (task2), train/val/test_2016_flickr splits, SemEval-style "
-            "STS pairs and MUSE dictionaries. The same seed gives the same bytes. An existing "
-            "world in OUT is replaced."
+            "STS pairs and MUSE dictionaries. The same seed gives the same bytes. An unedited "
+            "earlier world in OUT is replaced; anything else in OUT needs --force."
         ),
     )
     p.add_argument("out", type=Path, metavar="OUT", help="output directory")
@@ -27,6 +27,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=1200,
         help="number of images, at least 30; 1/12 each go to val and test (default: %(default)s)",
     )
+    p.add_argument(
+        "--force", action="store_true", help="replace OUT even if it holds other or edited files"
+    )
     p.set_defaults(func=run)
 
 
@@ -34,7 +37,7 @@ def run(args: argparse.Namespace) -> None:
     from mlmm.demo import generate_world
 
     start = time.perf_counter()
-    generate_world(args.out, seed=args.seed, images=args.images)
+    generate_world(args.out, seed=args.seed, images=args.images, force=args.force)
     print(
         f"demo world with {args.images} images in {args.out} ({time.perf_counter() - start:.1f} s)"
     )

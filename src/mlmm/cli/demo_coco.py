@@ -18,8 +18,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "annotations/stair_captions_v1.2_{train,val}.json (5 Japanese captions per image), "
             "the MIC test set mic/ (English captions with French and German translations), "
             "English-French/German talks in the TED CLDC layout under ted/, and a MUSE en-ja "
-            "dictionary. The same seed gives the same bytes. An earlier COCO world in OUT is "
-            "replaced."
+            "dictionary. The same seed gives the same bytes. An unedited earlier COCO world in "
+            "OUT is replaced; anything else in OUT needs --force."
         ),
     )
     p.add_argument("out", type=Path, metavar="OUT", help="output directory")
@@ -40,6 +40,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--ted-test", type=int, default=30, help="TED test talks per pair (default: %(default)s)"
     )
+    p.add_argument(
+        "--force", action="store_true", help="replace OUT even if it holds other or edited files"
+    )
     p.set_defaults(func=run)
 
 
@@ -53,6 +56,7 @@ def run(args: argparse.Namespace) -> None:
         images=args.images,
         ted_train=args.ted_train,
         ted_test=args.ted_test,
+        force=args.force,
     )
     print(
         f"COCO demo world with {args.images} images in {args.out} "

@@ -64,10 +64,11 @@ def run_eval(args) -> None:
     import numpy as np
 
     from mlmm.errors import InputError
-    from mlmm.evaluation import retrieval_metrics
-    from mlmm.io import write_json
+    from mlmm.evaluation import check_finite, retrieval_metrics
+    from mlmm.io import refuse_overwrite, write_json
     from mlmm.provenance import Timer, provenance
 
+    refuse_overwrite(args.out, [args.images, args.captions])
     arrays = {}
     for name in ("images", "captions"):
         path = getattr(args, name)
@@ -79,6 +80,7 @@ def run_eval(args) -> None:
             raise InputError(path, "a .npy array", f"unreadable data ({exc})") from None
         if arrays[name].ndim != 2:
             raise InputError(path, "a 2-d array", f"shape {arrays[name].shape}")
+        check_finite(arrays[name], str(path))
     n, m = arrays["images"].shape[0], arrays["captions"].shape[0]
     if args.per_image < 1 or m != n * args.per_image:
         raise InputError(args.captions, f"{n} x {args.per_image} rows", f"{m} rows")

@@ -45,8 +45,6 @@ TED_LANGUAGES = ("fr", "de")
 TED_SENTENCES = (8, 15)  # captions per talk, inclusive
 MAX_COCOID = 581929  # ids are drawn like real ones: sparse, below COCO 2014's largest
 MAX_SENTID = 829717
-# What OUT may hold to be replaced: an earlier COCO world
-COCO_ENTRIES = {"MANIFEST.sha256", "images", "annotations", "mic", "ted", "muse"}
 # Random streams, apart from the Multi30K world's 0-3
 _SCENE, _EN, _JA, _SPLIT, _MIC, _TED_TALK, _TED_PAIR = range(10, 17)
 
@@ -62,8 +60,17 @@ def split_sizes(images: int) -> dict[str, int]:
     return {**sizes, "mic": round(MIC_FRACTION * test)}
 
 
+# Hashes of everything written, so that only an unedited earlier world is ever replaced
+MARKER = ".mlmm-demo-coco.sha256"
+
+
 def generate_coco_world(
-    out: Path, seed: int, images: int, ted_train: int = 150, ted_test: int = 30
+    out: Path,
+    seed: int,
+    images: int,
+    ted_train: int = 150,
+    ted_test: int = 30,
+    force: bool = False,
 ) -> None:
     """Generate the COCO demo world under ``out`` (replacing an earlier one there).
 
@@ -77,9 +84,10 @@ def generate_coco_world(
             raise InputError(name, "at least 1 talk", str(value))
     replace_directory(
         out,
-        COCO_ENTRIES,
-        "an earlier COCO demo world",
+        "earlier COCO demo world",
+        MARKER,
         lambda tmp: _write_coco(tmp, seed, images, ted_train, ted_test),
+        force,
     )
 
 

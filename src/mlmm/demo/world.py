@@ -22,7 +22,7 @@ from mlmm.demo.grammar import LANGUAGES, dictionary, raw, sample_content, tok, t
 from mlmm.demo.scenes import render, sample_scene
 from mlmm.demo.sts import sample_pairs
 from mlmm.errors import InputError
-from mlmm.io import sha256_file
+from mlmm.io import claim_output_dir, mark_output_dir, sha256_file
 
 MIN_IMAGES = 30
 CAPTIONS = 5  # task2 captions per image and language
@@ -31,8 +31,8 @@ TASK2_LANGUAGES = ("en", "de")
 SPLITS = {"train": "train", "val": "val", "test_2016_flickr": "test_2016"}
 STS_PAIRS = {"2014": (250, 0), "2015": (300, 60)}  # year -> (pairs, of which unscored)
 JPEG_QUALITY = 90
-# What OUT may hold to be replaced: an earlier world (Snakemake deletes only its MANIFEST)
-WORLD_ENTRIES = {"MANIFEST.sha256", "data", "images", "sts", "muse"}
+# Hashes of everything written, so that only an unedited earlier world is ever replaced
+MARKER = ".mlmm-demo-world.sha256"
 _SCENE, _CAPTION, _SPLIT, _STS = range(4)  # random streams
 
 
@@ -42,34 +42,30 @@ def split_sizes(images: int) -> dict[str, int]:
     return {"train": images - 2 * held_out, "val": held_out, "test_2016_flickr": held_out}
 
 
-def generate_world(out: Path, seed: int, images: int) -> None:
-    """Generate the demo world under ``out`` (replacing an earlier world there)."""
+def generate_world(out: Path, seed: int, images: int, force: bool = False) -> None:
+    """Generate the demo world under ``out`` (replacing an unedited earlier world there, or
+    anything with ``force``)."""
     out = Path(out)
     if images < MIN_IMAGES:
         raise InputError("--images", f"at least {MIN_IMAGES} images", str(images))
     if seed < 0:
         raise InputError("--seed", "a non-negative integer", str(seed))
     replace_directory(
-        out, WORLD_ENTRIES, "an earlier demo world", lambda tmp: _write_world(tmp, seed, images)
+        out, "earlier demo world", MARKER, lambda tmp: _write_world(tmp, seed, images), force
     )
 
 
 def replace_directory(
-    out: Path, entries: set[str], what: str, write: Callable[[Path], None]
+    out: Path, what: str, marker: str, write: Callable[[Path], None], force: bool = False
 ) -> None:
     """``write`` a fresh directory beside ``out``, then rename it onto ``out``.
 
-    ``out`` may be missing, empty, or hold only ``entries`` (an earlier output, ``what``); any
-    other content is refused, so a mistyped OUT never deletes someone's files.
+    ``out`` may be missing, empty, or an unedited earlier output (``what``, recognised by the
+    hashes ``mlmm.io.mark_output_dir`` leaves in ``marker``); anything else needs ``force``, so a
+    mistyped OUT or an edited world is never deleted silently.
     """
     out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise InputError(out, "a directory", "a file")
-    if out.exists():
-        others = sorted({p.name for p in out.iterdir()} - entries)
-        if others:
-            found = "other files: " + ", ".join(others[:3])
-            raise InputError(out, f"an empty directory or {what}", found)
+    claim_output_dir(out, what, marker, force)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
     umask = os.umask(0)
@@ -77,6 +73,7 @@ def replace_directory(
     tmp.chmod(0o777 & ~umask)  # mkdtemp's 0700 would otherwise stick to OUT
     try:
         write(tmp)
+        mark_output_dir(tmp, marker)
         if out.exists():
             shutil.rmtree(out)
         os.replace(tmp, out)
