@@ -42,12 +42,12 @@ def test_round_trip_is_exact(tmp_path):
 def test_feature_order_and_grouping(tmp_path):
     path = tmp_path / "l.nbest"
     path.write_text(
-        "3 ||| a b ||| A= 1 B= 2 3 ||| 0.5\n"
-        "5 |||  ||| B= 4 5 A= 6 ||| -1\n"
-        "3 ||| c ||| B= 7 8 A= 9 ||| 2\n"
+        "0 ||| a b ||| A= 1 B= 2 3 ||| 0.5\n"
+        "0 ||| c ||| B= 7 8 A= 9 ||| 2\n"
+        "1 |||  ||| B= 4 5 A= 6 ||| -1\n"
     )
     nbest = read_nbest(path)
-    assert nbest.ids == [3, 5] and nbest.texts == [["a b", "c"], [""]]
+    assert nbest.ids == [0, 1] and nbest.texts == [["a b", "c"], [""]]
     assert nbest.columns == ["A", "B.0", "B.1"]
     np.testing.assert_array_equal(nbest.features[0], [[1, 2, 3], [9, 7, 8]])
     np.testing.assert_array_equal(nbest.select(["B"]).features[1], [[4, 5]])
@@ -66,6 +66,7 @@ def test_feature_order_and_grouping(tmp_path):
         ("0 ||| a ||| B= 1 ||| 1", "features {'A': 1}"),
         ("0 ||| a ||| A= 1 A= 2 ||| 1", "distinct"),
         ("", "an n-best line"),
+        ("2 ||| a ||| A= 1 ||| 1", "sentence id 0 or 1 (ids 0, 1, 2, ... in contiguous"),
     ],
 )
 def test_malformed_line_names_its_number(tmp_path, line, message):
@@ -76,13 +77,34 @@ def test_malformed_line_names_its_number(tmp_path, line, message):
     assert message in str(info.value)
 
 
-def test_references_and_missing_id(tmp_path):
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("1 ||| b ||| A= 1 ||| 1\n0 ||| a ||| A= 1 ||| 1\n", "line 1: expected sentence id 0"),
+        ("0 ||| a ||| A= 1 ||| 1\n2 ||| c ||| A= 1 ||| 1\n", "line 2: expected sentence id 0 or"),
+        (
+            "0 ||| a ||| A= 1 ||| 1\n1 ||| b ||| A= 1 ||| 1\n0 ||| a ||| A= 1 ||| 1\n",
+            r"line 3: expected sentence id 1 or 2 \(ids .* blocks\), found id 0$",
+        ),
+    ],
+)
+def test_ids_out_of_order_gaps_and_split_blocks_are_refused(tmp_path, text, message):
+    """Order of first appearance used to decide the 1-best order: TER 77.8 instead of 22.2."""
+    path = tmp_path / "l.nbest"
+    path.write_text(text)
+    with pytest.raises(InputError, match=message):
+        read_nbest(path)
+
+
+def test_references_one_line_per_sentence_in_either_direction(tmp_path):
     ref1, ref2 = tmp_path / "r1", tmp_path / "r2"
     ref1.write_text("a\nb\nc\n")
     ref2.write_text("A\nB\nC\n")
-    assert read_references([ref1, ref2], [2, 0]) == [["c", "C"], ["a", "A"]]
-    with pytest.raises(InputError, match="no line for sentence id 3"):
-        read_references([ref1], [0, 3])
+    assert read_references([ref1, ref2], [0, 1, 2]) == [["a", "A"], ["b", "B"], ["c", "C"]]
+    with pytest.raises(InputError, match="r1: expected 2 lines, one per sentence .*, found 3"):
+        read_references([ref1], [0, 1])
+    with pytest.raises(InputError, match="r1: expected 4 lines, one per sentence .*, found 3"):
+        read_references([ref1], [0, 1, 2, 3])
 
 
 def test_weights_round_trip_and_unknown_features(tmp_path):

@@ -105,7 +105,22 @@ def test_cli_mira_and_rerank(tmp_path, capsys):
     (tmp_path / "short").write_text("only one line\n")
     assert main(["mira", "--nbest", str(tmp_path / "dev.nbest"), "--ref",
                  str(tmp_path / "short"), "--out", str(tmp_path / "w2")]) == 2
-    assert "no line for sentence id 1" in capsys.readouterr().err
+    assert "short: expected 4 lines, one per sentence of the n-best list, found 1" in (
+        capsys.readouterr().err
+    )
+    (tmp_path / "long").write_text((tmp_path / "ref").read_text() + "one more\n")
+    assert main(["mira", "--nbest", str(tmp_path / "dev.nbest"), "--ref",
+                 str(tmp_path / "long"), "--out", str(tmp_path / "w2")]) == 2
+    assert "long: expected 4 lines, one per sentence of the n-best list, found 5" in (
+        capsys.readouterr().err
+    )
+    assert not (tmp_path / "w2").exists()
+    # an output over an input is refused, the input intact
+    before = (tmp_path / "dev.nbest").read_bytes()
+    assert main(["rerank", "--nbest", str(tmp_path / "dev.nbest"), "--weights",
+                 str(tmp_path / "w"), "--out", str(tmp_path / "dev.nbest")]) == 2
+    assert "expected an output path other than the input" in capsys.readouterr().err
+    assert (tmp_path / "dev.nbest").read_bytes() == before
 
 
 def test_select_unknown_feature_is_input_error():

@@ -119,10 +119,12 @@ def _parse_features(text: str, where: Path | str, line: int) -> dict[str, list[f
 def read_nbest(path: str | Path) -> NBestList:
     """Read a Moses n-best list; a malformed line is an InputError naming its line number.
 
-    Sentences are kept in order of first appearance; their lines need not be contiguous.
+    Sentence ids must run 0, 1, 2, ... in contiguous blocks, as Moses writes them: sentence
+    ``i`` of the list is then line ``i + 1`` of the source and reference files, and the 1-best
+    output is in reference order. A gap, an id out of order or a sentence split in two blocks
+    would misalign every later sentence with its reference, so each is refused with its line.
     """
     layout: Layout | None = None
-    position: dict[int, int] = {}
     texts: list[list[str]] = []
     rows: list[list[list[float]]] = []
     scores: list[list[float]] = []
@@ -146,26 +148,33 @@ def read_nbest(path: str | Path) -> NBestList:
             ) from None
         if sentence < 0 or not math.isfinite(value):
             raise InputError(path, "id >= 0 and a finite score", repr(line[:60]), line=number)
+        current = len(texts) - 1
+        if sentence not in (current, current + 1):
+            raise InputError(
+                path,
+                f"sentence id {current} or {current + 1} (ids 0, 1, 2, ... in contiguous blocks)"
+                if current >= 0 else "sentence id 0 first (ids 0, 1, 2, ... in contiguous blocks)",
+                f"id {sentence}",
+                line=number,
+            )
         found = _parse_features(feats, path, number)
         if layout is None:
             layout = [(n, len(v)) for n, v in found.items()]
         shape = {n: len(v) for n, v in found.items()}
         if shape != dict(layout):
             raise InputError(path, f"features {dict(layout)}", f"{shape}", line=number)
-        if sentence not in position:
-            position[sentence] = len(texts)
+        if sentence == len(texts):
             texts.append([])
             rows.append([])
             scores.append([])
-        at = position[sentence]
-        texts[at].append(" ".join(hyp.split()))
-        rows[at].append([v for name, _ in layout for v in found[name]])
-        scores[at].append(value)
+        texts[sentence].append(" ".join(hyp.split()))
+        rows[sentence].append([v for name, _ in layout for v in found[name]])
+        scores[sentence].append(value)
     if layout is None:
         raise InputError(path, "at least one n-best line", "an empty file")
     return NBestList(
         layout,
-        list(position),
+        list(range(len(texts))),
         texts,
         [np.asarray(r, dtype=np.float64) for r in rows],
         [np.asarray(s, dtype=np.float64) for s in scores],
@@ -226,17 +235,20 @@ def weight_vector(layout: Layout, weights: dict[str, np.ndarray], where: str | P
 
 
 def read_references(paths: Sequence[str | Path], ids: Sequence[int]) -> list[list[str]]:
-    """References per sentence id: line ``id + 1`` of every reference file (ids are 0-based)."""
-    files = [read_lines(p, allow_empty_lines=True) for p in paths]
-    if not files:
+    """References per sentence id: line ``id + 1`` of every reference file (ids are 0-based).
+
+    Every file must have exactly one line per sentence of the list, in either direction: a
+    longer reference means the list and the references are of different sets (or misaligned),
+    and tuning on the first lines only would score the wrong pairs without a word.
+    """
+    if not paths:
         raise InputError("--ref", "at least one reference file", "none")
+    files = [read_lines(p, allow_empty_lines=True) for p in paths]
     for path, lines in zip(paths, files, strict=True):
-        if len(lines) != len(files[0]):
-            raise InputError(path, f"{len(files[0])} lines like {paths[0]}", f"{len(lines)}")
-        bad = [i for i in ids if i >= len(lines)]
-        if bad:
+        if len(lines) != len(ids):
             raise InputError(
-                path, f"a reference line for every sentence id (ids 0..{len(lines) - 1})",
-                f"no line for sentence id {bad[0]}",
+                path, f"{len(ids)} lines, one per sentence of the n-best list", f"{len(lines)}"
             )
+    if list(ids) != list(range(len(ids))):
+        raise InputError("n-best list", "sentence ids 0, 1, 2, ...", f"{list(ids)[:5]} ...")
     return [[lines[i] for lines in files] for i in ids]

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from mlmm.errors import InputError
+from mlmm.io import refuse_overwrite
 
 
 def register(subparsers) -> None:
@@ -194,6 +195,7 @@ def run_features(args) -> None:
     from mlmm.nbest import check_feature_name, read_nbest, write_nbest
     from mlmm.nmt.features import EmbeddingScorer, add_features
 
+    refuse_overwrite(args.out, [args.nbest, args.source])
     specs = [parse_feature_spec(s) for s in args.feature]
     for name, _, _ in specs:
         check_feature_name(name)
@@ -219,6 +221,9 @@ def run_mira(args) -> None:
     from mlmm.nbest import read_nbest, read_references, write_weights
     from mlmm.rerank import mira, nbest_stats
 
+    refuse_overwrite(args.out, [args.nbest, *args.ref])
+    if args.history:
+        refuse_overwrite(args.history, [args.nbest, *args.ref, args.out])
     nbest = read_nbest(args.nbest)
     if args.features:
         nbest = nbest.select(args.features)
@@ -239,6 +244,7 @@ def run_rerank(args) -> None:
     from mlmm.nbest import read_nbest, read_weights, weight_vector
     from mlmm.rerank import rerank
 
+    refuse_overwrite(args.out, [args.nbest, args.weights])
     nbest = read_nbest(args.nbest)
     if args.weights:
         weights = read_weights(args.weights)
@@ -256,6 +262,7 @@ def run_score(args) -> None:
     from mlmm.nmt.metrics import meteor_modules, mt_metrics, resolve_meteor_jar
     from mlmm.provenance import provenance
 
+    refuse_overwrite(args.out, [args.hyp, args.ref])
     hyps = read_lines(args.hyp, allow_empty_lines=True)
     refs = read_lines(args.ref)
     if len(hyps) != len(refs):
