@@ -97,8 +97,9 @@ CELL_NOTE = (
 )
 
 
-def _signed(value: float) -> str:
-    text = format_number(abs(value))
+def _signed(value: float, like: float) -> str:
+    """A difference, with as many decimals as the number it is the difference of."""
+    text = f"{abs(value):.3f}" if abs(like) < 1 else f"{abs(value):.2f}"
     return ("−" if value < 0 else "+") + text
 
 
@@ -111,7 +112,7 @@ def cell_text(ours: float, std: float, runs: float, paper: float) -> str:
         text += f" ± {format_number(std)}"
     if not pd.isna(paper):
         text += f" ({format_number(paper)}" + (
-            ")" if pd.isna(ours) else f", {_signed(ours - paper)})"
+            ")" if pd.isna(ours) else f", {_signed(ours - paper, paper)})"
         )
     return text
 
