@@ -4,7 +4,9 @@ Stages (one rules file each): data -> features -> models -> evaluation -> tables
 Every rule is a thin call into the `mlmm` package; see README.md.
 """
 
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
+
+from mlmm.config import validate_or_exit
 
 min_version("8.20")
 
@@ -13,7 +15,12 @@ min_version("8.20")
 configfile: f"{workflow.basedir}/config.yaml"
 
 
-validate(config, "workflow/schemas/config.schema.yaml")
+# One line naming the failing key and the file that set it (config.yaml, then each --configfile)
+validate_or_exit(
+    config,
+    f"{workflow.basedir}/workflow/schemas/config.schema.yaml",
+    [f"{workflow.basedir}/config.yaml", *workflow.overwrite_configfiles],
+)
 
 
 report: "workflow/report/workflow.rst"

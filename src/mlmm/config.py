@@ -1,0 +1,141 @@
+"""Validate the workflow configuration against its schema, with defaults filled in.
+
+``snakemake.utils.validate`` prints the whole schema (thousands of lines) around the one useful
+line, and cannot tell which of the merged files (``config.yaml``, each ``--configfile``) set the
+failing key. ``validate_config`` fills defaults the same way (every ``default`` of a property
+missing from the instance, recursively) and raises one InputError naming the source file, the
+key, what the schema expects and what was found.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+from jsonschema import validators
+
+from mlmm.errors import InputError
+
+
+def _with_defaults(validator_class):
+    """A validator class that fills in ``default`` values as it validates (Snakemake's rule)."""
+    validate_properties = validator_class.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, schema):
+        if isinstance(instance, dict):
+            for name, subschema in properties.items():
+                if isinstance(subschema, dict) and "default" in subschema:
+                    instance.setdefault(name, copy.deepcopy(subschema["default"]))
+        yield from validate_properties(validator, properties, instance, schema)
+
+    return validators.extend(validator_class, {"properties": set_defaults})
+
+
+def _dotted(path: Sequence[Any]) -> str:
+    return ".".join(str(p) for p in path) or "(top level)"
+
+
+def _expected(error: jsonschema.ValidationError) -> tuple[str, str, list[Any]]:
+    """(expected, found, key path) of one schema error, in words."""
+    path = list(error.absolute_path)
+    value, kind = error.validator_value, error.validator
+    found = repr(error.instance) if not isinstance(error.instance, dict | list) else None
+    if kind == "additionalProperties" and isinstance(error.instance, dict):
+        known = sorted(error.schema.get("properties", {}))
+        extra = sorted(set(error.instance) - set(known))
+        name = extra[0] if extra else "?"
+        expected = f"one of the keys {known}" if known else "no such key"
+        return expected, f"unknown key {name!r}", [*path, name]
+    if kind == "propertyNames":
+        name = error.instance
+        return f"a name matching {value.get('pattern', value)}", repr(name), [*path, name]
+    if kind == "required":
+        return f"the keys {value}", error.message, path
+    words = {
+        "minimum": f"a number >= {value}",
+        "maximum": f"a number <= {value}",
+        "exclusiveMinimum": f"a number > {value}",
+        "exclusiveMaximum": f"a number < {value}",
+        "type": f"type {value}",
+        "enum": f"one of {value}",
+        "pattern": f"a string matching {value}",
+        "minItems": f"at least {value} item(s)",
+        "maxItems": f"at most {value} item(s)",
+        "uniqueItems": "distinct items",
+        "const": repr(value),
+    }
+    expected = words.get(kind, f"{kind} {value!r}")
+    return expected, found if found is not None else repr(error.instance)[:80], path
+
+
+def _source(path: Sequence[Any], sources: Sequence[tuple[str, dict]]) -> str:
+    """The last source (later files override earlier ones) that sets ``path``."""
+    for name, data in reversed(sources):
+        node: Any = data
+        for part in path:
+            in_dict = isinstance(node, dict) and part in node
+            in_list = isinstance(node, list) and isinstance(part, int) and part < len(node)
+            if in_dict or in_list:
+                node = node[part]
+            else:
+                break
+        else:
+            return name
+    return sources[0][0] if sources else "config"
+
+
+def read_sources(paths: Sequence[str | Path]) -> list[tuple[str, dict]]:
+    """(path, parsed YAML) of each config file, in the order Snakemake merges them."""
+    out = []
+    for path in paths:
+        try:
+            data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise InputError(path, "a readable YAML file", type(exc).__name__) from None
+        out.append((str(path), data if isinstance(data, dict) else {}))
+    return out
+
+
+def validate_config(
+    config: dict, schema_path: str | Path, sources: Sequence[str | Path] = ()
+) -> dict:
+    """Validate ``config`` in place (defaults filled); the first error becomes one InputError.
+
+    ``sources``: the config files merged into ``config``, in order (``workflow.configfiles``),
+    to name the one that set the failing key. Also checks that every name in
+    ``retrieval.run`` is a variant of ``retrieval.variants``, blamed on the file naming it.
+    """
+    schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
+    validator_class = validators.validator_for(schema)
+    validator = _with_defaults(validator_class)(schema)
+    named = read_sources(sources)
+    errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
+    if errors:
+        error = jsonschema.exceptions.best_match(errors)
+        expected, found, path = _expected(error)
+        raise InputError(_source(path, named), expected, found, key=_dotted(path))
+    retrieval = config.get("retrieval") or {}
+    variants = retrieval.get("variants") or {}
+    for index, name in enumerate(retrieval.get("run") or []):
+        if name not in variants:
+            raise InputError(
+                _source(["retrieval", "run"], named),
+                f"a variant of retrieval.variants ({len(variants)} defined)",
+                repr(name),
+                key=f"retrieval.run[{index}]",
+            )
+    return config
+
+
+def validate_or_exit(
+    config: dict, schema_path: str | Path, sources: Sequence[str | Path] = ()
+) -> dict:
+    """``validate_config`` for the Snakefile: an error exits with its one line, no traceback."""
+    try:
+        return validate_config(config, schema_path, sources)
+    except InputError as error:
+        raise SystemExit(f"config error: {error}") from None
