@@ -20,6 +20,11 @@ def register(subparsers) -> None:
     p.add_argument("--out", required=True, type=Path, help="directory to write the copy into")
     p.add_argument("--retries", type=int, default=4, help="download retries per file")
     p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace a verified copy of another manifest in OUT (refused otherwise)",
+    )
+    p.add_argument(
         "--no-validate",
         dest="validate",
         action="store_false",
@@ -75,8 +80,11 @@ def register(subparsers) -> None:
 
 def run_fetch(args) -> None:
     from mlmm.data.fetch import fetch
-    from mlmm.data.prepare import validate
+    from mlmm.data.prepare import check_verified_copy, validate
 
+    if check_verified_copy(args.out, args.manifest, args.force):
+        print(f"{args.out}: already a verified copy of {args.manifest}; nothing fetched")
+        return
     counts = fetch(
         args.manifest,
         args.out,

@@ -3,8 +3,29 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
+from pathlib import Path
 
-BACKBONE_NAMES = ("resnet50", "vgg19", "resnet152", "efficientnet_lite0")  # mlmm.features.BACKBONES
+
+class BackboneNames:
+    """The names of ``mlmm.features.backbones.BACKBONES``, as argparse ``choices``.
+
+    The registry is the one list of backbones (a copy here once refused the paper's
+    alexnet_fc6); it imports torch, so it is read only when a choice is checked or shown,
+    not for every ``mlmm`` command.
+    """
+
+    @staticmethod
+    def _names() -> list[str]:
+        from mlmm.features.backbones import BACKBONES
+
+        return list(BACKBONES)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
 
 
 def _weights(value: str) -> str | None:
@@ -21,7 +42,13 @@ def register(subparsers) -> None:
             "Finished shards are kept in OUT.work/ so a killed run resumes."
         ),
     )
-    p.add_argument("--backbone", required=True, choices=BACKBONE_NAMES)
+    p.add_argument(
+        "--backbone",
+        required=True,
+        choices=BackboneNames(),
+        metavar="NAME",  # argparse would list the choices (import torch) while registering
+        help="one of %(choices)s",
+    )
     p.add_argument("--images", required=True, metavar="DIR", help="directory of the images")
     p.add_argument("--split", required=True, metavar="LIST", help="file with one image name a line")
     p.add_argument("--out", required=True, metavar="PATH", help="output array (.npy)")
@@ -59,7 +86,16 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
+    from mlmm.errors import InputError
     from mlmm.features import extract  # torch is heavy: import only when the command runs
+    from mlmm.features.extraction import Outputs
+    from mlmm.io import read_lines, refuse_overwrite
+
+    outputs = Outputs(Path(args.out))
+    for written in (outputs.array, outputs.sidecar, outputs.image_list, outputs.skipped):
+        refuse_overwrite(written, [args.split])
+    if not read_lines(args.split):
+        raise InputError(args.split, "at least one image name", "an empty list")
 
     sidecar = extract(
         args.images,

@@ -34,7 +34,11 @@ def task_dir(root: str | Path, task: int) -> Path:
 
 def image_list(root: str | Path, split: str) -> list[str]:
     """Image file names of a split, in the order every caption file and feature array follows."""
-    return read_lines(task_dir(root, 1) / "image_splits" / f"{split}.txt")
+    path = task_dir(root, 1) / "image_splits" / f"{split}.txt"
+    names = read_lines(path)
+    if not names:
+        raise InputError(path, "at least one image name", "an empty list")
+    return names
 
 
 def _checked(path: Path, expected: int) -> list[list[str]]:

@@ -64,8 +64,9 @@ def validate(root: str | Path) -> dict[str, int]:
     """Check every caption file of a copy (raw .gz and tok) against its split's image list.
 
     Raises the first problem as an InputError naming the file (and line): a missing file, a
-    corrupt gzip, non-UTF-8 text, an empty caption, a line count that differs from the list,
-    or a task2 image list that is not the task1 list. Returns the images per split.
+    corrupt gzip, non-UTF-8 text, an empty caption, an empty image list (0-row features would
+    fail only at training), a line count that differs from the list, or a task2 image list
+    that is not the task1 list. Returns the images per split.
     """
     root = Path(root)
     sizes = {}
@@ -73,6 +74,8 @@ def validate(root: str | Path) -> dict[str, int]:
         list1 = task_dir(root, 1) / "image_splits" / f"{split}.txt"
         list2 = task_dir(root, 2) / "image_splits" / f"{list_name}.txt"
         images, images2 = read_lines(list1), read_lines(list2)
+        if not images:
+            raise InputError(list1, "at least one image name", "an empty list")
         if images != images2:
             first = next(
                 (i for i, (a, b) in enumerate(zip(images, images2, strict=False)) if a != b),
@@ -152,6 +155,32 @@ def vocabularies(
         }
         out[portion] = {**per_language, "union": union_vocabulary(per_language.values())}
     return out
+
+
+def check_verified_copy(out: str | Path, manifest: str | Path, force: bool = False) -> bool:
+    """Whether ``out`` already holds a verified copy of ``manifest`` (then nothing is fetched).
+
+    A download that fails half-way must never cost the user a copy that was complete and
+    verified: a copy of another manifest in ``out`` is refused unless ``force``, and a copy of
+    this one is kept untouched. A copy without its marker (an interrupted fetch) is resumed.
+    """
+    from mlmm.data.fetch import MARKER, read_manifest
+    from mlmm.io import sha256_file
+
+    marker = Path(out) / MARKER
+    if force or not marker.is_file():
+        return False
+    present, wanted = read_manifest(marker), read_manifest(manifest)
+    if present != wanted:
+        raise InputError(
+            out,
+            f"an empty directory or a copy of {manifest}",
+            f"a verified copy of another manifest ({marker}); pass --force to replace it",
+        )
+    return all(
+        (Path(out) / rel).is_file() and sha256_file(Path(out) / rel) == digest
+        for rel, digest in present.items()
+    )
 
 
 def write_vocabularies(root: str | Path, out_dir: str | Path, min_count: int) -> list[Path]:
