@@ -197,7 +197,7 @@ def test_bad_config_stops_the_dry_run_naming_the_key(workflow_dir, tmp_path, ove
     configfile.write_text(yaml.safe_dump(override))
     proc = run_snakemake(workflow_dir, "-n", "--configfile", str(configfile))
     assert proc.returncode != 0
-    assert "Error validating config file" in proc.stdout, proc.stdout[-3000:]
+    assert f"config error: {configfile}, key" in proc.stdout, proc.stdout[-3000:]
     assert key in proc.stdout
 
 

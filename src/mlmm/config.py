@@ -73,7 +73,8 @@ def _expected(error: jsonschema.ValidationError) -> tuple[str, str, list[Any]]:
 
 
 def _source(path: Sequence[Any], sources: Sequence[tuple[str, dict]]) -> str:
-    """The last source (later files override earlier ones) that sets ``path``."""
+    """The last source (later files override earlier ones) that sets ``path``; none of them:
+    ``--config`` on the command line."""
     for name, data in reversed(sources):
         node: Any = data
         for part in path:
@@ -85,7 +86,7 @@ def _source(path: Sequence[Any], sources: Sequence[tuple[str, dict]]) -> str:
                 break
         else:
             return name
-    return sources[0][0] if sources else "config"
+    return "--config (command line)"
 
 
 def read_sources(paths: Sequence[str | Path]) -> list[tuple[str, dict]]:

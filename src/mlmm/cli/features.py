@@ -72,7 +72,8 @@ def register(subparsers) -> None:
         "--on-bad-image",
         default="error",
         choices=("error", "skip"),
-        help="skip: NaN rows, listed in the sidecar and OUT.skipped.tsv",
+        help="skip: NaN rows, listed in the sidecar and OUT.skipped.tsv; training and "
+        "evaluation refuse NaN rows, so fix or drop those images before using OUT",
     )
     p.add_argument(
         "--weights",
@@ -116,3 +117,8 @@ def run(args: argparse.Namespace) -> None:
         f"{args.out}: {sidecar['n']} x {sidecar['dim']} {sidecar['dtype']} "
         f"({sidecar['weights']}), {len(sidecar['skipped'])} skipped"
     )
+    if sidecar["skipped"]:
+        print(
+            f"{len(sidecar['skipped'])} NaN row(s), listed in {outputs.skipped}: training and "
+            "evaluation refuse them; fix those images or remove them from the split list"
+        )
