@@ -135,6 +135,14 @@ def test_fetch_multi30k_keeps_a_verified_copy_of_another_manifest(tmp_path: Path
     check(Case(argv, says, [], kept), capsys)
 
 
+def test_multi30k_manifest_over_a_file_it_hashes(tmp_path: Path, capsys) -> None:
+    tree = write_tree(tmp_path / "m30k")
+    listed = tree / "data/task1/image_splits/train.txt"
+    argv = ["multi30k-manifest", str(tree), "--out", str(listed)]
+    says = ["train.txt: expected an output path other than the input", "found the input itself"]
+    check(Case(argv, says, [], {listed: listed.read_bytes()}), capsys)
+
+
 # ------------------------------------------------------------------------------------------
 # features
 

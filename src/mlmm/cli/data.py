@@ -106,8 +106,9 @@ def run_validate(args) -> None:
 def run_manifest(args) -> None:
     from mlmm.data.fetch import make_manifest
     from mlmm.data.prepare import expected_files
-    from mlmm.io import write_text
+    from mlmm.io import refuse_overwrite, write_text
 
+    refuse_overwrite(args.out, [args.root / rel for rel in expected_files()])
     write_text(args.out, make_manifest(args.root, expected_files()))
 
 
