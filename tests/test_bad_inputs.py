@@ -242,6 +242,24 @@ def test_eval_retrieval_output_over_input(tmp_path: Path, capsys) -> None:
           capsys)
 
 
+def test_output_where_a_directory_cannot_be_made(tmp_path: Path, capsys) -> None:
+    images = tmp_path / "i.npy"
+    np.save(images, np.eye(3, dtype=np.float32))
+    out = tmp_path / "i.npy" / "o.json"  # the parent is a file
+    argv = ["eval-retrieval", "--images", str(images), "--captions", str(images),
+            "--per-image", "1", "--out", str(out)]  # fmt: skip
+    check(Case(argv, ["i.npy", "expected an accessible path"], [out]), capsys)
+
+
+def test_gzip_reader_reports_an_unreadable_file_as_such(tmp_path: Path, capsys) -> None:
+    tree = write_tree(tmp_path / "m30k")
+    path = tree / "data/task1/raw/val.fr.gz"
+    path.unlink()
+    path.mkdir()  # exists, but cannot be read as a file
+    check(Case(["validate-multi30k", str(tree)], ["val.fr.gz", "expected an existing file"]),
+          capsys)
+
+
 # ------------------------------------------------------------------------------------------
 # n-best lists: rerank, mira, mt-score
 

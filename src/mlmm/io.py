@@ -71,13 +71,14 @@ def read_lines(path: str | Path, allow_empty_lines: bool = False) -> list[str]:
     if not path.is_file():
         raise InputError(path, "an existing file", "no such file")
     try:
-        if path.suffix == ".gz":
-            with gzip.open(path, "rb") as handle:
-                data = handle.read()
-        else:
-            data = path.read_bytes()
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
-        raise InputError(path, "a readable gzip file", f"corrupt data ({exc})") from None
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(path, "a readable file", exc.strerror or type(exc).__name__) from None
+    if path.suffix == ".gz":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+            raise InputError(path, "a readable gzip file", f"corrupt data ({exc})") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -2,7 +2,8 @@
 
 Every module in this package that defines ``register(subparsers)`` adds its subcommands, so a
 stage brings its command along without editing a central list. A subcommand's handler is stored
-as ``func`` on its parser; an InputError becomes one line on stderr and exit status 2.
+as ``func`` on its parser; an InputError (or an OSError such as a permission problem) becomes
+one line on stderr and exit status 2.
 """
 
 from __future__ import annotations
@@ -34,7 +35,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args.func(args)
     except InputError as exc:
-        print(f"mlmm {args.command}: error: {exc}", file=sys.stderr)
+        print(f"mlmm {args.command}: error: " + str(exc).replace("\n", " "), file=sys.stderr)
+        return 2
+    except OSError as exc:  # permissions, a full disk, a network failure
+        if exc.filename:
+            error = InputError(exc.filename, "an accessible path", exc.strerror or str(exc))
+        else:
+            error = InputError("input/output", "no system error", f"{type(exc).__name__}: {exc}")
+        print(f"mlmm {args.command}: error: " + str(error).replace("\n", " "), file=sys.stderr)
         return 2
     return 0
 
