@@ -143,6 +143,20 @@ def test_multi30k_manifest_over_a_file_it_hashes(tmp_path: Path, capsys) -> None
     check(Case(argv, says, [], {listed: listed.read_bytes()}), capsys)
 
 
+def test_fetch_multi30k_keeps_an_edited_file(tmp_path: Path, capsys) -> None:
+    tree = write_tree(tmp_path / "m30k")
+    manifest = tmp_path / "m.sha256"
+    manifest.write_text(make_manifest(tree, expected_files()))
+    out = tmp_path / "copy"
+    edited = out / "data/task1/tok/train.lc.norm.tok.en"
+    edited.parent.mkdir(parents=True)
+    edited.write_text("my own captions\n")
+    argv = ["fetch-multi30k", "--manifest", str(manifest), "--mirror", str(tree), "--out", str(out)]
+    says = ["train.lc.norm.tok.en: expected no file or the one with sha256", "--force"]
+    check(Case(argv, says, [out / MARKER], {edited: b"my own captions\n"}), capsys)
+    assert main([*argv, "--force"]) == 0 and (out / MARKER).is_file()
+
+
 # ------------------------------------------------------------------------------------------
 # features
 

@@ -22,7 +22,8 @@ def register(subparsers) -> None:
     p.add_argument(
         "--force",
         action="store_true",
-        help="replace a verified copy of another manifest in OUT (refused otherwise)",
+        help="replace a copy of another manifest or files that differ from it in OUT "
+        "(refused otherwise)",
     )
     p.add_argument(
         "--no-validate",
@@ -80,9 +81,9 @@ def register(subparsers) -> None:
 
 def run_fetch(args) -> None:
     from mlmm.data.fetch import fetch
-    from mlmm.data.prepare import check_verified_copy, validate
+    from mlmm.data.prepare import check_fetch_target, validate
 
-    if check_verified_copy(args.out, args.manifest, args.force):
+    if check_fetch_target(args.out, args.manifest, args.force):
         print(f"{args.out}: already a verified copy of {args.manifest}; nothing fetched")
         return
     counts = fetch(

@@ -157,30 +157,40 @@ def vocabularies(
     return out
 
 
-def check_verified_copy(out: str | Path, manifest: str | Path, force: bool = False) -> bool:
+def check_fetch_target(out: str | Path, manifest: str | Path, force: bool = False) -> bool:
     """Whether ``out`` already holds a verified copy of ``manifest`` (then nothing is fetched).
 
-    A download that fails half-way must never cost the user a copy that was complete and
-    verified: a copy of another manifest in ``out`` is refused unless ``force``, and a copy of
-    this one is kept untouched. A copy without its marker (an interrupted fetch) is resumed.
+    A download must never cost the user a copy that was complete and verified, nor files of
+    theirs: a verified copy of another manifest in ``out``, or a file at a manifest path whose
+    hash differs (never one of ours: every fetched file is renamed into place only once its
+    hash matches), is refused unless ``force``. Missing files (an interrupted fetch) are fine.
     """
     from mlmm.data.fetch import MARKER, read_manifest
     from mlmm.io import sha256_file
 
-    marker = Path(out) / MARKER
-    if force or not marker.is_file():
+    out = Path(out)
+    if force or not out.is_dir():
         return False
-    present, wanted = read_manifest(marker), read_manifest(manifest)
-    if present != wanted:
+    wanted = read_manifest(manifest)
+    marker = out / MARKER
+    hint = "; pass --force to replace it"
+    if marker.is_file() and read_manifest(marker) != wanted:
         raise InputError(
             out,
             f"an empty directory or a copy of {manifest}",
-            f"a verified copy of another manifest ({marker}); pass --force to replace it",
+            f"a verified copy of another manifest ({marker}){hint}",
         )
-    return all(
-        (Path(out) / rel).is_file() and sha256_file(Path(out) / rel) == digest
-        for rel, digest in present.items()
-    )
+    missing = False
+    for rel, digest in sorted(wanted.items()):
+        path = out / rel
+        if not path.is_file():
+            missing = True
+        elif sha256_file(path) != digest:
+            raise InputError(
+                path, f"no file or the one with sha256 {digest} ({manifest})",
+                f"another file (sha256 {sha256_file(path)}){hint}",
+            )
+    return marker.is_file() and not missing
 
 
 def write_vocabularies(root: str | Path, out_dir: str | Path, min_count: int) -> list[Path]:
