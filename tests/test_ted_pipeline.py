@@ -1,6 +1,7 @@
 """The whole TED stage, command by command, on a tiny demo corpus."""
 
 import json
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -63,19 +64,20 @@ def test_pipeline_on_tiny_demo(tmp_path):
     tuning = tmp_path / "lambda.json"
     run("ted-tune", "--bow", bow, "--runs", *runs, "--out", tuning)
     chosen = json.loads(tuning.read_text())["chosen"]
-    assert set(chosen) == set(languages) and {c["lambda"] for c in chosen.values()} <= {1.0, 10.0}
-    cldc = [tmp_path / f"cldc/{source}.json" for source in languages]
-    for source, out in zip(languages, cldc, strict=True):
+    sources = ["en", *languages]  # English -> X as well as X -> Y
+    assert set(chosen) == set(sources) and {c["lambda"] for c in chosen.values()} <= {1.0, 10.0}
+    cldc = [tmp_path / f"cldc/{source}.json" for source in sources]
+    for source, out in zip(sources, cldc, strict=True):
         run("ted-classify", "--bow", bow, "--tuning", tuning, "--source", source, "--out", out)
         f1 = json.loads(out.read_text())["f1"]
-        assert set(f1) == set(languages) and all(0 <= v <= 1 for v in f1.values())
+        assert set(f1) == set(sources) and all(0 <= v <= 1 for v in f1.values())
     run("ted-nb", "--bow", bow, "--out", tmp_path / "nb.json")
     tables = tmp_path / "tables"
     paper = ["--paper-tables", PAPER_TABLES] if PAPER_TABLES.is_dir() else []
     run("ted-tables", "--cldc", *cldc, "--nb", tmp_path / "nb.json", *paper, "--out-dir", tables)
     table1 = pd.read_csv(tables / "rajendran2016_table1.csv", keep_default_na=False)
     ours = table1[table1["ours"] != ""]
-    assert len(ours) == 6  # 3 x 2 cross-lingual pairs
+    assert len(ours) == 12  # 4 x 3 cross-lingual pairs, English included
     row = ours[(ours["language"] == "de") & (ours["variant_note"] == "test=fr")].iloc[0]
     assert row["direction"] == "cldc" and row["metric"] == "F1"
     if paper:
@@ -114,3 +116,58 @@ def test_malformed_corpus_is_one_line_error(tmp_path, capsys):
     args = ["ted-bow", "--index", tmp_path / "out/index.json", "--out-dir", tmp_path / "bow"]
     assert main([str(a) for a in [*args, "--languages", "fr"]]) == 2
     assert str(broken) in capsys.readouterr().err
+
+
+def one_pair_corpus(root: Path) -> Path:
+    """A one-pair (en-de) corpus of 14 topics, untokenised (no `_de` suffix), with markup lines."""
+    run("demo-ted", root, "--train-docs", 40, "--test-docs", 16, "--languages", "de")
+    for side in ("de-en", "en-de"):
+        for split in ("train", "test"):
+            shutil.rmtree(root / side / split / "global")
+    for path in sorted((root / "de-en/train/art").glob("*/*.ted")):
+        text = path.read_text(encoding="utf-8").replace("_de ", " ").replace("_de\n", "\n")
+        path.write_text(f"<title>talk</title>\n{text}", encoding="utf-8")  # all links
+    return root
+
+
+def test_one_pair_of_fourteen_topics_as_it_comes(tmp_path):
+    """The classic English-German CLDC setting on a corpus unlike the paper's: both directions,
+    topics from the corpus, suffixed and plain tokens alike, markup lines skipped."""
+    root = one_pair_corpus(tmp_path / "ted-cldc")
+    common = ["--languages", "de"]
+    corpus, bow = tmp_path / "corpus", tmp_path / "bow"
+    run("ted-fetch", "--source", "path", "--path", root, "--out-dir", corpus, *common)
+    run("ted-bow", "--index", corpus / "index.json", "--out-dir", bow, "--min-count", 2, *common)
+    meta = json.loads((bow / "meta.json").read_text())
+    assert meta["topics"] == sorted(set(TOPICS) - {"global"})
+    words = (bow / "vocab.de.txt").read_text(encoding="utf-8")
+    assert "_de\t" not in words and "<title>talk</title>" not in words
+    run("ted-train", "--bow", bow, "--out-dir", tmp_path / "run", "--lambda", 1, "--hidden", 8,
+        "--epochs", 2)  # fmt: skip
+    tuning = tmp_path / "lambda.json"
+    run("ted-tune", "--bow", bow, "--runs", tmp_path / "run", "--out", tuning)
+    cldc = [tmp_path / f"cldc/{source}.json" for source in ("en", "de")]
+    for source, out in zip(("en", "de"), cldc, strict=True):
+        run("ted-classify", "--bow", bow, "--tuning", tuning, "--source", source, "--out", out)
+    run("ted-nb", "--bow", bow, "--out", tmp_path / "nb.json")
+    tables = tmp_path / "tables"
+    run("ted-tables", "--cldc", *cldc, "--nb", tmp_path / "nb.json", "--out-dir", tables)
+    table1 = pd.read_csv(tables / "rajendran2016_table1.csv", keep_default_na=False)
+    cells = set(zip(table1["language"], table1["variant_note"], strict=True))
+    assert cells == {("en", "test=de"), ("de", "test=en")}
+    assert all(0 <= float(v) <= 1 for v in table1["ours"])
+    table3 = pd.read_csv(tables / "rajendran2016_table3.csv", keep_default_na=False)
+    assert set(table3["language"]) == {"en", "de"}
+
+
+def test_topics_listed_are_read_and_a_missing_one_is_named(tmp_path, capsys):
+    root = one_pair_corpus(tmp_path / "ted-cldc")
+    corpus = tmp_path / "corpus"
+    run("ted-fetch", "--source", "path", "--path", root, "--out-dir", corpus, "--languages", "de")
+    args = ["ted-bow", "--index", corpus / "index.json", "--languages", "de", "--min-count", 2]
+    run(*args, "--out-dir", tmp_path / "bow", "--topics", "art", "science")
+    assert json.loads((tmp_path / "bow/meta.json").read_text())["topics"] == ["art", "science"]
+    capsys.readouterr()
+    assert main([str(a) for a in [*args, "--out-dir", tmp_path / "b2", "--topics", "global"]]) == 2
+    assert str(root / "de-en/train/global") in capsys.readouterr().err
+    assert not (tmp_path / "b2").exists()

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from mlmm.ted import LANGUAGES, TOPICS
+from mlmm.errors import InputError
+from mlmm.ted import LANGUAGES, PIVOT
 
 
 def _codes(items: list[str]) -> dict[str, str]:
@@ -14,7 +15,9 @@ def _codes(items: list[str]) -> dict[str, str]:
 
 
 def _corpus_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--languages", nargs="+", default=LANGUAGES)
+    p.add_argument(
+        "--languages", nargs="+", default=LANGUAGES, help="paired with English (one or more)"
+    )
     p.add_argument(
         "--corpus-codes",
         nargs="*",
@@ -68,6 +71,9 @@ def register(subparsers) -> None:
     p.add_argument("--path", help="local ted-cldc directory (source path)")
     p.add_argument("--url", help=".tar.gz/.zip of ted-cldc (source url); file:// works too")
     p.add_argument("--out-dir", type=Path, required=True)
+    p.add_argument(
+        "--force", action="store_true", help="replace an OUT_DIR/ted-cldc that is not our demo"
+    )
     _corpus_args(p)
     _demo_args(p)
     p.set_defaults(func=run_fetch)
@@ -76,6 +82,9 @@ def register(subparsers) -> None:
     p.add_argument("--index", type=Path, required=True, help="index.json of ted-fetch")
     p.add_argument("--out-dir", type=Path, required=True)
     p.add_argument("--min-count", type=int, default=6, help="keep words seen this often")
+    p.add_argument(
+        "--topics", nargs="+", default=None, help="topics to read (default: those in the corpus)"
+    )
     _corpus_args(p)
     p.set_defaults(func=run_bow)
 
@@ -149,9 +158,15 @@ def run_demo(args: argparse.Namespace) -> None:
     )
 
 
+def _check_languages(languages: list[str]) -> None:
+    if PIVOT in languages:
+        raise InputError("--languages", f"languages paired with {PIVOT} (not {PIVOT})", PIVOT)
+
+
 def run_fetch(args: argparse.Namespace) -> None:
     from mlmm.ted.corpus import fetch
 
+    _check_languages(args.languages)
     demo = {"seed": args.seed, "train_docs": args.train_docs, "test_docs": args.test_docs}
     root = fetch(
         args.source,
@@ -161,6 +176,7 @@ def run_fetch(args: argparse.Namespace) -> None:
         path=args.path,
         url=args.url,
         demo=demo,
+        force=args.force,
     )
     print(f"ted-cldc root: {root}")
 
@@ -168,11 +184,18 @@ def run_fetch(args: argparse.Namespace) -> None:
 def run_bow(args: argparse.Namespace) -> None:
     import json
 
+    from mlmm.io import read_lines
     from mlmm.ted.bow import build
 
-    root = Path(json.loads(args.index.read_text(encoding="utf-8"))["root"])
+    _check_languages(args.languages)
+    text = "\n".join(read_lines(args.index, allow_empty_lines=True))
+    try:
+        root = Path(json.loads(text)["root"])
+    except (ValueError, KeyError, TypeError):
+        expected = "the JSON of ted-fetch with a 'root'"
+        raise InputError(args.index, expected, "other content") from None
     meta = build(
-        root, args.out_dir, args.languages, TOPICS, _codes(args.corpus_codes), args.min_count
+        root, args.out_dir, args.languages, args.topics, _codes(args.corpus_codes), args.min_count
     )
     print("vocabulary sizes:", meta["vocabulary"])
 

@@ -20,7 +20,7 @@ from tqdm import tqdm
 
 from mlmm.io import atomic_path, write_json, write_text
 from mlmm.ted import PIVOT, SPLITS
-from mlmm.ted.corpus import Side, read_pair
+from mlmm.ted.corpus import Side, find_topics, read_pair
 
 
 def vocabulary(documents: list[list[str]], min_count: int) -> tuple[list[str], list[int]]:
@@ -54,12 +54,17 @@ def build(
     root: Path,
     out_dir: Path,
     languages: list[str],
-    topics: list[str],
+    topics: list[str] | None,
     codes: dict[str, str] | None,
     min_count: int,
 ) -> dict:
-    """Read every pair and split, write vocabularies, count matrices and meta.json (last)."""
+    """Read every pair and split, write vocabularies, count matrices and meta.json (last).
+
+    `topics` None: the topics found in the corpus (find_topics).
+    """
     out_dir = Path(out_dir)
+    if topics is None:
+        topics = find_topics(root, languages, codes)
     sides: dict[tuple[str, str], tuple[Side, Side]] = {}
     for language in tqdm(languages, desc="read ted-cldc"):
         for split in SPLITS:
@@ -122,6 +127,8 @@ class Bow:
         return sp.load_npz(self.directory / f"{language}.{split}.npz").tocsr()
 
     def labels(self, language: str, split: str) -> np.ndarray:
+        """Topic labels; `en@X` (English side of pair X) has X's (read_pair checks they agree)."""
+        language = language.removeprefix(f"{PIVOT}@")
         rows = self.meta["documents"][language][split]["labels"]
         out = np.zeros((len(rows), len(self.topics)), dtype=bool)
         for i, row in enumerate(rows):

@@ -3,10 +3,13 @@
 Layout (as distributed, `ted-cldc/`): for each language X paired with English there are two
 directories, `X-en/` (the X side of the talks) and `en-X/` (their English side), each holding
 `{train,test}/<topic>/{positive,negative}/<id>.ted`. Every talk of a split appears once under
-each of the 15 topics, as positive or negative; the two sides share the file names. A `.ted`
-file is tokenised text (one sentence per line) whose tokens carry the language as a suffix
-(`haus_de`); the suffix is stripped and tokens are lowercased. Brazilian Portuguese is `pb` in
-the corpus (`corpus_codes` maps our code `pt-br` to it).
+each topic (15 in the paper's corpus; whichever topic directories a copy has are read), as
+positive or negative; the two sides share the file names. A `.ted` file is text, one sentence
+per line; lines starting with `<` (markup such as `<title>`) are skipped as in Hermann &
+Blunsom's reader (bicvm `load_doc.cc`). Tokens may carry the language as a suffix (`haus_de`,
+as distributed) or not (untokenised transcripts): both read alike, the suffix is stripped and
+tokens are lowercased. Brazilian Portuguese is `pb` in the corpus (`corpus_codes` maps our
+code `pt-br` to it). Any non-empty set of languages paired with English can be read.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from mlmm.errors import InputError
-from mlmm.io import read_lines, write_json
+from mlmm.io import claim_output_dir, mark_output_dir, read_lines, write_json
 from mlmm.ted import PIVOT
 
 
@@ -48,6 +51,8 @@ def read_document(path: Path, code: str) -> list[str]:
     suffix = f"_{code}"
     tokens = []
     for line in lines:
+        if line.startswith("<"):
+            continue
         for token in line.split():
             if token.endswith(suffix) and len(token) > len(suffix):
                 token = token[: -len(suffix)]
@@ -55,6 +60,20 @@ def read_document(path: Path, code: str) -> list[str]:
     if not tokens:
         raise InputError(path, "a tokenised TED document", "no tokens (empty file)")
     return tokens
+
+
+def find_topics(root: Path, languages: list[str], codes: dict[str, str] | None) -> list[str]:
+    """The topics of the corpus: the topic directories of the first pair's training split.
+
+    Every other side and split must hold the same ones (read_side names a missing one).
+    """
+    base = Path(root) / f"{corpus_code(languages[0], codes)}-{PIVOT}" / "train"
+    if not base.is_dir():
+        raise InputError(base, "a directory of the TED CLDC layout", "no such directory")
+    topics = sorted(p.name for p in base.iterdir() if p.is_dir())
+    if not topics:
+        raise InputError(base, "topic directories (art/, business/, ...)", "none")
+    return topics
 
 
 def read_side(root: Path, pair_dir: str, split: str, code: str, topics: list[str]) -> Side:
@@ -137,15 +156,60 @@ def find_root(top: Path, languages: list[str], codes: dict[str, str] | None) -> 
     raise InputError(top, f"a TED CLDC tree with a {first}/ directory", "none")
 
 
-def _unpack(archive: Path, dest: Path) -> None:
+DEMO_MARKER = ".mlmm-demo-ted.sha256"
+
+
+def check_archive(archive: Path) -> None:
+    """Read the whole archive before unpacking: a truncated or corrupt one is an InputError."""
+    try:
+        if zipfile.is_zipfile(archive):
+            with zipfile.ZipFile(archive) as handle:
+                bad = handle.testzip()
+            if bad is not None:
+                raise InputError(archive, "a readable .zip archive", f"a corrupt member {bad}")
+        else:
+            with tarfile.open(archive) as handle:
+                for _ in handle:  # reads every member's data through to the end
+                    pass
+    except (tarfile.TarError, EOFError, OSError, zipfile.BadZipFile) as exc:
+        raise InputError(
+            archive, "a complete .zip or .tar(.gz) archive of ted-cldc", f"{exc} (truncated?)"
+        ) from None
+
+
+def unpack(archive: Path, dest: Path) -> None:
+    """Check `archive`, then unpack it to a temporary sibling of `dest` renamed into place."""
+    check_archive(archive)
+    partial = dest.with_name(dest.name + ".part")
+    if partial.exists():
+        shutil.rmtree(partial)
     if zipfile.is_zipfile(archive):
         with zipfile.ZipFile(archive) as handle:
-            handle.extractall(dest)
-    elif tarfile.is_tarfile(archive):
-        with tarfile.open(archive) as handle:
-            handle.extractall(dest, filter="data")
+            handle.extractall(partial)
     else:
-        raise InputError(archive, "a .zip or .tar(.gz) archive of ted-cldc", "another format")
+        with tarfile.open(archive) as handle:
+            handle.extractall(partial, filter="data")
+    if dest.exists():
+        shutil.rmtree(dest)
+    partial.replace(dest)
+
+
+def generate_demo(
+    root: Path, languages: list[str], codes: dict[str, str] | None, demo: dict, force: bool
+) -> None:
+    """Write the demo corpus to `root` atomically; an existing `root` is replaced only when it
+    is an unedited demo corpus of ours (DEMO_MARKER lists its files) or `force` is given."""
+    from mlmm.ted.demo import generate
+
+    claim_output_dir(root, "TED demo corpus", DEMO_MARKER, force=force)
+    partial = root.with_name(root.name + ".part")
+    if partial.exists():
+        shutil.rmtree(partial)
+    generate(partial, codes=codes, languages=languages, **demo)
+    mark_output_dir(partial, DEMO_MARKER)
+    if root.exists():
+        shutil.rmtree(root)
+    partial.replace(root)
 
 
 def fetch(
@@ -156,20 +220,17 @@ def fetch(
     path: str | None = None,
     url: str | None = None,
     demo: dict | None = None,
+    force: bool = False,
 ) -> Path:
     """Make the corpus available and write `out_dir/index.json` naming its root.
 
     demo: generate it under out_dir; path: use a local copy in place; url: download an archive
-    (or a file:// URL) into out_dir and unpack it there.
+    (or a file:// URL) into out_dir, check it and unpack it there.
     """
     out_dir = Path(out_dir)
     if source == "demo":
-        from mlmm.ted.demo import generate
-
         root = out_dir / "ted-cldc"
-        if root.exists():
-            shutil.rmtree(root)
-        generate(root, codes=codes, languages=languages, **(demo or {}))
+        generate_demo(root, languages, codes, demo or {}, force)
     elif source == "path":
         if not path:
             raise InputError("config.yaml", "ted.path set when ted.source is 'path'", "null")
@@ -186,10 +247,15 @@ def fetch(
         except OSError as exc:
             raise InputError(url, "a reachable URL", f"{exc}") from None
         partial.replace(archive)
+        if not (zipfile.is_zipfile(archive) or tarfile.is_tarfile(archive)):
+            archive.unlink()
+            raise InputError(url, "a .zip or .tar(.gz) archive of ted-cldc", "another format")
         unpacked = out_dir / "unpacked"
-        if unpacked.exists():
-            shutil.rmtree(unpacked)
-        _unpack(archive, unpacked)
+        try:
+            unpack(archive, unpacked)
+        except InputError:
+            archive.unlink()  # a bad download is not kept as if it were good
+            raise
         root = find_root(unpacked, languages, codes)
     else:
         raise InputError("config.yaml", "ted.source one of demo, path, url", repr(source))

@@ -1,6 +1,11 @@
 """The TED CLDC stages the workflow calls: train, tune lambda, classify, Naive Bayes.
 
 Each writes one metrics file with provenance and timings; see mlmm.cli.ted for the commands.
+Classification runs in both directions: X -> Y through the pivot (Rajendran et al. 2016) and
+English <-> X (the CLDC setting of Klementiev et al. 2012 and Hermann & Blunsom 2014). English
+is the English side of each pair: English -> X trains on pair X's English training talks and
+tests on X's test talks; X -> English tests on pair X's English test talks; English -> English
+is the mean over the pairs. With one pair the tables hold exactly that pair's cells.
 """
 
 from __future__ import annotations
@@ -21,6 +26,21 @@ from mlmm.ted.classify import classify, naive_bayes, perceptron, validation_spli
 def lambda_name(lam: float) -> str:
     """The directory name of a lambda's run, as the workflow spells it (`lambda10`)."""
     return f"lambda{lam:g}"
+
+
+def english(language: str) -> str:
+    """The English side of pair `language` as Bow and codes.npz name it (`en@de`)."""
+    return f"{PIVOT}@{language}"
+
+
+def classification_languages(bow: Bow) -> list[str]:
+    """Training and test languages of the tables: English, then the languages paired with it."""
+    return [PIVOT, *bow.languages]
+
+
+def train_sets(bow: Bow, source: str) -> list[str]:
+    """The codes of `source`'s training talks: one per pair for English, else its own."""
+    return [english(x) for x in bow.languages] if source == PIVOT else [source]
 
 
 def train_stage(bow_dir: Path, out_dir: Path, settings: dict, threads: int = 1) -> dict:
@@ -52,8 +72,9 @@ def train_stage(bow_dir: Path, out_dir: Path, settings: dict, threads: int = 1) 
         )
     with timer("encode"):
         codes = {
-            f"{x}.{split}": corrnet.encode(model, x, bow.matrix(x, split))
+            f"{name}.{split}": corrnet.encode(model, view, bow.matrix(name, split))
             for x in bow.languages
+            for view, name in ((x, x), (PIVOT, english(x)))
             for split in ("train", "test")
         }
     corrnet.save(model, out_dir / "model.pt")
@@ -73,16 +94,22 @@ def train_stage(bow_dir: Path, out_dir: Path, settings: dict, threads: int = 1) 
 
 
 def _validation_f1(codes_path: Path, bow: Bow, language: str, settings: dict) -> float:
-    codes = np.load(codes_path)[f"{language}.train"]
-    labels = bow.labels(language, "train")
-    fit, held = validation_split(len(codes), settings["validation_fraction"], settings["seed"])
-    scores = classify(
-        lambda: perceptron(settings["perceptron_epochs"]),
-        codes[fit],
-        labels[fit],
-        {"validation": (codes[held], labels[held])},
-    )
-    return float(scores["validation"].mean())
+    """Monolingual validation F1 of `language` (English: mean over its pairs)."""
+    archive = np.load(codes_path)
+    f1 = []
+    for name in train_sets(bow, language):
+        codes, labels = archive[f"{name}.train"], bow.labels(name, "train")
+        fit, held = validation_split(
+            len(codes), settings["validation_fraction"], settings["seed"]
+        )
+        scores = classify(
+            lambda: perceptron(settings["perceptron_epochs"]),
+            codes[fit],
+            labels[fit],
+            {"validation": (codes[held], labels[held])},
+        )
+        f1.append(scores["validation"].mean())
+    return float(np.mean(f1))
 
 
 def tune_stage(
@@ -90,20 +117,21 @@ def tune_stage(
 ) -> dict:
     """Pick lambda per source language by a monolingual perceptron's validation F1."""
     bow = Bow.load(bow_dir)
+    languages = classification_languages(bow)
     lambdas = sorted(runs)
-    tasks = [(lang, lam) for lang in bow.languages for lam in lambdas]
+    tasks = [(lang, lam) for lang in languages for lam in lambdas]
     scores = Parallel(n_jobs=jobs)(
         delayed(_validation_f1)(Path(runs[lam]) / "codes.npz", bow, lang, settings)
         for lang, lam in tasks
     )
-    table = {lang: {} for lang in bow.languages}
+    table = {lang: {} for lang in languages}
     for (lang, lam), score in zip(tasks, scores, strict=True):
         table[lang][lambda_name(lam)] = score
     chosen = {}
-    for lang in bow.languages:
+    for lang in languages:
         best = max(lambdas, key=lambda lam, lang=lang: table[lang][lambda_name(lam)])
         chosen[lang] = {"lambda": best, "run": str(runs[best])}
-    mean = {lam: np.mean([table[x][lambda_name(lam)] for x in bow.languages]) for lam in lambdas}
+    mean = {lam: np.mean([table[x][lambda_name(lam)] for x in languages]) for lam in lambdas}
     overall = max(lambdas, key=lambda lam: mean[lam])
     result = {
         "provenance": provenance(settings, settings["seed"]),
@@ -116,19 +144,40 @@ def tune_stage(
 
 
 def classify_stage(bow_dir: Path, tuning: Path, source: str, out: Path, settings: dict) -> dict:
-    """Train on `source`'s training talks in the shared space, test on every language."""
+    """Train on `source`'s training talks in the shared space, test on every language.
+
+    English trains one perceptron per pair X (on X's English side), tested on X and on that
+    English side; X tests on every Y and on its own pair's English side.
+    """
     timer = Timer()
     bow = Bow.load(bow_dir)
     choice = json.loads(Path(tuning).read_text(encoding="utf-8"))["chosen"][source]
     codes = np.load(Path(choice["run"]) / "codes.npz")
-    tests = {x: (codes[f"{x}.test"], bow.labels(x, "test")) for x in bow.languages}
+
+    def test(name: str) -> tuple[np.ndarray, np.ndarray]:
+        return codes[f"{name}.test"], bow.labels(name, "test")
+
     with timer("classify"):
-        scores = classify(
-            lambda: perceptron(settings["perceptron_epochs"]),
-            codes[f"{source}.train"],
-            bow.labels(source, "train"),
-            tests,
-        )
+        if source == PIVOT:
+            scores, own = {}, []
+            for x in bow.languages:
+                pair = classify(
+                    lambda: perceptron(settings["perceptron_epochs"]),
+                    codes[f"{english(x)}.train"],
+                    bow.labels(x, "train"),
+                    {x: test(x), PIVOT: test(english(x))},
+                )
+                scores[x] = pair[x]
+                own.append(pair[PIVOT])
+            scores = {PIVOT: np.mean(own, axis=0), **scores}
+        else:
+            tests = {PIVOT: test(english(source))} | {x: test(x) for x in bow.languages}
+            scores = classify(
+                lambda: perceptron(settings["perceptron_epochs"]),
+                codes[f"{source}.train"],
+                bow.labels(source, "train"),
+                tests,
+            )
     result = {
         "provenance": provenance(settings, settings.get("seed")),
         "timings": timer.seconds,
@@ -143,27 +192,32 @@ def classify_stage(bow_dir: Path, tuning: Path, source: str, out: Path, settings
 
 
 def _nb_scores(bow: Bow, language: str) -> np.ndarray:
-    scores = classify(
-        naive_bayes,
-        bow.matrix(language, "train"),
-        bow.labels(language, "train"),
-        {"test": (bow.matrix(language, "test"), bow.labels(language, "test"))},
-    )
-    return scores["test"]
+    """Per-topic F1 of `language` (English: mean over its pairs' English sides)."""
+    per_set = [
+        classify(
+            naive_bayes,
+            bow.matrix(name, "train"),
+            bow.labels(name, "train"),
+            {"test": (bow.matrix(name, "test"), bow.labels(name, "test"))},
+        )["test"]
+        for name in train_sets(bow, language)
+    ]
+    return np.mean(per_set, axis=0)
 
 
 def nb_stage(bow_dir: Path, out: Path, jobs: int = 1) -> dict:
     """Monolingual multinomial Naive Bayes on raw counts, per language (Table 3 baseline)."""
     timer = Timer()
     bow = Bow.load(bow_dir)
+    languages = classification_languages(bow)
     with timer("classify"):
-        scores = Parallel(n_jobs=jobs)(delayed(_nb_scores)(bow, x) for x in bow.languages)
+        scores = Parallel(n_jobs=jobs)(delayed(_nb_scores)(bow, x) for x in languages)
     result = {
         "provenance": provenance({}, None),
         "timings": timer.seconds,
         "topics": bow.topics,
-        "f1": {x: float(s.mean()) for x, s in zip(bow.languages, scores, strict=True)},
-        "topic_f1": {x: s.tolist() for x, s in zip(bow.languages, scores, strict=True)},
+        "f1": {x: float(s.mean()) for x, s in zip(languages, scores, strict=True)},
+        "topic_f1": {x: s.tolist() for x, s in zip(languages, scores, strict=True)},
     }
     write_json(out, result)
     return result
