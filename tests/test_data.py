@@ -303,3 +303,18 @@ def test_real_kadar_table1_is_close_to_the_paper(real_copy):
     assert any(
         "Closest to the paper's four sizes" in note and ": train, >= 4" in note for note in notes
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "line 1: expected a '#min_count<TAB>N' header, found an empty file"),
+        ("#min_count\tfour\n", "line 1: expected a '#min_count<TAB>N' header"),
+        ("#min_count\t4\ndog 3\n", "line 2: expected 'word<TAB>count'"),
+    ],
+)
+def test_vocabulary_file_damage_is_one_input_error(tmp_path, text, message):
+    path = tmp_path / "v.tsv"
+    path.write_text(text)
+    with pytest.raises(InputError, match=message):
+        Vocabulary.load(path)

@@ -49,8 +49,11 @@ class Vocabulary:
     @classmethod
     def load(cls, path: str | Path) -> Vocabulary:
         lines = read_lines(path)
+        if not lines:
+            raise InputError(path, "a '#min_count<TAB>N' header", "an empty file", line=1)
         header, *rows = lines
-        if not header.startswith("#min_count\t"):
+        name, _, threshold = header.partition("\t")
+        if name != "#min_count" or not threshold.isdigit():
             raise InputError(path, "a '#min_count<TAB>N' header", repr(header[:40]), line=1)
         counts: Counter[str] = Counter()
         for number, row in enumerate(rows, start=2):
@@ -58,4 +61,4 @@ class Vocabulary:
             if len(parts) != 2 or not parts[1].isdigit():
                 raise InputError(path, "'word<TAB>count'", repr(row[:40]), line=number)
             counts[parts[0]] = int(parts[1])
-        return cls(counts, int(header.split("\t")[1]))
+        return cls(counts, int(threshold))
