@@ -331,6 +331,17 @@ def test_mira_reference_of_another_length(ref_lines: int, tmp_path: Path, capsys
     check(Case(argv, says, [out, history]), capsys)
 
 
+@pytest.mark.parametrize("source_lines", [2, 4])
+def test_nbest_features_source_of_another_length(source_lines: int, tmp_path: Path, capsys):
+    nbest = _nbest(tmp_path, GOOD)
+    source = tmp_path / "src.en"
+    source.write_text("".join(f"a dog {i}\n" for i in range(source_lines)))
+    out = tmp_path / "with.nbest"
+    argv = ["nbest-features", "--nbest", str(nbest), "--source", str(source), "--out", str(out)]
+    says = [f"{source}: expected 3 lines, one per sentence", f"found {source_lines}"]
+    check(Case(argv, says, [out]), capsys)
+
+
 @pytest.mark.parametrize("hyp_lines", [2, 4])
 def test_mt_score_hypotheses_of_another_length(hyp_lines: int, tmp_path: Path, capsys) -> None:
     hyp, ref = tmp_path / "hyp", tmp_path / "ref"

@@ -234,6 +234,14 @@ def weight_vector(layout: Layout, weights: dict[str, np.ndarray], where: str | P
     return np.concatenate(parts) if parts else np.zeros(0)
 
 
+def check_parallel(path: str | Path, lines: Sequence, ids: Sequence[int]) -> None:
+    """A file parallel to an n-best list (source, reference) has one line per sentence."""
+    if len(lines) != len(ids):
+        raise InputError(
+            path, f"{len(ids)} lines, one per sentence of the n-best list", f"{len(lines)}"
+        )
+
+
 def read_references(paths: Sequence[str | Path], ids: Sequence[int]) -> list[list[str]]:
     """References per sentence id: line ``id + 1`` of every reference file (ids are 0-based).
 
@@ -245,10 +253,7 @@ def read_references(paths: Sequence[str | Path], ids: Sequence[int]) -> list[lis
         raise InputError("--ref", "at least one reference file", "none")
     files = [read_lines(p, allow_empty_lines=True) for p in paths]
     for path, lines in zip(paths, files, strict=True):
-        if len(lines) != len(ids):
-            raise InputError(
-                path, f"{len(ids)} lines, one per sentence of the n-best list", f"{len(lines)}"
-            )
+        check_parallel(path, lines, ids)
     if list(ids) != list(range(len(ids))):
         raise InputError("n-best list", "sentence ids 0, 1, 2, ...", f"{list(ids)[:5]} ...")
     return [[lines[i] for lines in files] for i in ids]

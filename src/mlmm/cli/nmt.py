@@ -192,7 +192,7 @@ def parse_feature_spec(spec: str) -> tuple[str, str, Path]:
 def run_features(args) -> None:
     import numpy as np
 
-    from mlmm.nbest import check_feature_name, read_nbest, write_nbest
+    from mlmm.nbest import check_feature_name, check_parallel, read_nbest, write_nbest
     from mlmm.nmt.features import EmbeddingScorer, add_features
 
     refuse_overwrite(args.out, [args.nbest, args.source])
@@ -209,7 +209,9 @@ def run_features(args) -> None:
         (name, EmbeddingScorer(model, kind, args.tgt, args.src, images.get(name)))
         for name, kind, model in specs
     ]
-    nbest = add_features(read_nbest(args.nbest), _tokenised(args.source), scorers)
+    nbest, sources = read_nbest(args.nbest), _tokenised(args.source)
+    check_parallel(args.source, sources, nbest.ids)
+    nbest = add_features(nbest, sources, scorers)
     write_nbest(args.out, nbest)
     print(f"features: {nbest.columns}")
 
