@@ -1,0 +1,138 @@
+"""Bad input to the TED readers (docs/bad_inputs.md): one line naming the file (and line),
+what was expected and what was found, a non-zero exit, and no output of the step afterwards."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import tarfile
+from pathlib import Path
+
+import pytest
+from test_bad_inputs import Case, check  # the suite's one-line checker (tests/ on sys.path)
+
+from mlmm.cli import main
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    """A tiny one-pair (fr-en) demo corpus, copied per test by `fresh`."""
+    root = tmp_path_factory.mktemp("ted") / "ted-cldc"
+    argv = ["demo-ted", root, "--train-docs", 10, "--test-docs", 5, "--languages", "fr"]
+    assert main([str(a) for a in argv]) == 0
+    return root
+
+
+@pytest.fixture
+def fresh(corpus, tmp_path) -> Path:
+    root = tmp_path / "ted-cldc"
+    shutil.copytree(corpus, root)  # real copies: damaging one talk leaves its other topics alone
+    return root
+
+
+def bow_case(root: Path, tmp_path: Path, says: list[str]) -> Case:
+    """ted-fetch (checks the layout) then the ted-bow call that must fail."""
+    index = tmp_path / "corpus/index.json"
+    argv = ["ted-fetch", "--source", "path", "--path", root, "--out-dir", index.parent]
+    assert main([str(a) for a in [*argv, "--languages", "fr"]]) == 0
+    out = tmp_path / "bow"
+    argv = ["ted-bow", "--index", str(index), "--out-dir", str(out), "--languages", "fr"]
+    return Case(argv, says, absent=[out])
+
+
+def _non_utf8(root: Path) -> tuple[Path, list[str]]:
+    talk = sorted((root / "fr-en/test/art").glob("*/*.ted"))[0]
+    talk.write_bytes(b"bon_fr jour_fr\nmauvais_fr \xe9t\xe9_fr\n")
+    return talk, [f"{talk}, line 2", "expected UTF-8 text", "found invalid byte 0xe9"]
+
+
+def _empty(root: Path) -> tuple[Path, list[str]]:
+    talk = sorted((root / "en-fr/train/art").glob("*/*.ted"))[0]
+    talk.write_bytes(b"")
+    return talk, [str(talk), "expected a tokenised TED document", "found no tokens"]
+
+
+def _markup_only(root: Path) -> tuple[Path, list[str]]:
+    talk = sorted((root / "fr-en/train/art").glob("*/*.ted"))[0]
+    talk.write_text("<title>x</title>\n\n", encoding="utf-8")
+    return talk, [str(talk), "expected a tokenised TED document", "found no tokens"]
+
+
+def _missing_topic(root: Path) -> tuple[Path, list[str]]:
+    missing = root / "en-fr/test/science"  # the first pair's training split names the topics
+    shutil.rmtree(missing)
+    return missing, [str(missing), "expected a topic directory", "found none"]
+
+
+def _positive_and_negative(root: Path) -> tuple[Path, list[str]]:
+    talk = sorted((root / "fr-en/train/art/positive").glob("*.ted"))[0]
+    twin = root / "fr-en/train/art/negative" / talk.name
+    shutil.copyfile(talk, twin)
+    return twin, [str(twin), "expected a talk either positive or negative", "found both"]
+
+
+def _talk_on_one_side(root: Path) -> tuple[Path, list[str]]:
+    name = sorted(p.name for p in (root / "en-fr/test/art").glob("*/*.ted"))[0]
+    for talk in (root / "en-fr/test").glob(f"*/*/{name}"):  # gone from every topic
+        talk.unlink()
+    return root / "en-fr/test", [str(root / "en-fr/test"), "expected the same talks", "found"]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [_non_utf8, _empty, _markup_only, _missing_topic, _positive_and_negative, _talk_on_one_side],
+)
+def test_ted_bow_refuses_a_damaged_corpus(damage, fresh, tmp_path, capsys):
+    _, says = damage(fresh)
+    check(bow_case(fresh, tmp_path, says), capsys)
+
+
+def test_ted_bow_index_missing(tmp_path, capsys):
+    index, out = tmp_path / "missing.json", tmp_path / "bow"
+    argv = ["ted-bow", "--index", str(index), "--out-dir", str(out), "--languages", "fr"]
+    check(Case(argv, [str(index), "expected an existing file", "found no such file"], [out]), capsys)
+
+
+def test_ted_bow_index_not_json(tmp_path, capsys):
+    index, out = tmp_path / "index.json", tmp_path / "bow"
+    index.write_text("root: here\n", encoding="utf-8")
+    argv = ["ted-bow", "--index", str(index), "--out-dir", str(out), "--languages", "fr"]
+    check(Case(argv, [str(index), "expected the JSON of ted-fetch", "found"], [out]), capsys)
+
+
+def test_ted_fetch_truncated_archive(corpus, tmp_path, capsys):
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as handle:
+        handle.add(corpus, arcname="ted-cldc")
+    archive = tmp_path / "ted-cldc.tar.gz"
+    archive.write_bytes(buffer.getvalue()[: len(buffer.getvalue()) // 2])
+    out = tmp_path / "out"
+    argv = ["ted-fetch", "--source", "url", "--url", archive.as_uri(), "--out-dir", str(out)]
+    says = ["ted-cldc.tar.gz", "expected a complete .zip or .tar(.gz) archive", "truncated"]
+    absent = [out / "index.json", out / "unpacked", out / "unpacked.part",
+              out / "download/ted-cldc.tar.gz"]  # fmt: skip
+    check(Case([*argv, "--languages", "fr"], says, absent), capsys)
+
+
+def test_ted_fetch_demo_keeps_a_users_corpus(corpus, tmp_path, capsys):
+    out = tmp_path / "out"
+    shutil.copytree(corpus, out / "ted-cldc")  # the user's corpus where the demo would go
+    talk = sorted((out / "ted-cldc/fr-en/train/art").glob("*/*.ted"))[0]
+    argv = ["ted-fetch", "--source", "demo", "--out-dir", str(out), "--languages", "fr"]
+    says = [str(out / "ted-cldc"), "expected an empty directory or TED demo corpus", "--force"]
+    check(Case(argv, says, [out / "index.json"], {talk: talk.read_bytes()}), capsys)
+
+
+def test_ted_fetch_demo_replaces_its_own_unedited_corpus(tmp_path, capsys):
+    out = tmp_path / "out"
+    argv = ["ted-fetch", "--source", "demo", "--out-dir", str(out), "--languages", "fr",
+            "--train-docs", "10", "--test-docs", "5"]  # fmt: skip
+    assert main(argv) == 0
+    (out / "index.json").unlink()
+    assert main([*argv[:-4], "--train-docs", "12", "--test-docs", "5"]) == 0
+    assert len(list((out / "ted-cldc/fr-en/train/art").glob("*/*.ted"))) == 12
+    talk = sorted((out / "ted-cldc/fr-en/train/art").glob("*/*.ted"))[0]
+    talk.unlink()
+    talk.write_text("edited_fr\n", encoding="utf-8")
+    capsys.readouterr()
+    check(Case(argv, ["an edited file", "--force"], intact={talk: b"edited_fr\n"}), capsys)
