@@ -54,22 +54,31 @@ def test_weighted_loss_is_calixto_eq3():
     assert weighted_loss([a], [], 1.0).item() == pytest.approx(2.0)
 
 
-def test_order_similarity():
+def test_order_similarity_is_vsepp_order_sim():
+    """VSE++ / AME-CMR order_sim: -||max(0, s - im)|| (the norm, not its square)."""
     image = torch.tensor([[1.0, 2.0, 0.0]])
     caps = torch.tensor([[0.5, 1.0, 0.0], [2.0, 2.0, 1.0]])
-    expected = torch.tensor([[0.0, -(1.0 + 0.0 + 1.0)]])
-    assert torch.equal(score_matrix(image, caps, "order"), expected)
-    assert torch.equal(rowwise_score(image.repeat(2, 1), caps, "order"), expected[0])
-    # asymmetric: swapping the roles changes the score
-    assert score_matrix(caps[:1], image, "order").item() == -(0.25 + 1.0)
+    expected = torch.tensor([[0.0, -(2.0**0.5)]])  # violations (1, 0, 1)
+    assert torch.allclose(score_matrix(image, caps, "order"), expected)
+    assert torch.allclose(rowwise_score(image.repeat(2, 1), caps, "order"), expected[0])
+    # asymmetric: swapping the roles changes the score (violations 0.5, 1.0, 0)
+    assert score_matrix(caps[:1], image, "order").item() == pytest.approx(-(1.25**0.5))
     assert torch.allclose(score_matrix(caps, caps, "cosine"), caps @ caps.t())
 
 
-def test_order_matches_evaluation_module():
+def test_order_score_has_finite_gradient_without_violation():
+    image = torch.tensor([[1.0, 2.0, 0.5]], requires_grad=True)
+    caps = torch.tensor([[0.5, 1.0, 0.0]], requires_grad=True)  # below the image: score 0
+    score_matrix(image, caps, "order").sum().backward()
+    assert torch.isfinite(image.grad).all() and torch.isfinite(caps.grad).all()
+
+
+def test_order_ranks_as_evaluation_module():
+    """Evaluation ranks with the squared norm; the square root is monotone, so ranks agree."""
     from mlmm import evaluation
 
     a, b = torch.rand(4, 5), torch.rand(6, 5)
-    assert torch.allclose(score_matrix(a, b, "order"), evaluation.order_scores(a, b))
+    assert torch.allclose(score_matrix(a, b, "order"), -((-evaluation.order_scores(a, b)).sqrt()))
 
 
 def test_c2c_pairs_are_cartesian_products_per_image():

@@ -21,6 +21,9 @@ def build_model(record: dict, feature_dim: int, vocabs: Vocabularies) -> JointEm
         joint=record["joint"],
         dropout=record["dropout"],
         similarity=record["similarity"],
+        # .get: model.pt files written before these keys existed
+        shared_projection=record.get("sentence_projection") == "shared",
+        dropout_after_image_projection=record.get("image_dropout") == "projection",
     )
 
 

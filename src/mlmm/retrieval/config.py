@@ -21,16 +21,22 @@ DEFAULTS: dict[str, Any] = {
     "hidden": 1024,
     "joint": 1024,  # joint space; a linear layer maps the GRU state there when it differs
     "dropout": 0.0,
+    # shared: one projection from every language's GRU state into the joint space (Calixto's
+    # ff_sentence_mm); per-encoder: each text encoder has its own
+    "sentence_projection": "per-encoder",
     "min_count": 4,  # rarer training words become <unk>
     # image side
     "backbone": "efficientnet_lite0",
+    "image_dropout": "features",  # dropout on the CNN features, or on their projection (Calixto)
     # data set: multi30k (results/multi30k) or coco (MS-COCO Karpathy split, en/ja: results/coco)
     "dataset": "multi30k",
     # data: sources of (image, caption) pairs; captions_per_image null = all of them
     "train_data": [{"portion": "comparable", "languages": ["en"], "captions_per_image": None}],
     "image_subset": {"fraction": 1.0, "assignment": "overlap"},  # or disjoint across languages
     # objective
-    "batching": "switch",  # switch: Kadar's c2i/c2c task switching; joint: Calixto/AME tuples
+    # switch: Kadar's c2i/c2c task switching; joint: Calixto tuples (image, one caption per
+    # language); pooled: AME, every (image, caption) pair of every language one shuffled example
+    "batching": "switch",
     "c2c": False,
     "c2c_probability": 0.5,
     "beta": 1.0,  # joint batching: beta * S_I + (1 - beta) * S_S
@@ -49,9 +55,14 @@ DEFAULTS: dict[str, Any] = {
     "optimizer": {"lr": 2.0e-4, "decay_epochs": None, "decay_factor": 0.1},
     "grad_clip": 2.0,
     "epochs": 30,
-    "early_stopping": {"every": None, "patience": 10},  # every: iterations, null = each epoch
+    # every: iterations (null = each epoch); epoch_end: also at each epoch's end (AME);
+    # patience null: no early stop, all epochs run (AME)
+    "early_stopping": {"every": None, "epoch_end": False, "patience": 10},
     "checkpoint_every": 500,
-    "select_language": "en",
+    "select_language": "en",  # or a list: the sum over those languages (mulisera, AME)
+    # rsum: highest recall sum; mean_rank: lowest sum of i2t + t2i mean ranks, ties broken by the
+    # recall sum (Calixto's train_multilingual.py)
+    "select_by": "rsum",
     "validation": {"split": "val", "images": [0, None], "portion": "comparable"},
     # folds > 1: the mean over that many consecutive equal folds of the test images (COCO 1K =
     # 5 folds of the 5K test images); the whole range is reported too, as test_full.
@@ -59,6 +70,7 @@ DEFAULTS: dict[str, Any] = {
     "sts": True,  # STS Pearson of the English encoder (when the variant has English)
     "seeds": 1,  # runs with seeds 1..N
     "device": "auto",
+    "precision": "fp32",  # fp32 (TF32 matmuls on CUDA) | bf16 (autocast on CUDA)
     "paper_rows": [],
 }
 
@@ -66,9 +78,13 @@ CHOICES = {
     "dataset": ("multi30k", "coco"),
     "encoder": ("shared", "per-language"),
     "word_embeddings": ("random", "fme", "ame"),
-    "batching": ("switch", "joint"),
+    "batching": ("switch", "joint", "pooled"),
     "loss": ("max", "sum"),
     "similarity": ("cosine", "order"),
+    "sentence_projection": ("per-encoder", "shared"),
+    "image_dropout": ("features", "projection"),
+    "select_by": ("rsum", "mean_rank"),
+    "precision": ("fp32", "bf16"),
 }
 PORTIONS = ("translation", "comparable")
 
@@ -108,9 +124,9 @@ def check(record: dict, where: str) -> None:
         raise InputError(where, "image_subset.assignment overlap|disjoint", repr(record))
     if not 0.0 <= record["beta"] <= 1.0:
         raise InputError(where, "0 <= beta <= 1", str(record["beta"]), key="beta")
-    if record["select_language"] not in languages(record):
+    if not set(select_languages(record)) <= set(languages(record)):
         raise InputError(
-            where, f"select_language in {languages(record)}", record["select_language"]
+            where, f"select_language in {languages(record)}", repr(record["select_language"])
         )
     if record["word_embeddings"] != "random" and record["encoder"] != "shared":
         raise InputError(
@@ -135,6 +151,12 @@ def languages(record: dict) -> list[str]:
     for source in record["train_data"]:
         out += [lang for lang in source["languages"] if lang not in out]
     return out
+
+
+def select_languages(record: dict) -> list[str]:
+    """The languages whose validation scores are summed to select the model."""
+    chosen = record["select_language"]
+    return [chosen] if isinstance(chosen, str) else list(chosen)
 
 
 def run_names(section: dict) -> list[str]:

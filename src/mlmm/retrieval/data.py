@@ -38,7 +38,16 @@ def load_features(
     feats = np.load(path, mmap_mode="r")
     if feats.ndim != 2 or feats.shape[0] != n_images:
         raise InputError(path, f"{n_images} rows (one per image of {split})", f"{feats.shape}")
-    return np.array(feats, dtype=np.float32)
+    out = np.array(feats, dtype=np.float32)
+    finite = np.isfinite(out).all(axis=1)
+    if not finite.all():
+        bad = np.flatnonzero(~finite)
+        raise InputError(
+            path,
+            "finite feature values",
+            f"NaN or inf in {len(bad)} rows (first: row {int(bad[0])})",
+        )
+    return out
 
 
 def split_captions(

@@ -1,8 +1,9 @@
 """Joint image-sentence embedding: GRU sentence encoders, a linear image projection, L2 norm.
 
-Cosine similarity is the symmetric score; the order-embedding score of Vendrov et al. (2015), as
-AME writes it (S(a, b) = -||max(0, b - a)||^2, a the image or more specific item), is the
-asymmetric one; as in VSE++ the order variant takes absolute values of the normalised embeddings.
+Cosine similarity is the symmetric score; the order-embedding score of Vendrov et al. (2015) is
+the asymmetric one, as VSE++ and AME-CMR compute it (``order_sim``: S(a, b) = -||max(0, b - a)||,
+the norm, not its square; a the image or more specific item); as in VSE++ the order variant
+takes absolute values of the normalised embeddings. The margin (AME: 0.05) is in norm units.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ def score_matrix(a: torch.Tensor, b: torch.Tensor, similarity: str) -> torch.Ten
     if similarity == "cosine":
         return a @ b.t()
     if similarity == "order":
-        diff = (b.unsqueeze(0) - a.unsqueeze(1)).clamp_min(0)
-        return -(diff * diff).sum(-1)
+        # vector_norm's gradient at a zero vector is 0 (not NaN as sqrt(sum(x^2)) would give)
+        return -torch.linalg.vector_norm((b.unsqueeze(0) - a.unsqueeze(1)).clamp_min(0), dim=-1)
     raise ValueError(f"unknown similarity {similarity!r}")
 
 
@@ -33,22 +34,29 @@ def rowwise_score(a: torch.Tensor, b: torch.Tensor, similarity: str) -> torch.Te
     if similarity == "cosine":
         return (a * b).sum(-1)
     if similarity == "order":
-        diff = (b - a).clamp_min(0)
-        return -(diff * diff).sum(-1)
+        return -torch.linalg.vector_norm((b - a).clamp_min(0), dim=-1)
     raise ValueError(f"unknown similarity {similarity!r}")
 
 
+def projection(hidden: int, joint: int) -> nn.Module:
+    """GRU state -> joint space (the identity when the sizes agree, as in VSE++)."""
+    return nn.Linear(hidden, joint) if joint != hidden else nn.Identity()
+
+
 class TextEncoder(nn.Module):
-    """Word embeddings -> GRU (packed) -> last hidden state -> projection to the joint space."""
+    """Word embeddings -> GRU (packed) -> last hidden state -> projection to the joint space.
+
+    ``proj`` may be a module shared with other encoders (Calixto's one ``ff_sentence_mm``).
+    """
 
     def __init__(
-        self, vocab_size: int, embed_dim: int, hidden: int, joint: int, dropout: float
+        self, vocab_size: int, embed_dim: int, hidden: int, proj: nn.Module, dropout: float
     ) -> None:
         super().__init__()
         self.embed = nn.Embedding(vocab_size, embed_dim, padding_idx=0)
         self.gru = nn.GRU(embed_dim, hidden, batch_first=True)
         self.dropout = nn.Dropout(dropout)
-        self.proj = nn.Linear(hidden, joint) if joint != hidden else nn.Identity()
+        self.proj = proj
         nn.init.uniform_(self.embed.weight, -0.1, 0.1)
 
     def forward(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
@@ -70,6 +78,8 @@ class JointEmbedding(nn.Module):
         joint: int,
         dropout: float,
         similarity: str,
+        shared_projection: bool = False,
+        dropout_after_image_projection: bool = False,
     ) -> None:
         super().__init__()
         if similarity not in SIMILARITIES:
@@ -77,9 +87,13 @@ class JointEmbedding(nn.Module):
         self.similarity = similarity
         self.image = nn.Linear(feature_dim, joint)
         self.image_dropout = nn.Dropout(dropout)
+        self.dropout_after_projection = dropout_after_image_projection
+        shared = projection(hidden, joint) if shared_projection else None
         self.text = nn.ModuleDict(
             {
-                name: TextEncoder(n, embed_dim, hidden, joint, dropout)
+                name: TextEncoder(
+                    n, embed_dim, hidden, shared or projection(hidden, joint), dropout
+                )
                 for name, n in vocab_sizes.items()
             }
         )
@@ -93,6 +107,8 @@ class JointEmbedding(nn.Module):
         return x.abs() if self.similarity == "order" else x
 
     def embed_images(self, features: torch.Tensor) -> torch.Tensor:
+        if self.dropout_after_projection:
+            return self._finish(self.image_dropout(self.image(features)))
         return self._finish(self.image(self.image_dropout(features)))
 
     def embed_text(self, encoder: str, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:

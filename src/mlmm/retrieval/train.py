@@ -2,8 +2,11 @@
 
 Per step (``batching: switch``, Kádár Fig. 2): with probability ``c2c_probability`` a c2c batch
 (caption pairs of one image across languages), otherwise a language is drawn uniformly and a
-c2i batch of its (image, caption) pairs. With ``batching: joint`` (Calixto, AME) a batch holds
-images with one caption per language and the loss is beta * S_I + (1 - beta) * S_S.
+c2i batch of its (image, caption) pairs. With ``batching: joint`` (Calixto) a batch holds
+images with one caption per language and the loss is beta * S_I + (1 - beta) * S_S. With
+``batching: pooled`` (AME-CMR) every (image, caption) pair of every language is one example
+of one shuffled stream, and a batch of mixed languages has one loss.
+Validation and model selection are in ``selection``; a non-finite loss stops the run.
 Every data stream is its own seeded generator; generators, optimiser and RNG states go into
 ``checkpoint.pt`` every ``checkpoint_every`` steps, so a killed run resumes where it stopped
 and ends bit-identical to an uninterrupted one on CPU.
@@ -33,7 +36,7 @@ from mlmm.io import atomic_path, write_json, write_text
 from mlmm.provenance import Timer, provenance
 from mlmm.retrieval import align
 from mlmm.retrieval.api import build_model
-from mlmm.retrieval.config import languages
+from mlmm.retrieval.config import languages, select_languages
 from mlmm.retrieval.data import (
     Cycler,
     Vocabularies,
@@ -46,6 +49,7 @@ from mlmm.retrieval.data import (
     training_captions,
 )
 from mlmm.retrieval.losses import ranking_loss, weighted_loss
+from mlmm.retrieval.selection import Selector, selection_score
 
 HISTORY_FIELDS = (
     ["step", "epoch", "loss", "lr", "rsum"]
@@ -72,8 +76,9 @@ def pick_device(name: str) -> torch.device:
 
 
 def sts_tokens(sentence: str) -> list[str]:
-    """Lowercased word / punctuation tokens, close to the Multi30K ``lc.norm.tok`` files."""
-    return re.findall(r"\w+|[^\w\s]", sentence.lower())
+    """Lowercased word / punctuation tokens, close to the Multi30K ``lc.norm.tok`` files: as
+    Moses' tokenizer (no ``-a``), a hyphen inside a word keeps it whole ("t-shirt")."""
+    return re.findall(r"\w+(?:-\w+)*|[^\w\s]", sentence.lower())
 
 
 class Run:
@@ -102,6 +107,14 @@ class Run:
             ]
             self.streams = {"joint": Cycler(len(self.tuples), np.random.default_rng([seed, 1]))}
             self.examples = len(self.tuples)
+        elif record["batching"] == "pooled":
+            self.pooled = [
+                (lang, i, self.vocabs.encode(lang, c))
+                for lang, pairs in c2i_pairs(captions).items()
+                for i, c in pairs
+            ]
+            self.streams = {"pooled": Cycler(len(self.pooled), np.random.default_rng([seed, 1]))}
+            self.examples = len(self.pooled)
         else:
             self.c2i = {
                 lang: [(i, self.vocabs.encode(lang, c)) for i, c in pairs]
@@ -127,14 +140,16 @@ class Run:
         self.steps_per_epoch = math.ceil(self.examples / record["batch_size"])
         params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.Adam(params, lr=record["optimizer"]["lr"])
-        self.step, self.history, self.best = 0, [], {"rsum": -math.inf, "step": 0, "bad": 0}
+        self.step, self.history = 0, []
+        self.selector = Selector(record["early_stopping"]["patience"])
         self.best_state = copy.deepcopy(self.model.state_dict())
+        self.select_langs = select_languages(record)
         self.val = eval_set(
             paths.data_root,
             paths.features_root,
             record["backbone"],
             record["validation"],
-            [record["select_language"]],
+            self.select_langs,
         )
 
     # ------------------------------------------------------------------ word embeddings
@@ -264,6 +279,11 @@ class Run:
                     for m in range(k + 1, len(caps))
                 ]
             return weighted_loss(image_terms, sentence_terms, record["beta"]), len(batch)
+        if record["batching"] == "pooled":
+            batch = [self.pooled[i] for i in self.streams["pooled"].next(batch_size)]
+            images = self._images([i for _, i, _ in batch])
+            caps = self._embed_captions([lang for lang, _, _ in batch], [c for _, _, c in batch])
+            return self._rank(images, caps), len(batch)
         if self.c2c and self.tasks.random() < record["c2c_probability"]:
             batch = [self.c2c[i] for i in self.streams["c2c"].next(batch_size)]
             a = self._embed_captions([p[0] for p in batch], [p[1] for p in batch])
@@ -327,7 +347,7 @@ class Run:
             "tasks": self.tasks.bit_generator.state,
             "torch_rng": torch.get_rng_state(),
             "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
-            "best": self.best,
+            "selector": self.selector.state(),
             "best_state": self.best_state,
             "history": self.history,
             "mapping": None,
@@ -348,7 +368,8 @@ class Run:
         state = torch.load(path, map_location=self.device, weights_only=False)
         if state["record"] != self.record or state["seed"] != self.seed:
             return False  # a checkpoint of another configuration: start afresh
-        self.step, self.history, self.best = state["step"], state["history"], state["best"]
+        self.step, self.history = state["step"], state["history"]
+        self.selector.load(state["selector"])
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         for key, stream in self.streams.items():
@@ -371,11 +392,14 @@ class Run:
         return opt["lr"] * opt["decay_factor"] ** decays
 
     def validate(self, loss: float, seconds: float) -> bool:
-        """One validation point: history row, early-stopping bookkeeping; True = stop."""
-        lang = self.record["select_language"]
-        metrics, _ = self.evaluate(self.val, [lang])
-        m = metrics[lang]
-        rsum = evaluation.recall_sum(m)
+        """One validation point: history row, model selection; True = patience exhausted.
+
+        The history's recall columns are those of the first selecting language; ``rsum`` is
+        the recall sum over every selecting language."""
+        metrics, _ = self.evaluate(self.val, self.select_langs)
+        m = metrics[self.select_langs[0]]
+        score = selection_score(metrics, self.select_langs, self.record["select_by"])
+        rsum = sum(evaluation.recall_sum(metrics[lang]) for lang in self.select_langs)
         row = {
             "step": self.step,
             "epoch": self.step / self.steps_per_epoch,
@@ -387,19 +411,27 @@ class Run:
             "seconds": seconds,
         }
         self.history.append(row)
-        if rsum > self.best["rsum"]:
-            self.best = {"rsum": rsum, "step": self.step, "bad": 0}
+        if self.selector.update(score, self.step):
             self.best_state = copy.deepcopy(self.model.state_dict())
-        else:
-            self.best["bad"] += 1
-        return self.best["bad"] >= self.record["early_stopping"]["patience"]
+        return self.selector.exhausted
+
+    def _validation_due(self, every: int, total: int) -> bool:
+        at_epoch_end = self.step % self.steps_per_epoch == 0
+        return (
+            self.step % every == 0
+            or self.step == total
+            or (self.record["early_stopping"]["epoch_end"] and at_epoch_end)
+        )
 
     def train(self, progress: bool = True) -> dict:
         record = self.record
         total = record["epochs"] * self.steps_per_epoch
         every = record["early_stopping"]["every"] or self.steps_per_epoch
         resumed = self.load_checkpoint()
-        use_amp = self.device.type == "cuda"
+        use_amp = self.device.type == "cuda" and record["precision"] == "bf16"
+        if self.device.type == "cuda":  # fp32 as the authors trained, matmuls in TF32
+            torch.backends.cuda.matmul.allow_tf32 = True
+            torch.backends.cudnn.allow_tf32 = True
         self.model.train()
         losses, pairs, start = [], 0, time.perf_counter()
         # In a log file (Snakemake), a progress line every 30 s rather than ten a second.
@@ -411,7 +443,7 @@ class Run:
             desc=record["name"],
             mininterval=interval,
         )
-        stop = bool(self.history) and self.best["bad"] >= record["early_stopping"]["patience"]
+        stop = self.selector.exhausted
         while self.step < total and not stop:
             lr = self._lr(self.step // self.steps_per_epoch)
             for group in self.optimizer.param_groups:
@@ -434,10 +466,17 @@ class Run:
                     u, _, vt = torch.linalg.svd(self.alignment["mapping"].double())
                     self.alignment["mapping"].copy_((u @ vt).float())
             self.step += 1
-            losses.append(float(loss.detach()))
+            value = float(loss.detach())
+            if not math.isfinite(value):
+                raise InputError(
+                    f"training {record['name']} (seed {self.seed})",
+                    "a finite loss",
+                    f"{value} at step {self.step}",
+                )
+            losses.append(value)
             pairs += n
             bar.update(1)
-            if self.step % every == 0 or self.step == total:
+            if self._validation_due(every, total):
                 stop = self.validate(float(np.mean(losses)), time.perf_counter() - start)
                 bar.set_postfix(rsum=f"{self.history[-1]['rsum']:.1f}")
                 losses = []
@@ -539,7 +578,9 @@ def train_variant(
     """Train, select on validation, test, and write model.pt, history.csv, metrics.json.
 
     ``threads`` caps torch's CPU threads: on a shared CPU, more threads than free cores make
-    small GRUs tens of times slower (spinning workers), so Snakemake passes its ``threads``.
+    small GRUs tens of times slower (spinning workers), and CPU sums depend on how they are
+    split, so Snakemake passes ``retrieval.threads`` (a fixed number) and metrics.json records
+    the count the run used.
     """
     if threads:
         torch.set_num_threads(threads)
@@ -557,10 +598,16 @@ def train_variant(
     metrics = {
         "variant": record["name"],
         "seed": seed,
-        "provenance": provenance({"retrieval": record}, seed),
+        "provenance": {
+            **provenance({"retrieval": record}, seed),
+            "threads": torch.get_num_threads(),
+        },
         "timings": {**timer.seconds, **speed},
-        "best_step": run.best["step"],
+        "best_step": run.selector.step,
         "steps": run.step,
+        # stopped_by: patience | cap; still_improving: the cap stopped a run whose last
+        # validation was its best (the table notes flag it)
+        **run.selector.outcome(),
         "device": str(run.device),
         **results,
         "history": run.history,

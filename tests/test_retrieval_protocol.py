@@ -1,0 +1,152 @@
+"""The papers' protocol mechanisms (issue 11), each against a hand computation or the authors'
+formula: model selection, pooled batching, Calixto's shared projection, stopping flags, the STS
+tokens, bad inputs (NaN features, a non-finite loss)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from test_retrieval_train import make_world, section  # tests/ on sys.path
+
+from mlmm.errors import InputError
+from mlmm.retrieval import train as train_module
+from mlmm.retrieval.config import resolve_variant
+from mlmm.retrieval.data import load_features
+from mlmm.retrieval.model import JointEmbedding
+from mlmm.retrieval.selection import Selector, selection_score
+from mlmm.retrieval.train import Run, sts_tokens, train_variant
+
+
+def _metrics(r1, r5, r10, meanr_i2t, meanr_t2i):
+    return {
+        "i2t": {"R@1": r1, "R@5": r5, "R@10": r10, "meanr": meanr_i2t},
+        "t2i": {"R@1": r1, "R@5": r5, "R@10": r10, "meanr": meanr_t2i},
+    }
+
+
+def test_selection_sums_languages_and_breaks_mean_rank_ties_by_recall():
+    m = {"en": _metrics(10, 20, 30, 4.0, 6.0), "de": _metrics(5, 10, 20, 8.0, 2.0)}
+    # mulisera / AME: recall sums added over languages: 2 * 60 + 2 * 35
+    assert selection_score(m, ["en", "de"], "rsum") == (190,)
+    assert selection_score(m, ["de"], "rsum") == (70,)
+    # Calixto: lowest sum of mean ranks (4 + 6 + 8 + 2 = 20), then the recall sum
+    assert selection_score(m, ["en", "de"], "mean_rank") == (-20.0, 190)
+    same_ranks_more_recall = {"en": _metrics(11, 20, 30, 4.0, 6.0), "de": m["de"]}
+    assert selection_score(same_ranks_more_recall, ["en", "de"], "mean_rank") > (-20.0, 190)
+    better_ranks_less_recall = {"en": _metrics(0, 0, 0, 3.0, 6.0), "de": m["de"]}
+    assert selection_score(better_ranks_less_recall, ["en", "de"], "mean_rank") > (-20.0, 190)
+
+
+def test_selector_patience_and_outcome():
+    s = Selector(patience=2)
+    assert s.update((1.0,), 10) and not s.update((1.0,), 20) and not s.exhausted
+    assert not s.update((0.5,), 30) and s.exhausted
+    assert s.step == 10 and s.outcome() == {"stopped_by": "patience", "still_improving": False}
+    never = Selector(patience=None)  # AME: every epoch runs
+    for step in range(1, 50):
+        never.update((-float(step),), step)
+    assert not never.exhausted
+    assert never.outcome() == {"stopped_by": "cap", "still_improving": False}
+    rising = Selector(patience=10)
+    rising.update((1.0,), 5)
+    rising.update((2.0,), 10)
+    assert rising.outcome() == {"stopped_by": "cap", "still_improving": True}
+    restored = Selector(patience=10)
+    restored.load(rising.state())
+    assert restored.state() == rising.state()
+
+
+def test_calixto_shares_one_sentence_projection_and_drops_out_after_the_image_layer():
+    model = JointEmbedding(64, {"en": 10, "de": 12}, 4, 5, 3, 0.5, "cosine", True, True)
+    assert model.text["en"].proj is model.text["de"].proj
+    assert sum(p.numel() for p in model.parameters()) == (
+        64 * 3 + 3  # image layer
+        + 5 * 3 + 3  # one shared projection
+        + sum(n * 4 + 3 * (4 * 5 + 5 * 5 + 2 * 5) for n in (10, 12))  # embeddings + GRUs
+    )
+    separate = JointEmbedding(64, {"en": 10, "de": 12}, 4, 5, 3, 0.5, "cosine")
+    assert separate.text["en"].proj is not separate.text["de"].proj
+    torch.manual_seed(0)
+    model.train()
+    out = model.embed_images(torch.rand(200, 64) + 1.0)
+    # dropout after the projection zeroes joint-space coordinates; on the features it would not
+    assert (out == 0).any()
+    separate.train()
+    assert not (separate.embed_images(torch.rand(200, 64) + 1.0) == 0).any()
+
+
+def test_sts_tokens_keep_hyphenated_words_like_multi30k():
+    assert sts_tokens("A man in a T-shirt, smiling.") == [
+        "a", "man", "in", "a", "t-shirt", ",", "smiling", ".",
+    ]
+
+
+def test_nan_feature_rows_are_refused(tmp_path):
+    feats = np.ones((4, 3), dtype=np.float32)
+    feats[2, 1] = np.nan
+    feats[3, 0] = np.inf
+    (tmp_path / "bb").mkdir()
+    np.save(tmp_path / "bb/train.npy", feats)
+    with pytest.raises(InputError, match=r"train\.npy.*2 rows \(first: row 2\)"):
+        load_features(tmp_path, "bb", "train", 4)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    return make_world(tmp_path_factory.mktemp("protocol"))
+
+
+BILINGUAL = [{"portion": "comparable", "languages": ["en", "de"]}]
+
+
+def test_pooled_batches_mix_languages_and_count_every_pair(world, tmp_path):
+    """AME-CMR: each (image, caption) pair of 5 en + 5 de per image is one example."""
+    record = resolve_variant(section(p={"train_data": BILINGUAL, "batching": "pooled"}), "p")
+    run = Run(record, 1, world, tmp_path)
+    n_images = 300  # make_world's training images, five captions each in en and de
+    assert run.examples == n_images * 10
+    assert run.steps_per_epoch == math.ceil(n_images * 10 / record["batch_size"])
+    seen = [run.pooled[i][0] for i in run.streams["pooled"].next(len(run.pooled))]
+    assert sorted(seen) == ["de"] * 1500 + ["en"] * 1500
+    head = seen[: record["batch_size"]]
+    assert {"en", "de"} == set(head)  # one batch holds both languages
+    loss, n = run._batch_loss()
+    assert n == record["batch_size"] and loss.ndim == 0
+
+
+def test_multilingual_selection_and_epoch_end_validation(world, tmp_path):
+    variant = {
+        "train_data": BILINGUAL,
+        "batching": "pooled",
+        "select_language": ["en", "de"],
+        "epochs": 2,
+        "early_stopping": {"every": 7, "epoch_end": True, "patience": None},
+    }
+    record = resolve_variant(section(v=variant), "v")
+    metrics = train_variant(record, 1, world, tmp_path, progress=False, threads=1)
+    per_epoch = math.ceil(3000 / record["batch_size"])
+    steps = [row["step"] for row in metrics["history"]]
+    assert per_epoch in steps and 2 * per_epoch in steps and 7 in steps
+    assert metrics["steps"] == 2 * per_epoch
+    assert metrics["stopped_by"] == "cap" and isinstance(metrics["still_improving"], bool)
+    assert metrics["provenance"]["threads"] == 1
+    # rsum of the history is the en + de sum, above what one language can reach (600)
+    assert max(row["rsum"] for row in metrics["history"]) > 0
+
+
+def test_non_finite_loss_stops_with_the_step(world, tmp_path, monkeypatch):
+    record = resolve_variant(section(v={"epochs": 1}), "v")
+    monkeypatch.setattr(
+        train_module, "ranking_loss", lambda scores, margin, reduction: scores.sum() * math.nan
+    )
+    with pytest.raises(InputError, match="a finite loss, found nan at step 1"):
+        train_variant(record, 1, world, tmp_path, progress=False, threads=1)
+    assert not (tmp_path / "metrics.json").exists()
+
+
+def test_select_language_must_be_trained(world):
+    with pytest.raises(InputError, match="select_language"):
+        resolve_variant(section(v={"select_language": ["en", "fr"]}), "v")
