@@ -4,6 +4,7 @@ tokens, bad inputs (NaN features, a non-finite loss)."""
 
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -12,7 +13,9 @@ import torch
 from test_retrieval_train import make_world, section  # tests/ on sys.path
 
 from mlmm.errors import InputError
+from mlmm.retrieval import align
 from mlmm.retrieval import train as train_module
+from mlmm.retrieval.api import load_trained
 from mlmm.retrieval.config import resolve_variant
 from mlmm.retrieval.data import load_features
 from mlmm.retrieval.model import JointEmbedding
@@ -150,3 +153,63 @@ def test_non_finite_loss_stops_with_the_step(world, tmp_path, monkeypatch):
 def test_select_language_must_be_trained(world):
     with pytest.raises(InputError, match="select_language"):
         resolve_variant(section(v={"select_language": ["en", "fr"]}), "v")
+
+
+def test_translator_maps_its_rows_in_the_forward_pass():
+    """AME-CMR's EncoderText: the English rows enter the GRU as W x; equal to baking W into
+    those rows (how model.pt stores it)."""
+    torch.manual_seed(0)
+    live = JointEmbedding(8, {"shared": 6}, 4, 5, 5, 0.0, "cosine").text["shared"].eval()
+    baked = copy.deepcopy(live)
+    w = torch.linalg.qr(torch.randn(4, 4))[0]
+    rows = torch.tensor([False, False, True, True, False, False])
+    live.translator = (rows, w)
+    with torch.no_grad():
+        baked.embed.weight[rows] = baked.embed.weight[rows] @ w.t()
+    tokens, lengths = torch.tensor([[2, 3, 4], [5, 1, 0]]), torch.tensor([3, 2])
+    assert torch.allclose(live(tokens, lengths), baked(tokens, lengths), atol=1e-6)
+    live.translator = None  # without it the mapped rows differ
+    assert not torch.allclose(live(tokens, lengths), baked(tokens, lengths), atol=1e-3)
+
+
+AME = {
+    "train_data": BILINGUAL,
+    "batching": "pooled",
+    "word_embeddings": "ame",
+    "embed_dim": 8,
+    "epochs": 1,
+    "alignment": {"every": 5, "train_fraction": 0.5},
+}
+
+
+@pytest.fixture(scope="module")
+def aligned_world(world):
+    align.derive_demo(world.data_root, world.muse, ["en", "de"], 8, 0.8, world.vectors)
+    return world
+
+
+def test_rcsls_moves_the_mapping_only(aligned_world, tmp_path):
+    run = Run(resolve_variant(section(v=AME), "v"), 1, aligned_world, tmp_path)
+    run._alignment_loss().backward()
+    assert run.alignment["mapping"].grad is not None
+    assert run.model.text["shared"].embed.weight.grad is None
+
+
+def test_ame_model_reloads_with_the_mapping_baked_in(aligned_world, tmp_path):
+    run = Run(resolve_variant(section(v=AME), "v"), 1, aligned_world, tmp_path)
+    run.train(progress=False)
+    run.test()
+    run.save_model()
+    sentences = [["a", "red", "cat", "in", "the", "park"], ["the", "dog", "is", "blue"]]
+    reloaded = load_trained(tmp_path).embed_sentences("en", sentences)
+    assert torch.allclose(reloaded, run.embed_text("en", sentences), atol=1e-5)
+
+
+def test_pretrained_embeddings_start_from_the_vectors(aligned_world, tmp_path):
+    variant = {"word_embeddings": "pretrained", "embed_dim": 8}
+    run = Run(resolve_variant(section(v=variant), "v"), 1, aligned_world, tmp_path)
+    vectors = align.read_vec(aligned_world.vectors / "wiki.en.align.vec", {"cat"})
+    weight = run.model.text["shared"].embed.weight
+    row = run.vocabs.vocabs["shared"].index["en:cat"]
+    assert torch.allclose(weight[row], torch.from_numpy(vectors["cat"]))
+    assert weight.requires_grad and run.alignment is None

@@ -16,7 +16,9 @@ from mlmm.errors import InputError
 DEFAULTS: dict[str, Any] = {
     # text side
     "encoder": "shared",  # shared: one GRU and one union vocabulary; per-language: one each
-    "word_embeddings": "random",  # random | fme (frozen pre-aligned) | ame (RCSLS fine-tuned)
+    # random | fme (frozen pre-aligned) | ame (RCSLS-aligned, mapping in the forward pass) |
+    # pretrained (fastText start, fine-tuned, no mapping: AME's Mono)
+    "word_embeddings": "random",
     "embed_dim": 300,
     "hidden": 1024,
     "joint": 1024,  # joint space; a linear layer maps the GRU state there when it differs
@@ -77,7 +79,7 @@ DEFAULTS: dict[str, Any] = {
 CHOICES = {
     "dataset": ("multi30k", "coco"),
     "encoder": ("shared", "per-language"),
-    "word_embeddings": ("random", "fme", "ame"),
+    "word_embeddings": ("random", "fme", "ame", "pretrained"),
     "batching": ("switch", "joint", "pooled"),
     "loss": ("max", "sum"),
     "similarity": ("cosine", "order"),

@@ -47,6 +47,10 @@ class TextEncoder(nn.Module):
     """Word embeddings -> GRU (packed) -> last hidden state -> projection to the joint space.
 
     ``proj`` may be a module shared with other encoders (Calixto's one ``ff_sentence_mm``).
+    ``translator``, when set, is AME's learned mapping in the forward pass: (a boolean mask of
+    the vocabulary rows it applies to, W); those rows enter the GRU as W x (AME-CMR's
+    ``EncoderText`` multiplies the English rows by ``R_ende``). It is not a parameter: the
+    ranking loss does not train W, RCSLS does.
     """
 
     def __init__(
@@ -57,10 +61,15 @@ class TextEncoder(nn.Module):
         self.gru = nn.GRU(embed_dim, hidden, batch_first=True)
         self.dropout = nn.Dropout(dropout)
         self.proj = proj
+        self.translator: tuple[torch.Tensor, torch.Tensor] | None = None
         nn.init.uniform_(self.embed.weight, -0.1, 0.1)
 
     def forward(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        emb = self.dropout(self.embed(tokens))
+        emb = self.embed(tokens)
+        if self.translator is not None:
+            rows, mapping = self.translator
+            emb = torch.where(rows[tokens].unsqueeze(-1), emb @ mapping.detach().t(), emb)
+        emb = self.dropout(emb)
         packed = pack_padded_sequence(emb, lengths.cpu(), batch_first=True, enforce_sorted=False)
         _, last = self.gru(packed)
         return self.proj(self.dropout(last[-1]))

@@ -143,6 +143,7 @@ class Run:
         self.step, self.history = 0, []
         self.selector = Selector(record["early_stopping"]["patience"])
         self.best_state = copy.deepcopy(self.model.state_dict())
+        self.best_mapping = self._mapping_copy()
         self.select_langs = select_languages(record)
         self.val = eval_set(
             paths.data_root,
@@ -154,7 +155,9 @@ class Run:
 
     # ------------------------------------------------------------------ word embeddings
     def _setup_word_embeddings(self) -> dict | None:
-        """FME/AME: load pre-aligned vectors into the embedding rows; set up the alignment."""
+        """FME/AME/pretrained: load pre-aligned vectors into the embedding rows; for AME set up
+        the mapping W (Procrustes start, RCSLS updates) and apply it to the English rows in the
+        forward pass (AME-CMR's translators)."""
         record = self.record
         if record["word_embeddings"] == "random":
             return None
@@ -176,6 +179,8 @@ class Run:
                     weight[vocab.index[f"{lang}:{word}"]] = torch.from_numpy(vec)
         if record["word_embeddings"] == "fme":
             weight.requires_grad_(False)
+        if record["word_embeddings"] == "pretrained":  # AME's Mono: fastText start, no mapping
+            return None
         others = [lang for lang in self.langs if lang != "en"]
         if "en" not in self.langs or not others or self.paths.muse is None:
             return None
@@ -211,7 +216,22 @@ class Run:
             mapping = align.procrustes(x, y).to(self.device).requires_grad_(True)
             state["mapping"] = mapping
             state["optimizer"] = torch.optim.SGD([mapping], lr=record["alignment"]["lr"])
+            rows = torch.zeros(len(vocab), dtype=torch.bool, device=self.device)
+            rows[state["src"].to(self.device)] = True
+            self.model.text["shared"].translator = (rows, mapping)
         return state
+
+    def _mapping_copy(self) -> torch.Tensor | None:
+        if self.alignment is None or self.alignment["mapping"] is None:
+            return None
+        return self.alignment["mapping"].detach().clone()
+
+    def _restore_best(self) -> None:
+        """The selected point: its weights and, for AME, its mapping."""
+        self.model.load_state_dict(self.best_state)
+        if self.best_mapping is not None:
+            with torch.no_grad():
+                self.alignment["mapping"].copy_(self.best_mapping)
 
     def alignment_ratio(self) -> float | None:
         if self.alignment is None:
@@ -229,7 +249,8 @@ class Run:
         state = self.alignment
         if state is None or state["mapping"] is None or len(state["train"]) == 0:
             return None
-        weight = self.model.text["shared"].embed.weight
+        # AME-CMR's RCSLS gradient moves the mapping only, not the word embeddings
+        weight = self.model.text["shared"].embed.weight.detach()
         src = weight[state["src"].to(self.device)]
         tgt = weight[state["tgt"].to(self.device)]
         return align.rcsls_loss(
@@ -349,6 +370,7 @@ class Run:
             "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
             "selector": self.selector.state(),
             "best_state": self.best_state,
+            "best_mapping": self.best_mapping,
             "history": self.history,
             "mapping": None,
         }
@@ -379,6 +401,7 @@ class Run:
         if state["cuda_rng"] is not None and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(state["cuda_rng"])
         self.best_state = state["best_state"]
+        self.best_mapping = state["best_mapping"]
         if state["mapping"] is not None:
             with torch.no_grad():
                 self.alignment["mapping"].copy_(state["mapping"])
@@ -413,6 +436,7 @@ class Run:
         self.history.append(row)
         if self.selector.update(score, self.step):
             self.best_state = copy.deepcopy(self.model.state_dict())
+            self.best_mapping = self._mapping_copy()
         return self.selector.exhausted
 
     def _validation_due(self, every: int, total: int) -> bool:
@@ -493,7 +517,7 @@ class Run:
 
     # ------------------------------------------------------------------ final evaluation
     def test(self) -> dict:
-        self.model.load_state_dict(self.best_state)
+        self._restore_best()
         data = eval_set(
             self.paths.data_root,
             self.paths.features_root,
@@ -547,8 +571,14 @@ class Run:
         return out
 
     def save_model(self) -> None:
+        state = self.best_state
+        if self.best_mapping is not None:  # bake W into the English rows, as AME-CMR loads it
+            state = copy.deepcopy(state)
+            key = "text.shared.embed.weight"
+            src = self.alignment["src"].to(state[key].device)
+            state[key][src] = state[key][src] @ self.best_mapping.to(state[key].device).t()
         saved = {
-            "state": self.best_state,
+            "state": state,
             "vocabularies": self.vocabs.state(),
             "record": self.record,
             "feature_dim": int(self.features.shape[1]),
