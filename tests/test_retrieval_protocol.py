@@ -213,3 +213,29 @@ def test_pretrained_embeddings_start_from_the_vectors(aligned_world, tmp_path):
     row = run.vocabs.vocabs["shared"].index["en:cat"]
     assert torch.allclose(weight[row], torch.from_numpy(vectors["cat"]))
     assert weight.requires_grad and run.alignment is None
+
+
+def test_ame_alignment_trains_on_full_plus_test_section_and_scores_on_train_section(tmp_path):
+    """AME Section 4.1: RCSLS on MUSE "full" + "test" (5000-6500), the ratio on "train"."""
+    (tmp_path / "en-de.txt").write_text("dog hund\ncat katze\n", encoding="utf-8")
+    (tmp_path / "en-de.5000-6500.txt").write_text("cat katze\nboat boot\n", encoding="utf-8")
+    (tmp_path / "en-de.0-5000.txt").write_text("dog hund\n", encoding="utf-8")
+    sections = {"sections": {"train": ["full", "5000-6500"], "test": "0-5000"}}
+    train, test = align.alignment_lexicons(tmp_path, "de", sections)
+    assert train == [("dog", "hund"), ("cat", "katze"), ("boat", "boot")]
+    assert test == [("dog", "hund")]
+    split = {"sections": None, "train_fraction": 0.5}
+    train, test = align.alignment_lexicons(tmp_path, "de", split)
+    assert sorted(train + test) == [("cat", "katze"), ("dog", "hund")] and len(test) == 1
+
+
+def test_fetch_muse_downloads_every_section(tmp_path):
+    source = tmp_path / "arrival"
+    source.mkdir()
+    for name in ("en-de.txt", "en-de.0-5000.txt", "en-de.5000-6500.txt"):
+        (source / name).write_text("dog hund\n", encoding="utf-8")
+    out = tmp_path / "muse"
+    align.download_lexicons(source.as_uri(), ["de"], out, ("full", "0-5000", "5000-6500"))
+    assert sorted(p.name for p in out.iterdir()) == [
+        "en-de.0-5000.txt", "en-de.5000-6500.txt", "en-de.txt",
+    ]

@@ -53,10 +53,11 @@ if MUSE_URL:
         params:
             url=RETRIEVAL["muse"],
             languages=" ".join(MUSE_LANGUAGES),
+            sections=" ".join(MUSE_SECTIONS),
             out=MUSE_DOWNLOADS,
         shell:
             "mlmm fetch-muse --url {params.url} --languages {params.languages}"
-            " --out {params.out} > {log} 2>&1"
+            " --sections {params.sections} --out {params.out} > {log} 2>&1"
 
 
 if RETRIEVAL_VECTORS["source"] != "path":

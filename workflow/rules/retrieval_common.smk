@@ -34,7 +34,12 @@ MUSE_LANGUAGES = sorted(
     {lang for lang in RETRIEVAL_VECTORS["languages"] if lang != "en"}
     | set(ROTATED_VECTORS)
 )
-MUSE_FILES = [MUSE_DOWNLOADS / f"en-{lang}.txt" for lang in MUSE_LANGUAGES]
+MUSE_SECTIONS = ["full", "0-5000", "5000-6500"]
+MUSE_FILES = [
+    MUSE_DOWNLOADS / f"en-{lang}{'' if section == 'full' else '.' + section}.txt"
+    for lang in MUSE_LANGUAGES
+    for section in MUSE_SECTIONS
+]
 RETRIEVAL_RUN_FILES = [
     RETRIEVAL_DIR / name / f"seed{seed}" / "metrics.json"
     for name, record in RETRIEVAL_RECORDS.items()

@@ -77,11 +77,18 @@ def register(subparsers) -> None:
     m = subparsers.add_parser(
         "fetch-muse",
         help="download MUSE bilingual dictionaries en-<lang>.txt (FME/AME alignment)",
-        description="Writes OUT/en-<lang>.txt for each language from URL/en-<lang>.txt, e.g. "
-        "https://dl.fbaipublicfiles.com/arrival/dictionaries (Conneau et al. 2018).",
+        description="Writes OUT/en-<lang>[.<section>].txt for each language and section from "
+        "URL, e.g. https://dl.fbaipublicfiles.com/arrival/dictionaries (Conneau et al. 2018).",
     )
     m.add_argument("--url", required=True)
     m.add_argument("--languages", nargs="+", required=True)
+    m.add_argument(
+        "--sections",
+        nargs="+",
+        required=True,
+        choices=["full", "0-5000", "5000-6500"],
+        help="full: en-<lang>.txt; 0-5000 / 5000-6500: MUSE's train / test sections",
+    )
     m.add_argument("--out", type=Path, required=True)
     m.set_defaults(func=run_fetch_muse)
 
@@ -143,4 +150,4 @@ def run_vectors(args) -> None:
 def run_fetch_muse(args) -> None:
     from mlmm.retrieval.align import download_lexicons
 
-    download_lexicons(args.url, args.languages, args.out)
+    download_lexicons(args.url, args.languages, args.out, tuple(args.sections))

@@ -257,17 +257,53 @@ def _fetch(url: str, target: Path) -> Path:
     return download(url, target)
 
 
-def download_lexicons(url: str, langs: list[str], out: Path) -> None:
-    """MUSE bilingual dictionaries ``<url>/en-<lang>.txt`` (the full ones; runs split them by
-    source word themselves), written atomically and checked to parse."""
+# MUSE's sections of each dictionary: section name -> file name suffix (AME Section 4.1 trains
+# on "full" + "test" = 5000-6500, measures the alignment ratio on "train" = 0-5000)
+MUSE_SECTIONS = {"full": "", "0-5000": ".0-5000", "5000-6500": ".5000-6500"}
+
+
+def lexicon_file(muse: Path, lang: str, section: str = "full") -> Path:
+    return Path(muse) / f"en-{lang}{MUSE_SECTIONS[section]}.txt"
+
+
+def alignment_lexicons(muse: Path, lang: str, alignment: dict) -> tuple[Lexicon, Lexicon]:
+    """(pairs RCSLS trains on, pairs the alignment ratio is measured on) for en-``lang``.
+
+    ``alignment["sections"]`` null: the full dictionary split by source word
+    (``train_fraction``); otherwise the union of the named MUSE sections for training and one
+    section for the ratio (AME: full + 5000-6500, and 0-5000). Pairs with a word outside the
+    training vocabulary are dropped later (``lexicon_indices``)."""
+    sections = alignment["sections"]
+    if sections is None:
+        return split_lexicon(read_lexicon(lexicon_file(muse, lang)), alignment["train_fraction"])
+    train = list(
+        dict.fromkeys(
+            pair
+            for name in sections["train"]
+            for pair in read_lexicon(lexicon_file(muse, lang, name))
+        )
+    )
+    return train, read_lexicon(lexicon_file(muse, lang, sections["test"]))
+
+
+def download_lexicons(
+    url: str, langs: list[str], out: Path, sections: tuple[str, ...] = ("full",)
+) -> None:
+    """MUSE bilingual dictionaries ``<url>/en-<lang>[.<section>].txt``, written atomically and
+    checked to parse."""
     for lang in langs:
-        source = f"{url.rstrip('/')}/en-{lang}.txt"
-        with atomic_path(Path(out) / f"en-{lang}.txt") as tmp:  # kept only when it parses
-            _fetch(source, tmp)
-            try:
-                read_lexicon(tmp)
-            except InputError as exc:  # name the URL, not the temporary file
-                raise InputError(source, exc.expected, exc.found, line=exc.line) from None
+        for section in sections:
+            _download_lexicon(url, lexicon_file(Path(out), lang, section))
+
+
+def _download_lexicon(url: str, target: Path) -> None:
+    source = f"{url.rstrip('/')}/{target.name}"
+    with atomic_path(target) as tmp:  # kept only when it parses
+        _fetch(source, tmp)
+        try:
+            read_lexicon(tmp)
+        except InputError as exc:  # name the URL, not the temporary file
+            raise InputError(source, exc.expected, exc.found, line=exc.line) from None
 
 
 def download(url: str, langs: list[str], out: Path) -> None:

@@ -50,7 +50,10 @@ DEFAULTS: dict[str, Any] = {
         "lr": 2.0,
         "knn": 5,
         "train_fraction": 0.8,  # MUSE source words for training; the rest measure precision@1
-        "max_pairs": 5000,
+        "max_pairs": 5000,  # null: every pair
+        # null: split the full dictionary by train_fraction; or {train: [sections], test: section}
+        # of MUSE's full, 0-5000, 5000-6500 files (AME: train full + 5000-6500, test 0-5000)
+        "sections": None,
     },
     # optimisation
     "batch_size": 128,

@@ -191,10 +191,7 @@ class Run:
             }
             for lang in ("en", target)
         }
-        train, held_out = align.split_lexicon(
-            align.read_lexicon(self.paths.muse / f"en-{target}.txt"),
-            record["alignment"]["train_fraction"],
-        )
+        train, held_out = align.alignment_lexicons(self.paths.muse, target, record["alignment"])
         src_ids = list(rows["en"].values())
         tgt_ids = list(rows[target].values())
         src_pos = {w: k for k, w in enumerate(rows["en"])}
