@@ -90,11 +90,11 @@ if RETRIEVAL_VECTORS["source"] != "path":
                 f"--url {RETRIEVAL_VECTORS['url']}"
                 if RETRIEVAL_VECTORS["source"] == "url"
                 else f"--data-root {MULTI30K_ROOT} --muse {muse_dir('multi30k')}"
-                f" --dim {RETRIEVAL_VECTORS['dim']}"
             ),
+            options=VECTORS_OPTIONS,
         shell:
             "mlmm retrieval-vectors --out {params.out} --languages {params.languages}"
-            " {params.source} > {log} 2>&1"
+            " {params.source} {params.options} > {log} 2>&1"
 
     # A language fastText has no aligned vectors of (AME: Japanese): its own vectors (demo:
     # derived from the COCO training captions; otherwise fastText's crawl vectors from the
@@ -124,9 +124,11 @@ if RETRIEVAL_VECTORS["source"] != "path":
                 if RETRIEVAL_VECTORS["source"] == "demo"
                 else f"--vec {ROTATED_VECTORS[wildcards.rotated_lang]} --limit 200000"
             ),
+            options=VECTORS_OPTIONS,
         shell:
             "mlmm retrieval-vectors --out {params.out} --languages {wildcards.rotated_lang}"
-            " --onto {input.english} --muse {params.muse} {params.source} > {log} 2>&1"
+            " --onto {input.english} --muse {params.muse} {params.source} {params.options}"
+            " > {log} 2>&1"
 
 
 FINAL_TARGETS += RETRIEVAL_RUN_FILES

@@ -3,7 +3,13 @@ and functions in different files)."""
 
 import json
 
-from mlmm.retrieval.config import resolve_variant, run_names, seeds
+from mlmm.retrieval.config import (
+    DEFAULTS,
+    merge_config,
+    resolve_variant,
+    run_names,
+    seeds,
+)
 
 RETRIEVAL = config["retrieval"]
 RETRIEVAL_DIR = RESULTS / "retrieval"
@@ -11,6 +17,13 @@ RETRIEVAL_RECORDS = {
     name: resolve_variant(RETRIEVAL, name) for name in RETRIEVAL["run"]
 }
 RETRIEVAL_VECTORS = RETRIEVAL["vectors"]
+# The MUSE split the demo vectors are rotated on: the variants' alignment.train_fraction.
+ALIGN_TRAIN_FRACTION = merge_config(
+    DEFAULTS["alignment"], RETRIEVAL["defaults"].get("alignment") or {}
+)["train_fraction"]
+VECTORS_OPTIONS = (
+    f"--dim {RETRIEVAL_VECTORS['dim']} --train-fraction {ALIGN_TRAIN_FRACTION}"
+)
 if RETRIEVAL_VECTORS["source"] == "path":
     VECTORS_DIR = Path(RETRIEVAL_VECTORS["path"])
 elif RETRIEVAL_VECTORS["source"] == "url":

@@ -28,20 +28,19 @@ def register(subparsers) -> None:
     p.add_argument(
         "--data-root",
         type=Path,
-        default=Path("results/multi30k"),
+        required=True,
         help="Multi30K layout root (holds data/task1, data/task2)",
     )
     p.add_argument(
-        "--features-root",
-        type=Path,
-        default=Path("results/multi30k/features"),
-        help="directory of <backbone>/<split>.npy",
+        "--features-root", type=Path, required=True, help="directory of <backbone>/<split>.npy"
     )
     p.add_argument("--vectors", type=Path, help="directory of wiki.<lang>.align.vec (FME/AME)")
     p.add_argument("--muse", type=Path, help="directory of MUSE en-<lang>.txt dictionaries")
     p.add_argument("--sts", type=Path, help="directory of <year>/STS.{input,gs}.images.txt")
     p.add_argument("--device", help="override the variant's device (auto, cpu, cuda)")
-    p.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
+    p.add_argument(
+        "--threads", type=int, required=True, help="torch CPU threads (config retrieval.threads)"
+    )
     p.add_argument("--no-progress", action="store_true", help="no tqdm bar")
     p.set_defaults(func=run_train)
 
@@ -55,10 +54,15 @@ def register(subparsers) -> None:
     v.add_argument("--out", type=Path, required=True)
     v.add_argument("--languages", nargs="+", required=True)
     v.add_argument("--url", help="e.g. https://dl.fbaipublicfiles.com/fasttext/vectors-aligned")
-    v.add_argument("--data-root", type=Path, default=Path("results/multi30k"))
+    v.add_argument("--data-root", type=Path, help="Multi30K/COCO root (demo derivation)")
     v.add_argument("--muse", type=Path, help="directory of MUSE en-<lang>.txt (demo derivation)")
-    v.add_argument("--dim", type=int, default=300)
-    v.add_argument("--train-fraction", type=float, default=0.8)
+    v.add_argument("--dim", type=int, required=True, help="config retrieval.vectors.dim")
+    v.add_argument(
+        "--train-fraction",
+        type=float,
+        required=True,
+        help="MUSE split of the demo derivation (config alignment.train_fraction)",
+    )
     v.add_argument(
         "--onto",
         type=Path,
