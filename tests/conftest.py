@@ -107,3 +107,17 @@ def describe_workflow(workdir: Path) -> dict:
 def workflow_copy(tmp_path: Path) -> Path:
     """A fresh copy of the workflow for one test."""
     return copy_workflow(tmp_path / "workflow_copy")
+
+
+# The default demo run, once per session: the whole-workflow test checks it, the determinism
+# test compares its tables with a second run of a subset (tests/test_determinism.py). Both are
+# marked xdist_group(DEMO_RUN_GROUP) so that `pytest -n 2 --dist loadgroup` (make test) runs
+# them on one worker, which runs the demo once.
+DEMO_RUN_GROUP = "default_demo_run"
+
+
+@pytest.fixture(scope="session")
+def default_demo_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """(workdir, process) of `snakemake --cores 2` on the default config (about 17 min idle)."""
+    workdir = copy_workflow(tmp_path_factory.mktemp("default_demo") / "workflow")
+    return workdir, run_snakemake(workdir, "--cores", "2", timeout=3600)

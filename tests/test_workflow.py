@@ -18,7 +18,15 @@ import pandas as pd
 import pytest
 import slurm_stub
 import yaml
-from conftest import BIN, REPO, copy_workflow, describe_workflow, run_snakemake, tool_env
+from conftest import (
+    BIN,
+    DEMO_RUN_GROUP,
+    REPO,
+    copy_workflow,
+    describe_workflow,
+    run_snakemake,
+    tool_env,
+)
 from packaging.requirements import Requirement
 
 try:
@@ -424,10 +432,10 @@ def test_slurm_plugin_runs_the_data_stage(tmp_path, stub_dir):
 
 
 @pytest.mark.slow
-def test_whole_workflow_on_the_default_demo_world(tmp_path):
+@pytest.mark.xdist_group(DEMO_RUN_GROUP)
+def test_whole_workflow_on_the_default_demo_world(default_demo_run):
     """The README's main job as it is: the default config, every stage (about 17 min idle)."""
-    workdir = copy_workflow(tmp_path / "workflow")
-    proc = run_snakemake(workdir, "--cores", "2", timeout=3600)
+    workdir, proc = default_demo_run
     assert proc.returncode == 0, proc.stdout[-6000:]
     targets = describe_workflow(workdir)["all"]["input"]
     missing = [t for t in targets if not (workdir / t).exists()]

@@ -1,0 +1,87 @@
+"""Same seed, same numbers (issue 14, item 4; docs/reproducibility.md).
+
+The whole default demo runs once per session (conftest.default_demo_run, shared with the
+whole-workflow test). A second run in a fresh copy makes a representative subset of its
+targets, one per kind of computation, and every result must equal the first run's byte for
+byte (tables, translations) or exactly (numbers in JSON, model tensors; clock fields skipped):
+
+- Rajendran Tables 1, 3 and 4: the whole TED stage (corpus, bag-of-words, three Bridge
+  CorrNet trainings, lambda tuning, 12 perceptron jobs run side by side, Naive Bayes);
+- Kádár Table 1: the Multi30K demo world and its vocabularies;
+- one retrieval run: image features (EfficientNet on the CPU), a GRU encoder trained with the
+  contrastive loss and early stopping, recall on the test split;
+- one NMT system: training, 20-best beam search, n-best features, MIRA tuning and reranking.
+
+Tables built from many such runs (the other retrieval variants, the NMT and pivot tables) are
+assembled by deterministic code from runs made by these same trainers, so a difference there
+would show in the runs compared here first.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import DEMO_RUN_GROUP, copy_workflow, run_snakemake
+from test_resume import assert_same
+
+
+def subset(first: Path) -> dict[str, list[str]]:
+    """Targets of the second run, by kind, chosen among what the first run made."""
+    results = first / "results"
+    retrieval = sorted(results.glob("retrieval/*/seed*/metrics.json"))
+    systems = sorted(results.glob("nmt/systems/*/metrics.json"))
+    assert retrieval and systems, "the demo run made no retrieval run or NMT system"
+    system = next((p for p in systems if p.parent.name == "nmt_rerank"), systems[0]).parent
+    return {
+        "tables": [
+            p.relative_to(first).as_posix()
+            for stem in ("rajendran2016_table1", "rajendran2016_table3", "rajendran2016_table4",
+                         "kadar2018_table1")  # fmt: skip
+            for p in sorted(results.glob(f"tables/{stem}.*"))
+        ],
+        "runs": [
+            retrieval[0].relative_to(first).as_posix(),
+            (system / "metrics.json").relative_to(first).as_posix(),
+        ],
+        "bytes": [p.relative_to(first).as_posix() for p in sorted(system.glob("*.1best"))],
+        "models": [(retrieval[0].parent / "model.pt").relative_to(first).as_posix()],
+    }
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group(DEMO_RUN_GROUP)
+def test_same_seed_same_numbers(default_demo_run, tmp_path):
+    first, proc = default_demo_run
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    targets = subset(first)
+    second = copy_workflow(tmp_path / "workflow")
+    wanted = [t for kind in ("tables", "runs", "bytes") for t in targets[kind]]
+    again = run_snakemake(second, *wanted, "--cores", "2", timeout=3600)
+    assert again.returncode == 0, again.stdout[-4000:]
+    for name in [*targets["tables"], *targets["bytes"]]:
+        assert (first / name).read_bytes() == (second / name).read_bytes(), name
+    for name in targets["runs"]:  # paths inside name the copy they were made in
+        a, b = (json.loads((root / name).read_text(encoding="utf-8").replace(str(root), "WORK"))
+                for root in (first, second))  # fmt: skip
+        assert_same(a, b, name)
+    for name in targets["models"]:
+        a, b = (tensors(torch.load(root / name, map_location="cpu", weights_only=False))
+                for root in (first, second))  # fmt: skip
+        assert a and a.keys() == b.keys(), name
+        assert_same(a, b, name)
+
+
+def tensors(obj, prefix: str = "") -> dict[str, torch.Tensor]:
+    """Every tensor of a saved object by its key path (the weights, whatever else it holds)."""
+    if isinstance(obj, torch.Tensor):
+        return {prefix: obj}
+    if isinstance(obj, dict):
+        items = obj.items()
+    elif isinstance(obj, list | tuple):
+        items = enumerate(obj)
+    else:
+        return {}
+    return {k: v for key, value in items for k, v in tensors(value, f"{prefix}/{key}").items()}
