@@ -110,14 +110,16 @@ def test_pooled_batches_mix_languages_and_count_every_pair(world, tmp_path):
     record = resolve_variant(section(p={"train_data": BILINGUAL, "batching": "pooled"}), "p")
     run = Run(record, 1, world, tmp_path)
     n_images = 300  # make_world's training images, five captions each in en and de
-    assert run.examples == n_images * 10
+    streams = run.streams
+    assert streams.examples == n_images * 10
     assert run.steps_per_epoch == math.ceil(n_images * 10 / record["batch_size"])
-    seen = [run.pooled[i][0] for i in run.streams["pooled"].next(len(run.pooled))]
-    assert sorted(seen) == ["de"] * 1500 + ["en"] * 1500
-    head = seen[: record["batch_size"]]
-    assert {"en", "de"} == set(head)  # one batch holds both languages
-    loss, n = run._batch_loss()
-    assert n == record["batch_size"] and loss.ndim == 0
+    batch = streams.next_batch(record["batch_size"])
+    assert len(batch) == record["batch_size"] and len(batch.texts) == 1
+    assert {"en", "de"} == set(batch.texts[0][0])  # one batch holds both languages
+    assert run.batch_loss(batch).ndim == 0
+    rest = streams.next_batch(streams.examples)  # the rest of the shuffled epoch
+    langs = batch.texts[0][0] + rest.texts[0][0]
+    assert sorted(langs) == ["de"] * 1500 + ["en"] * 1500
 
 
 def test_multilingual_selection_and_epoch_end_validation(world, tmp_path):
@@ -190,8 +192,8 @@ def aligned_world(world):
 
 def test_rcsls_moves_the_mapping_only(aligned_world, tmp_path):
     run = Run(resolve_variant(section(v=AME), "v"), 1, aligned_world, tmp_path)
-    run._alignment_loss().backward()
-    assert run.alignment["mapping"].grad is not None
+    run.alignment.loss().backward()
+    assert run.alignment.mapping.grad is not None
     assert run.model.text["shared"].embed.weight.grad is None
 
 
