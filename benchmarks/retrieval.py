@@ -2,10 +2,11 @@
 
 One step = image projection + packed GRU over a batch of captions + in-batch hinge loss +
 backward + gradient clipping + Adam, as in ``mlmm.retrieval.train``. Synthetic inputs with
-Multi30K-like caption lengths (8-20 tokens) and a 10,000-word vocabulary. On a GPU the step
-runs under bfloat16 autocast as the trainer does. Appends rows to results/benchmarks/retrieval.csv.
+Multi30K-like caption lengths (8-20 tokens) and a 10,000-word vocabulary. ``--precision``
+as the trainer's key: fp32 (TF32 matmuls on a GPU, the paper config) or bf16 autocast on a GPU.
+Appends rows to results/benchmarks/retrieval.csv.
 
-    python benchmarks/retrieval.py [--steps 10] [--threads 2] [--device auto]
+    python benchmarks/retrieval.py [--steps 10] [--threads 2] [--device auto] [--precision fp32]
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ SETTINGS = {
         "max",
         1.0,
     ),
-    "ame (300/1024, resnet152 2048, order, max)": (300, 1024, 1024, 2048, 1, "order", "max", 1.0),
+    "ame (300/1024, resnet152 2048, order, sum)": (300, 1024, 1024, 2048, 1, "order", "sum", 1.0),
     "calixto (620/1024->2048, vgg19 4096, 2 encoders, sum, beta .5)": (
         620,
         1024,
@@ -49,14 +50,24 @@ SETTINGS = {
 VOCAB = 10_000
 
 
-def run(name, setting, batch, steps, device, gen) -> dict:
+def run(name, setting, batch, steps, device, gen, precision) -> dict:
     embed, hidden, joint, feat_dim, encoders, similarity, loss_kind, beta = setting
     names = ["en", "de"][:encoders]
     model = JointEmbedding(
-        feat_dim, {n: VOCAB for n in names}, embed, hidden, joint, 0.0, similarity
+        feat_dim,
+        {n: VOCAB for n in names},
+        embed,
+        hidden,
+        joint,
+        0.0,
+        similarity,
+        shared_projection=encoders > 1,  # Calixto's one ff_sentence_mm
     ).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=2e-4)
-    use_amp = device.type == "cuda"
+    use_amp = device.type == "cuda" and precision == "bf16"
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
 
     def batch_inputs():
         feats = torch.randn(batch, feat_dim, generator=gen).to(device)
@@ -118,6 +129,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--device", default="auto")
+    parser.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
     parser.add_argument("--out", type=Path, default=Path("results/benchmarks/retrieval.csv"))
     args = parser.parse_args()
     if args.threads:
@@ -128,7 +140,7 @@ def main() -> None:
     gen = torch.Generator().manual_seed(0)
     rows = []
     for name, setting in SETTINGS.items():
-        row = run(name, setting, args.batch, args.steps, device, gen)
+        row = run(name, setting, args.batch, args.steps, device, gen, args.precision)
         print(row, flush=True)
         rows.append(row)
     args.out.parent.mkdir(parents=True, exist_ok=True)
