@@ -171,3 +171,26 @@ def test_topics_listed_are_read_and_a_missing_one_is_named(tmp_path, capsys):
     assert main([str(a) for a in [*args, "--out-dir", tmp_path / "b2", "--topics", "global"]]) == 2
     assert str(root / "de-en/train/global") in capsys.readouterr().err
     assert not (tmp_path / "b2").exists()
+
+
+@pytest.mark.slow
+def test_workflow_on_one_pair_of_fourteen_topics(tmp_path):
+    """The TED rules of the workflow on the same corpus as it comes (source: path)."""
+    import yaml
+    from conftest import copy_workflow, run_snakemake
+
+    root = one_pair_corpus(tmp_path / "ted-cldc")
+    workdir = copy_workflow(tmp_path / "workflow")
+    config = {"ted": {"source": "path", "path": str(root), "languages": ["de"], "min_count": 2,
+                      "hidden": 8, "epochs": 3, "lambdas": [1, 10], "table4_words": ["market"]}}
+    (workdir / "one_pair.yaml").write_text(yaml.safe_dump(config))
+    targets = [f"results/tables/rajendran2016_table{n}.csv" for n in (1, 3, 4)]
+    targets.append("results/figures/rajendran2016_table1_heatmap.png")
+    proc = run_snakemake(workdir, *targets, "--cores", "2", "--configfile", "one_pair.yaml")
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    table1 = pd.read_csv(workdir / targets[0], keep_default_na=False)
+    assert set(zip(table1["language"], table1["variant_note"], strict=True)) == {
+        ("en", "test=de"), ("de", "test=en")
+    }
+    assert set(pd.read_csv(workdir / targets[1])["language"]) >= {"en", "de"}
+    assert not (root.parent / "workflow/results/ted/corpus/ted-cldc").exists()  # used in place
