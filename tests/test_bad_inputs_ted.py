@@ -12,6 +12,7 @@ import pytest
 from test_bad_inputs import Case, check  # the suite's one-line checker (tests/ on sys.path)
 
 from mlmm.cli import main
+from mlmm.ted.corpus import DEMO_MARKER
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +91,8 @@ def test_ted_bow_refuses_a_damaged_corpus(damage, fresh, tmp_path, capsys):
 def test_ted_bow_index_missing(tmp_path, capsys):
     index, out = tmp_path / "missing.json", tmp_path / "bow"
     argv = ["ted-bow", "--index", str(index), "--out-dir", str(out), "--languages", "fr"]
-    check(Case(argv, [str(index), "expected an existing file", "found no such file"], [out]), capsys)
+    says = [str(index), "expected an existing file", "found no such file"]
+    check(Case(argv, says, [out]), capsys)
 
 
 def test_ted_bow_index_not_json(tmp_path, capsys):
@@ -117,6 +119,7 @@ def test_ted_fetch_truncated_archive(corpus, tmp_path, capsys):
 def test_ted_fetch_demo_keeps_a_users_corpus(corpus, tmp_path, capsys):
     out = tmp_path / "out"
     shutil.copytree(corpus, out / "ted-cldc")  # the user's corpus where the demo would go
+    (out / "ted-cldc" / DEMO_MARKER).unlink()  # (ours carries the list of its files)
     talk = sorted((out / "ted-cldc/fr-en/train/art").glob("*/*.ted"))[0]
     argv = ["ted-fetch", "--source", "demo", "--out-dir", str(out), "--languages", "fr"]
     says = [str(out / "ted-cldc"), "expected an empty directory or TED demo corpus", "--force"]

@@ -20,13 +20,17 @@ def run(*args) -> None:
 def test_demo_is_deterministic_and_has_the_layout(tmp_path):
     for name in ("a", "b"):
         run("demo-ted", tmp_path / name, "--train-docs", 12, "--test-docs", 6)
-    pairs = sorted(p.name for p in (tmp_path / "a").iterdir())
+    pairs = sorted(p.name for p in (tmp_path / "a").iterdir() if p.is_dir())
     assert len(pairs) == 2 * len(LANGUAGES) and "pb-en" in pairs and "en-pb" in pairs
     talk = sorted((tmp_path / "a/de-en/train/art").glob("*/*.ted"))[0]
     copy = tmp_path / "b" / talk.relative_to(tmp_path / "a")
     assert talk.read_bytes() == copy.read_bytes()
     for topic in TOPICS:  # every talk under every topic, positive or negative
         assert len(list((tmp_path / "a/de-en/train" / topic).glob("*/*.ted"))) == 12
+    talk.unlink()  # an edited demo (or a user's directory) is not replaced without --force
+    talk.write_text("edited_de\n", encoding="utf-8")
+    assert main(["demo-ted", str(tmp_path / "a"), "--train-docs", "12", "--test-docs", "6"]) == 2
+    assert talk.read_text(encoding="utf-8") == "edited_de\n"
 
 
 def test_pipeline_on_tiny_demo(tmp_path):

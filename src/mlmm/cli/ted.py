@@ -58,6 +58,7 @@ def register(subparsers) -> None:
     )
     p.add_argument("out", type=Path)
     p.add_argument("--languages", nargs="+", default=LANGUAGES, help="paired with English")
+    p.add_argument("--force", action="store_true", help="replace an OUT that is not our demo")
     _demo_args(p)
     p.set_defaults(func=run_demo)
 
@@ -147,15 +148,11 @@ def register(subparsers) -> None:
 
 
 def run_demo(args: argparse.Namespace) -> None:
-    from mlmm.ted.demo import generate
+    from mlmm.ted.corpus import generate_demo
 
-    generate(
-        args.out,
-        seed=args.seed,
-        train_docs=args.train_docs,
-        test_docs=args.test_docs,
-        languages=args.languages,
-    )
+    _check_languages(args.languages)
+    demo = {"seed": args.seed, "train_docs": args.train_docs, "test_docs": args.test_docs}
+    generate_demo(args.out, args.languages, None, demo, args.force)
 
 
 def _check_languages(languages: list[str]) -> None:
