@@ -23,9 +23,8 @@ import scipy.sparse as sp
 from mlmm.data.multi30k import image_list, task_dir
 from mlmm.errors import InputError
 from mlmm.io import read_lines
-from mlmm.ted import TOPICS
 from mlmm.ted.bow import count_matrix, vocabulary
-from mlmm.ted.corpus import read_pair
+from mlmm.ted.corpus import find_topics, read_pair
 
 CAPTIONS_PER_IMAGE = 5
 TRAIN_SPLIT, TEST_SPLIT = "pivot_train", "mic"
@@ -235,7 +234,8 @@ def load(
     if ted_root is not None:
         if language is None:
             raise ValueError("a TED root needs a language")
-        foreign, english = read_pair(ted_corpus_root(ted_root), language, "train", TOPICS)
+        root = ted_corpus_root(ted_root)  # its topics as they come (labels are not used here)
+        foreign, english = read_pair(root, language, "train", find_topics(root, [language], None))
         z2_sides = (foreign.tokens, english.tokens)
         english_docs += english.tokens
     words = {"en": vocabulary(english_docs, min_count)[0]}
