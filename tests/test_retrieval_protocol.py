@@ -20,6 +20,7 @@ from mlmm.retrieval.config import resolve_variant
 from mlmm.retrieval.data import load_features
 from mlmm.retrieval.model import JointEmbedding
 from mlmm.retrieval.selection import Selector, selection_score
+from mlmm.retrieval.streams import EncodedCaptions
 from mlmm.retrieval.train import Run, sts_tokens, train_variant
 
 
@@ -115,10 +116,10 @@ def test_pooled_batches_mix_languages_and_count_every_pair(world, tmp_path):
     assert run.steps_per_epoch == math.ceil(n_images * 10 / record["batch_size"])
     batch = streams.next_batch(record["batch_size"])
     assert len(batch) == record["batch_size"] and len(batch.texts) == 1
-    assert {"en", "de"} == set(batch.texts[0][0])  # one batch holds both languages
+    assert {"en", "de"} == set(batch.texts[0].languages)  # one batch holds both languages
     assert run.batch_loss(batch).ndim == 0
     rest = streams.next_batch(streams.examples)  # the rest of the shuffled epoch
-    langs = batch.texts[0][0] + rest.texts[0][0]
+    langs = [*batch.texts[0].languages, *rest.texts[0].languages]
     assert sorted(langs) == ["de"] * 1500 + ["en"] * 1500
 
 
@@ -241,3 +242,27 @@ def test_fetch_muse_downloads_every_section(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == [
         "en-de.0-5000.txt", "en-de.5000-6500.txt", "en-de.txt",
     ]
+
+
+def test_encoded_captions_pad_once_and_gather_by_index():
+    vocabs = type("V", (), {"encoder_of": {"en": "shared", "de": "shared"}})()
+    langs = ["en", "de", "en", "de"]
+    column = EncodedCaptions([[5, 6, 7], [8], [], [9, 10]], langs, vocabs, "cpu")
+    assert column.tokens.tolist() == [[5, 6, 7], [8, 0, 0], [1, 0, 0], [9, 10, 0]]
+    text = column.take(np.array([3, 1]))
+    assert text.tokens.tolist() == [[9, 10], [8, 0]]  # cut to the batch's longest caption
+    assert text.lengths.tolist() == [2, 1] and list(text.languages) == ["de", "de"]
+
+
+def test_mixed_encoder_batches_embed_each_row_with_its_encoder(world, tmp_path):
+    variant = {"train_data": BILINGUAL, "batching": "pooled", "encoder": "per-language"}
+    run = Run(resolve_variant(section(v=variant), "v"), 1, world, tmp_path)
+    run.model.eval()
+    text = run.streams.next_batch(16).texts[0]
+    assert set(text.encoders) == {"en", "de"}
+    together = run._embed(text)
+    for row in range(len(text.lengths)):
+        n = int(text.lengths[row])
+        tokens, lengths = text.tokens[row : row + 1, :n], text.lengths[row : row + 1]
+        alone = run.model.embed_text(text.encoders[row], tokens, lengths)
+        assert torch.allclose(together[row], alone[0], atol=1e-5)

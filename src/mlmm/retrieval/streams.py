@@ -1,4 +1,5 @@
-"""Training examples of a variant, encoded once, and the seeded streams that batch them.
+"""Training examples of a variant, encoded once into padded tensors, and the seeded streams
+that batch them by index.
 
 - ``switch`` (Kádár Fig. 2): one stream per language of (image, caption) pairs and one of c2c
   caption pairs; per step a c2c batch with probability ``c2c_probability``, else a c2i batch of
@@ -7,8 +8,11 @@
 - ``pooled`` (AME-CMR ``data.py``): every (image, caption) pair of every language in one
   shuffled stream; a batch mixes languages.
 
-Every stream is a ``Cycler`` with its own seeded generator; ``state``/``load`` carry them (and
-the task draw) through checkpoints, so a resumed run sees the batches an uninterrupted one sees.
+Token ids live on the training device as one padded (examples, longest) tensor per caption
+column; a batch is gathered by index and cut to its longest caption, whose length comes from a
+CPU copy, so batching needs no host-device synchronisation. Every stream is a ``Cycler`` with
+its own seeded generator; ``state``/``load`` carry them (and the task draw) through checkpoints,
+so a resumed run sees the batches an uninterrupted one sees.
 """
 
 from __future__ import annotations
@@ -16,52 +20,120 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 from mlmm.errors import InputError
 from mlmm.retrieval.data import Captions, Cycler, Vocabularies, c2c_pairs, c2i_pairs, joint_tuples
 
-Text = tuple[list[str], list[list[int]]]  # languages and token ids of a batch's captions
+
+@dataclass
+class Text:
+    """Captions of a batch: each row's language and encoder, padded ids (on the device),
+    lengths (CPU)."""
+
+    languages: np.ndarray
+    encoders: np.ndarray
+    tokens: torch.Tensor
+    lengths: torch.Tensor
+
+
+class EncodedCaptions:
+    """One caption column, padded once: ``take(index)`` gathers a batch."""
+
+    def __init__(
+        self, ids: list[list[int]], languages: list[str], vocabs: Vocabularies, device
+    ) -> None:
+        seqs = [s or [1] for s in ids]  # an empty caption becomes one <unk>
+        self.lengths = torch.tensor([len(s) for s in seqs], dtype=torch.long)
+        tokens = np.zeros((len(seqs), int(self.lengths.max())), dtype=np.int64)
+        for row, s in enumerate(seqs):
+            tokens[row, : len(s)] = s
+        self.tokens = torch.from_numpy(tokens).to(device)
+        self.languages = np.asarray(languages)
+        self.encoders = np.asarray([vocabs.encoder_of[lang] for lang in languages])
+        self.device = device
+
+    def take(self, index: np.ndarray) -> Text:
+        rows = torch.from_numpy(np.asarray(index, dtype=np.int64))
+        lengths = self.lengths[rows]
+        tokens = self.tokens[rows.to(self.device, non_blocking=True), : int(lengths.max())]
+        return Text(self.languages[index], self.encoders[index], tokens, lengths)
 
 
 @dataclass
 class Batch:
-    """``images`` (training image rows) or None for a c2c batch; ``texts`` one or more caption
-    columns aligned with the images (joint: one per language; c2c: two aligned columns)."""
+    """``images`` (training image rows, on the device) or None for a c2c batch; ``texts`` one
+    or more caption columns aligned with them (joint: one per language; c2c: two)."""
 
-    images: list[int] | None
+    images: torch.Tensor | None
     texts: list[Text]
     joint: bool = False
 
     def __len__(self) -> int:
-        return len(self.texts[0][1])
+        return len(self.texts[0].lengths)
+
+
+class _Pairs:
+    """(image, caption) examples: image rows on the device, one caption column."""
+
+    def __init__(self, pairs, languages: list[str], vocabs: Vocabularies, device) -> None:
+        self.images = torch.tensor([i for i, _ in pairs], dtype=torch.long, device=device)
+        self.captions = EncodedCaptions([c for _, c in pairs], languages, vocabs, device)
+        self.device = device
+
+    def __len__(self) -> int:
+        return len(self.images)
+
+    def take(self, index: np.ndarray) -> Batch:
+        rows = torch.from_numpy(np.asarray(index, dtype=np.int64)).to(self.device)
+        return Batch(self.images[rows], [self.captions.take(index)])
 
 
 class TrainingStreams:
     def __init__(
-        self, captions: Captions, vocabs: Vocabularies, record: dict, seed: int, where
+        self,
+        captions: Captions,
+        vocabs: Vocabularies,
+        record: dict,
+        seed: int,
+        device: torch.device,
+        where,
     ) -> None:
-        self.record = record
+        self.record, self.device = record, device
         self.kind = record["batching"]
-        langs = list(captions)
         if self.kind == "joint":
-            self.tuples = [
-                (i, [vocabs.encode(lang, c) for lang, c in zip(langs, caps, strict=True)])
-                for i, caps in joint_tuples(captions)
+            langs = list(captions)
+            tuples = joint_tuples(captions)
+            self.images = torch.tensor([i for i, _ in tuples], dtype=torch.long, device=device)
+            self.columns = [
+                EncodedCaptions(
+                    [vocabs.encode(lang, caps[k]) for _, caps in tuples],
+                    [lang] * len(tuples),
+                    vocabs,
+                    device,
+                )
+                for k, lang in enumerate(langs)
             ]
-            self.langs = langs
-            self.streams = {"joint": Cycler(len(self.tuples), np.random.default_rng([seed, 1]))}
-            self.examples = len(self.tuples)
+            self.streams = {"joint": Cycler(len(tuples), np.random.default_rng([seed, 1]))}
+            self.examples = len(tuples)
         elif self.kind == "pooled":
-            self.pooled = [
-                (lang, i, vocabs.encode(lang, c))
-                for lang, pairs in c2i_pairs(captions).items()
-                for i, c in pairs
-            ]
-            self.streams = {"pooled": Cycler(len(self.pooled), np.random.default_rng([seed, 1]))}
-            self.examples = len(self.pooled)
+            tagged = [(lang, i, c) for lang, pairs in c2i_pairs(captions).items() for i, c in pairs]
+            self.pooled = _Pairs(
+                [(i, vocabs.encode(lang, c)) for lang, i, c in tagged],
+                [lang for lang, _, _ in tagged],
+                vocabs,
+                device,
+            )
+            self.streams = {"pooled": Cycler(len(tagged), np.random.default_rng([seed, 1]))}
+            self.examples = len(tagged)
         else:
             self.c2i = {
-                lang: [(i, vocabs.encode(lang, c)) for i, c in pairs]
+                lang: _Pairs(
+                    [(i, vocabs.encode(lang, c)) for i, c in pairs],
+                    [lang] * len(pairs),
+                    vocabs,
+                    device,
+                )
                 for lang, pairs in c2i_pairs(captions).items()
                 if pairs
             }
@@ -69,14 +141,20 @@ class TrainingStreams:
                 lang: Cycler(len(pairs), np.random.default_rng([seed, 1, k]))
                 for k, (lang, pairs) in enumerate(self.c2i.items())
             }
-            self.c2c = []
+            self.c2c: list[EncodedCaptions] = []
             if record["c2c"]:
-                self.c2c = [
-                    (la, vocabs.encode(la, a), lb, vocabs.encode(lb, b))
-                    for la, a, lb, b in c2c_pairs(captions)
-                ]
-                if self.c2c:
-                    self.streams["c2c"] = Cycler(len(self.c2c), np.random.default_rng([seed, 2]))
+                pairs = c2c_pairs(captions)
+                if pairs:
+                    self.c2c = [
+                        EncodedCaptions(
+                            [vocabs.encode(p[side], p[side + 1]) for p in pairs],
+                            [p[side] for p in pairs],
+                            vocabs,
+                            device,
+                        )
+                        for side in (0, 2)
+                    ]
+                    self.streams["c2c"] = Cycler(len(pairs), np.random.default_rng([seed, 2]))
             self.examples = sum(len(p) for p in self.c2i.values())
         if self.examples < 2:
             raise InputError(where, "training captions for the variant", "none")
@@ -84,24 +162,18 @@ class TrainingStreams:
 
     def next_batch(self, batch_size: int) -> Batch:
         if self.kind == "joint":
-            batch = [self.tuples[i] for i in self.streams["joint"].next(batch_size)]
-            texts = [
-                ([lang] * len(batch), [caps[k] for _, caps in batch])
-                for k, lang in enumerate(self.langs)
-            ]
-            return Batch([i for i, _ in batch], texts, joint=True)
+            index = self.streams["joint"].next(batch_size)
+            rows = torch.from_numpy(np.asarray(index, dtype=np.int64)).to(self.device)
+            texts = [column.take(index) for column in self.columns]
+            return Batch(self.images[rows], texts, joint=True)
         if self.kind == "pooled":
-            batch = [self.pooled[i] for i in self.streams["pooled"].next(batch_size)]
-            return Batch([i for _, i, _ in batch], [([p[0] for p in batch], [p[2] for p in batch])])
+            return self.pooled.take(self.streams["pooled"].next(batch_size))
         if self.c2c and self.tasks.random() < self.record["c2c_probability"]:
-            batch = [self.c2c[i] for i in self.streams["c2c"].next(batch_size)]
-            a = ([p[0] for p in batch], [p[1] for p in batch])
-            b = ([p[2] for p in batch], [p[3] for p in batch])
-            return Batch(None, [a, b])
+            index = self.streams["c2c"].next(batch_size)
+            return Batch(None, [column.take(index) for column in self.c2c])
         langs = list(self.c2i)
         lang = langs[int(self.tasks.integers(len(langs)))]
-        batch = [self.c2i[lang][i] for i in self.streams[lang].next(batch_size)]
-        return Batch([i for i, _ in batch], [([lang] * len(batch), [c for _, c in batch])])
+        return self.c2i[lang].take(self.streams[lang].next(batch_size))
 
     def state(self) -> dict:
         return {

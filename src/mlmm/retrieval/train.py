@@ -34,7 +34,7 @@ from mlmm.retrieval.config import languages, select_languages
 from mlmm.retrieval.data import Vocabularies, eval_set, load_features, pad, training_captions
 from mlmm.retrieval.losses import ranking_loss, weighted_loss
 from mlmm.retrieval.selection import Selector, selection_score
-from mlmm.retrieval.streams import Batch, TrainingStreams
+from mlmm.retrieval.streams import Batch, Text, TrainingStreams
 from mlmm.retrieval.sts import sts_scores, sts_tokens
 from mlmm.retrieval.word_embeddings import Alignment, load_vectors
 
@@ -79,14 +79,16 @@ class Run:
         n_train = len(multi30k.image_list(paths.data_root, "train"))
         self.features = torch.from_numpy(
             load_features(paths.features_root, record["backbone"], "train", n_train)
-        )
+        ).to(self.device)
         self.model = build_model(record, self.features.shape[1], self.vocabs).to(self.device)
         if record["word_embeddings"] != "random":
             load_vectors(self.model, self.vocabs, self.langs, record, paths.vectors)
         self.alignment = Alignment.build(
             self.model, self.vocabs, self.langs, record, paths.muse, self.device
         )
-        self.streams = TrainingStreams(captions, self.vocabs, record, seed, paths.data_root)
+        self.streams = TrainingStreams(
+            captions, self.vocabs, record, seed, self.device, paths.data_root
+        )
         self.steps_per_epoch = math.ceil(self.streams.examples / record["batch_size"])
         params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.Adam(params, lr=record["optimizer"]["lr"])
@@ -104,22 +106,20 @@ class Run:
         )
 
     # ------------------------------------------------------------------ the training step
-    def _embed_captions(self, langs: list[str], ids: list[list[int]]) -> torch.Tensor:
-        """Embed captions that may come from several languages (grouped by encoder)."""
-        out: list[torch.Tensor | None] = [None] * len(ids)
-        groups: dict[str, list[int]] = {}
-        for row, lang in enumerate(langs):
-            groups.setdefault(self.vocabs.encoder_of[lang], []).append(row)
-        for encoder, rows in groups.items():
-            tokens, lengths = pad([ids[r] for r in rows])
-            emb = self.model.embed_text(encoder, tokens.to(self.device), lengths)
-            for k, r in enumerate(rows):
-                out[r] = emb[k]
-        return torch.stack(out)  # type: ignore[arg-type]
-
-    def _images(self, index) -> torch.Tensor:
-        feats = self.features[torch.as_tensor(np.asarray(index), dtype=torch.long)]
-        return self.model.embed_images(feats.to(self.device))
+    def _embed(self, text: Text) -> torch.Tensor:
+        """Embed a batch's captions; rows of several encoders are embedded per encoder."""
+        encoders = text.encoders
+        if (encoders == encoders[0]).all():
+            return self.model.embed_text(str(encoders[0]), text.tokens, text.lengths)
+        parts, order = [], []
+        for encoder in np.unique(encoders):
+            rows = np.flatnonzero(encoders == encoder)
+            lengths = text.lengths[torch.from_numpy(rows)]
+            tokens = text.tokens[torch.from_numpy(rows).to(self.device), : int(lengths.max())]
+            parts.append(self.model.embed_text(str(encoder), tokens, lengths))
+            order.append(rows)
+        inverse = torch.from_numpy(np.argsort(np.concatenate(order))).to(self.device)
+        return torch.cat(parts)[inverse]
 
     def _rank(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return ranking_loss(self.model.scores(a, b), self.record["margin"], self.record["loss"])
@@ -127,8 +127,10 @@ class Run:
     def batch_loss(self, batch: Batch) -> torch.Tensor:
         """c2c: captions against captions; c2i / pooled: images against captions; joint:
         Calixto's beta * S_I + (1 - beta) * S_S over the languages' columns."""
-        images = None if batch.images is None else self._images(batch.images)
-        texts = [self._embed_captions(langs, ids) for langs, ids in batch.texts]
+        images = None
+        if batch.images is not None:
+            images = self.model.embed_images(self.features[batch.images])
+        texts = [self._embed(text) for text in batch.texts]
         if images is None:
             return self._rank(texts[0], texts[1])
         if not batch.joint:
@@ -148,8 +150,9 @@ class Run:
         decays = epoch // opt["decay_epochs"] if opt["decay_epochs"] else 0
         return opt["lr"] * opt["decay_factor"] ** decays
 
-    def train_step(self, use_amp: bool) -> tuple[float, int]:
-        """One update (and an RCSLS update of W every ``alignment.every`` steps); the loss."""
+    def train_step(self, use_amp: bool) -> tuple[torch.Tensor, int]:
+        """One update (and an RCSLS update of W every ``alignment.every`` steps); the loss, left
+        on the device (``train`` reads the losses back in groups, not once a step)."""
         record = self.record
         for group in self.optimizer.param_groups:
             group["lr"] = self._lr(self.step // self.steps_per_epoch)
@@ -169,14 +172,19 @@ class Run:
         if extra is not None:
             self.alignment.step()
         self.step += 1
-        value = float(loss.detach())
-        if not math.isfinite(value):
-            raise InputError(
-                f"training {record['name']} (seed {self.seed})",
-                "a finite loss",
-                f"{value} at step {self.step}",
-            )
-        return value, len(batch)
+        return loss.detach(), len(batch)
+
+    def _read_losses(self, pending: list[torch.Tensor]) -> list[float]:
+        """The pending losses as floats (one device sync); a non-finite one stops the run."""
+        values = torch.stack(pending).float().tolist() if pending else []
+        for k, value in enumerate(values):
+            if not math.isfinite(value):
+                raise InputError(
+                    f"training {self.record['name']} (seed {self.seed})",
+                    "a finite loss",
+                    f"{value} at step {self.step - len(values) + k + 1}",
+                )
+        return values
 
     def train(self, progress: bool = True) -> dict:
         record = self.record
@@ -199,16 +207,22 @@ class Run:
             mininterval=interval,
         )
         stop = self.selector.exhausted
+        pending: list[torch.Tensor] = []
         while self.step < total and not stop:
-            value, n = self.train_step(use_amp)
-            losses.append(value)
+            loss, n = self.train_step(use_amp)
+            pending.append(loss)
             pairs += n
             bar.update(1)
-            if self._validation_due(every, total):
+            validate = self._validation_due(every, total)
+            save = self.step % record["checkpoint_every"] == 0 or self.step == total
+            if validate or save:  # losses are read back here, not every step
+                losses += self._read_losses(pending)
+                pending = []
+            if validate:
                 stop = self.validate(float(np.mean(losses)), time.perf_counter() - start)
                 bar.set_postfix(rsum=f"{self.history[-1]['rsum']:.1f}")
                 losses = []
-            if self.step % record["checkpoint_every"] == 0 or stop or self.step == total:
+            if save or stop:
                 checkpoint.save(self, self.out / "checkpoint.pt")
         bar.close()
         elapsed = time.perf_counter() - start
@@ -282,13 +296,11 @@ class Run:
         parts = []
         for a in range(0, len(sentences), 512):
             chunk = sentences[a : a + 512]
-            parts.append(
-                self._embed_captions(
-                    [lang] * len(chunk), [self.vocabs.encode(lang, s) for s in chunk]
-                )
-                .float()
-                .cpu()
-            )
+            tokens, lengths = pad([self.vocabs.encode(lang, s) for s in chunk])
+            langs = np.full(len(chunk), lang)
+            encoders = np.full(len(chunk), self.vocabs.encoder_of[lang])
+            text = Text(langs, encoders, tokens.to(self.device), lengths)
+            parts.append(self._embed(text).float().cpu())
         return torch.cat(parts)
 
     # ------------------------------------------------------------------ final evaluation
