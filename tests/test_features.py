@@ -1,4 +1,8 @@
-"""Feature extraction: row order, resume, bad images, real weights (espresso), CLI."""
+"""Feature extraction: row order, resume, bad images, real weights (espresso), CLI, the device
+decoder; GPU-only tests (skipped without CUDA) compare the GPU paths with the CPU's numbers.
+
+Tests that compare with a CPU reference run on the CPU (``device="cpu"`` in ``run``), so they
+pass the same with a GPU visible."""
 
 from __future__ import annotations
 
@@ -15,6 +19,9 @@ from PIL import Image
 
 from mlmm.errors import InputError
 from mlmm.features import BACKBONES, FeatureNet, build_trunk, extract, extraction, make_transform
+from mlmm.features.decoding import FileBytes
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 COLOURS = [(230, 20, 20), (20, 200, 30), (30, 40, 220), (240, 220, 30), (250, 250, 250),
            (10, 10, 10), (200, 40, 200), (30, 200, 210), (130, 80, 20)]  # fmt: skip
@@ -49,7 +56,8 @@ def reference(model, backbone: str, path: Path) -> np.ndarray:
 
 
 def run(tmp_path: Path, **kwargs) -> dict:
-    settings = {"backbone": "efficientnet_lite0", "workers": 0, "progress": False, **kwargs}
+    settings = {"backbone": "efficientnet_lite0", "workers": 0, "progress": False, "device": "cpu",
+                **kwargs}  # fmt: skip
     return extract(tmp_path / "images", tmp_path / "list.txt", tmp_path / "out/val.npy", **settings)
 
 
@@ -256,3 +264,113 @@ def test_cli_help_and_bad_input_exit_status(tmp_path):
     )  # fmt: skip
     assert failed.returncode == 2
     assert f"1 missing or unreadable: {order[0]} (no such file)" in failed.stderr
+
+
+def photo_like_jpegs(root: Path, count: int) -> list[str]:
+    """Noisy JPEGs of different sizes and aspect ratios (resizing then matters)."""
+    rng = np.random.default_rng(1)
+    (root / "images").mkdir(parents=True, exist_ok=True)
+    names = [f"p{i:02d}.jpg" for i in range(count)]
+    for i, name in enumerate(names):
+        size = (120 + 17 * i, 90 + 11 * (i % 3))
+        smooth = Image.fromarray(rng.integers(0, 256, (6, 8, 3), dtype=np.uint8)).resize(size)
+        smooth.save(root / "images" / name, quality=92)
+    (root / "list.txt").write_text("\n".join(names) + "\n", encoding="utf-8")
+    return names
+
+
+def plain_loop(model, backbone: str, paths: list[Path], batch: int = 32) -> np.ndarray:
+    """The plain batch-32 loop: PIL -> transform -> model, float32, one process."""
+    transform, net, out = make_transform(BACKBONES[backbone]), FeatureNet(model), []
+    with torch.inference_mode():
+        for first in range(0, len(paths), batch):
+            tensors = []
+            for path in paths[first : first + batch]:
+                with Image.open(path) as image:
+                    tensors.append(transform(image.convert("RGB")))
+            out.append(net(torch.stack(tensors)).numpy())
+    return np.concatenate(out)
+
+
+def test_float32_features_equal_the_plain_loop_with_a_worker_pool(tmp_path, lite0):
+    names = photo_like_jpegs(tmp_path, 9)
+    sidecar = run(tmp_path, batch_size=4, workers=2, shard_size=5)
+    assert sidecar["provenance"]["config"]["workers_started"] == 2
+    assert sidecar["precision"] == "float32" and sidecar["decode"] == "pil"
+    expected = plain_loop(lite0, "efficientnet_lite0", [tmp_path / "images" / m for m in names])
+    np.testing.assert_allclose(np.load(tmp_path / "out/val.npy"), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_no_pool_for_one_batch_and_no_more_workers_than_batches():
+    assert extraction.pool_size(8, 64, 256) == 0
+    assert extraction.pool_size(8, 257, 256) == 2
+    assert extraction.pool_size(8, 29_000, 256) == 8
+    assert extraction.pool_size(0, 29_000, 256) == 0
+
+
+def test_torchvision_decoder_on_cpu_is_close_to_pil(tmp_path, lite0):
+    names = photo_like_jpegs(tmp_path, 4)
+    Image.open(tmp_path / "images" / names[3]).save(tmp_path / "images/p03.png")
+    names[3] = "p03.png"  # not a JPEG: decoded by the worker
+    (tmp_path / "list.txt").write_text("\n".join(names) + "\n", encoding="utf-8")
+    run(tmp_path, batch_size=2)
+    pil = np.load(tmp_path / "out/val.npy")
+    (tmp_path / "out/val.npy").unlink()
+    sidecar = run(tmp_path, batch_size=2, decode="torchvision")
+    device = np.load(tmp_path / "out/val.npy")
+    assert sidecar["decode"] == "torchvision"
+    # JPEG decoders and resampling differ a little (libjpeg-turbo IDCT, torch's antialiasing)
+    cosine = (pil * device).sum(1) / np.linalg.norm(pil, axis=1) / np.linalg.norm(device, axis=1)
+    assert cosine.min() > 0.99, cosine  # row 3, the PNG, included
+    assert np.abs(device - pil).max() > 1e-5  # it did take the other path
+
+
+def test_torchvision_decoder_skips_a_truncated_jpeg_as_pil_does(tmp_path):
+    order = make_images(tmp_path, 3)
+    truncated = tmp_path / "images" / order[1]
+    Image.effect_noise((256, 256), 60).convert("RGB").save(truncated, quality=95)
+    truncated.write_bytes(truncated.read_bytes()[:2000])
+    assert FileBytes([truncated], [0])[0][2]  # not a complete JPEG, and PIL cannot read it
+    sidecar = run(tmp_path, decode="torchvision", on_bad_image="skip")
+    assert [s["name"] for s in sidecar["skipped"]] == [order[1]]
+    features = np.load(tmp_path / "out/val.npy")
+    assert np.isnan(features[1]).all() and np.isfinite(features[[0, 2]]).all()
+
+
+@needs_cuda
+def test_gpu_float32_features_match_the_cpu(tmp_path):
+    photo_like_jpegs(tmp_path, 6)
+    run(tmp_path, batch_size=3)
+    cpu = np.load(tmp_path / "out/val.npy")
+    (tmp_path / "out/val.npy").unlink()
+    run(tmp_path, batch_size=3, device="cuda")
+    # TF32 keeps 10 mantissa bits: relative differences ~1e-3
+    np.testing.assert_allclose(np.load(tmp_path / "out/val.npy"), cpu, rtol=1e-2, atol=1e-2)
+
+
+@needs_cuda
+def test_gpu_float16_features_are_close_to_float32(tmp_path):
+    photo_like_jpegs(tmp_path, 6)
+    run(tmp_path, batch_size=3, device="cuda")
+    single = np.load(tmp_path / "out/val.npy")
+    (tmp_path / "out/val.npy").unlink()
+    sidecar = run(tmp_path, batch_size=3, device="cuda", precision="float16")
+    assert sidecar["precision"] == "float16"
+    np.testing.assert_allclose(np.load(tmp_path / "out/val.npy"), single, rtol=5e-2, atol=5e-2)
+
+
+@needs_cuda
+def test_gpu_jpeg_decoding_is_close_to_pil_on_the_cpu(tmp_path):
+    names = photo_like_jpegs(tmp_path, 6)
+    (tmp_path / "images" / names[2]).write_bytes(b"not an image")
+    run(tmp_path, batch_size=3, on_bad_image="skip")
+    cpu = np.load(tmp_path / "out/val.npy")
+    (tmp_path / "out/val.npy").unlink()
+    sidecar = run(tmp_path, batch_size=3, device="cuda", decode="torchvision", on_bad_image="skip")
+    gpu = np.load(tmp_path / "out/val.npy")
+    assert [s["row"] for s in sidecar["skipped"]] == [2] and np.isnan(gpu[2]).all()
+    good = [0, 1, 3, 4, 5]
+    cosine = (cpu[good] * gpu[good]).sum(1) / np.linalg.norm(cpu[good], axis=1) / np.linalg.norm(
+        gpu[good], axis=1
+    )
+    assert cosine.min() > 0.99, cosine

@@ -95,12 +95,15 @@ rule extract_features:
         options=FEATURE_OPTIONS,
         device=FEATURES["device"],
         dtype=FEATURES["dtype"],
+        precision=FEATURES["precision"],
+        decode=FEATURES["decode"],
         weights=FEATURES["weights"],
         shard_size=FEATURES["shard_size"],
         on_bad_image=FEATURES["on_bad_image"],
     shell:
         "mlmm features --backbone {wildcards.backbone} --images {params.images}"
         " --split {params.split} --out {output.features} --device {params.device}"
-        " --dtype {params.dtype} --weights {params.weights} --threads {threads}"
+        " --dtype {params.dtype} --precision {params.precision} --decode {params.decode}"
+        " --weights {params.weights} --threads {threads}"
         " --shard-size {params.shard_size} --on-bad-image {params.on_bad_image}"
         " {params.options} > {log} 2>&1"

@@ -59,12 +59,17 @@ def register(subparsers) -> None:
         default=None,
         help="images per batch (default: 256 GPU, 32 CPU; /10 for ten-crop)",
     )
-    p.add_argument("--dtype", default="float32", choices=("float32", "float16"))
+    p.add_argument("--dtype", default="float32", choices=("float32", "float16"),
+                   help="stored array type")
+    p.add_argument("--precision", default="float32", choices=("float32", "float16"),
+                   help="model arithmetic (float32: TF32 on a GPU, as the papers' features)")
+    p.add_argument("--decode", default="pil", choices=("pil", "torchvision"),
+                   help="torchvision: batched JPEG decoding and resizing on the device (nvJPEG)")
     p.add_argument(
         "--workers",
         type=int,
         default=None,
-        help="image-decoding processes (default: up to 8 on a GPU, 1 on CPU)",
+        help="image-decoding processes (default: cores - 1 on a GPU, up to 2 on CPU)",
     )
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     p.add_argument("--shard-size", type=int, default=1024, help="rows per resumable shard")
@@ -107,6 +112,8 @@ def run(args: argparse.Namespace) -> None:
         device=args.device,
         batch_size=args.batch_size,
         dtype=args.dtype,
+        precision=args.precision,
+        decode=args.decode,
         workers=args.workers,
         threads=args.threads,
         shard_size=args.shard_size,

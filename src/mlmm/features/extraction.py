@@ -3,12 +3,19 @@
 Work is cut into shards of ``shard_size`` rows written to ``<out stem>.work/`` beside the
 output as they finish, so a killed job resumes from its last finished shard; the final array
 is assembled from the shards and renamed into place atomically, then the work dir is removed.
-A work dir made for other settings (backbone, weights, dtype, list, shard size) is discarded.
+A work dir made for other settings (backbone, weights, dtype, precision, decoder, list, shard
+size) is discarded.
+
+Speed (docs/gpu.md): decoding runs in DataLoader worker processes (as many as there are batches,
+up to ``workers``; none for a one-batch split, whose start-up would cost more than it saves);
+with ``decode="torchvision"`` the workers only read bytes and a batch of JPEGs is decoded and
+resized on the device. The model runs in float32 (TF32 matmuls and convolutions on a GPU) unless
+``precision="float16"``; the next batch is launched before the last one's features are copied
+back, so the GPU does not wait for the host.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -19,15 +26,17 @@ from pathlib import Path
 import numpy as np
 import torch
 from PIL import Image
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader
 from tqdm import tqdm
 
 from mlmm.errors import InputError
 from mlmm.features.backbones import FeatureNet, build_trunk, get_backbone, make_transform
+from mlmm.features.decoding import DECODERS, FileBytes, ImageRows, collate_lists, device_batch
 from mlmm.io import atomic_path, read_lines, sha256_file, write_json, write_npy, write_text
 from mlmm.provenance import Timer, provenance
 
 DTYPES = ("float32", "float16")
+PRECISIONS = ("float32", "float16")  # of the model's arithmetic; DTYPES: of the stored array
 BAD_IMAGE_POLICIES = ("error", "skip")
 SHOWN_BAD = 10
 
@@ -55,26 +64,6 @@ class Outputs:
         return self.array.with_name(self.array.stem + ".work")
 
 
-class ImageRows(Dataset):
-    """Row -> (row, tensor, error). An unreadable image gives a zero tensor and the reason,
-    so one bad file does not kill the loader; the caller decides (error or NaN row)."""
-
-    def __init__(self, paths: list[Path], rows: list[int], transform, shape: tuple[int, ...]):
-        self.paths, self.rows, self.transform, self.shape = paths, rows, transform, shape
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def __getitem__(self, index: int):
-        row = self.rows[index]
-        try:
-            with Image.open(self.paths[row]) as image:
-                tensor = self.transform(image.convert("RGB"))
-            return row, tensor, ""
-        except (OSError, ValueError, SyntaxError) as exc:  # PIL raises all three on bad files
-            return row, torch.zeros(self.shape), f"{type(exc).__name__}: {exc}"
-
-
 def resolve_device(device: str) -> torch.device:
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -90,10 +79,22 @@ def default_batch_size(device: torch.device, crops: int) -> int:
     return max(1, (256 if device.type == "cuda" else 32) // crops)
 
 
-def default_workers(device: torch.device) -> int:
-    """Decoding processes: several on a GPU machine; on CPU they compete with the model."""
+def default_workers(device: torch.device, decode: str = "pil") -> int:
+    """Decoding processes. On a GPU PIL decoding is the bottleneck (ResNet-50 in TF32 takes
+    ~7,500 images/s on an H100, PIL ~100 per core), so every core but the main process's;
+    reading bytes for the device decoder needs few. On CPU they compete with the model."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return min(8, cpus or 1) if device.type == "cuda" else min(2, max(0, (cpus or 1) - 1))
+    spare = max(1, (cpus or 1) - 1)
+    if device.type == "cuda":
+        return min(4, spare) if decode == "torchvision" else spare
+    return min(2, max(0, (cpus or 1) - 1))
+
+
+def pool_size(workers: int, images: int, batch_size: int) -> int:
+    """Worker processes worth starting: no more than there are batches, and none for a split of
+    one batch (starting a pool costs more than decoding it in the main process)."""
+    batches = -(-images // batch_size)
+    return 0 if batches <= 1 else min(workers, batches)
 
 
 def check_images(paths: list[Path], names: list[str]) -> list[tuple[int, str, str]]:
@@ -158,6 +159,8 @@ def extract(
     device: str = "auto",
     batch_size: int | None = None,
     dtype: str = "float32",
+    precision: str = "float32",
+    decode: str = "pil",
     workers: int | None = None,
     threads: int | None = None,
     shard_size: int = 1024,
@@ -167,12 +170,18 @@ def extract(
     """Extract features of every image named in ``split`` (one file name per line, looked up
     in ``images``) and write ``out`` (.npy) with its sidecar .json and list copy .txt.
 
-    Returns the sidecar's content.
+    ``dtype`` is the stored array's type; ``precision`` the model's arithmetic (float32, with
+    TF32 on a GPU, as the papers' features were computed; float16: autocast); ``decode``: pil
+    or torchvision (batched JPEG decoding and resizing on the device). Returns the sidecar.
     """
     images, split, outputs = Path(images), Path(split), Outputs(Path(out))
     spec = get_backbone(backbone)
     if dtype not in DTYPES:
         raise InputError("dtype", " or ".join(DTYPES), repr(dtype))
+    if precision not in PRECISIONS:
+        raise InputError("precision", " or ".join(PRECISIONS), repr(precision))
+    if decode not in DECODERS:
+        raise InputError("decode", " or ".join(DECODERS), repr(decode))
     if on_bad_image not in BAD_IMAGE_POLICIES:
         raise InputError("on_bad_image", " or ".join(BAD_IMAGE_POLICIES), repr(on_bad_image))
     if shard_size < 1:
@@ -184,7 +193,7 @@ def extract(
     paths = [images / name for name in names]
     dev = resolve_device(device)
     batch_size = batch_size or default_batch_size(dev, spec.crops)
-    workers = default_workers(dev) if workers is None else workers
+    workers = default_workers(dev, decode) if workers is None else workers
     if threads:
         torch.set_num_threads(threads)
 
@@ -198,6 +207,8 @@ def extract(
         "backbone": backbone,
         "weights": weights,
         "dtype": dtype,
+        "precision": precision,
+        "decode": decode,
         "shard_size": shard_size,
         "images": str(images.resolve()),
         "split_sha256": sha256_file(split),
@@ -214,49 +225,75 @@ def extract(
         )
         if dev.type == "cuda":
             torch.backends.cudnn.benchmark = True
-    shape = (spec.crops, 3, spec.crop, spec.crop) if spec.crops > 1 else (3, spec.crop, spec.crop)
+            torch.backends.cuda.matmul.allow_tf32 = True  # float32 storage, TF32 arithmetic
+            torch.backends.cudnn.allow_tf32 = True
+    if decode == "pil":
+        crop = (3, spec.crop, spec.crop)
+        shape = crop if spec.crops == 1 else (spec.crops, *crop)
+        dataset, collate = ImageRows(paths, rows, make_transform(spec), shape), None
+    else:
+        dataset, collate = FileBytes(paths, rows), collate_lists
+    pool = pool_size(workers, len(rows), batch_size)
     loader = DataLoader(
-        ImageRows(paths, rows, make_transform(spec), shape),
+        dataset,
         batch_size=batch_size,
         shuffle=False,
-        num_workers=workers,
+        num_workers=pool,
+        collate_fn=collate,
         pin_memory=dev.type == "cuda",
-        prefetch_factor=4 if workers else None,
+        prefetch_factor=4 if pool else None,
     )
-    autocast = (
-        torch.autocast("cuda", dtype=torch.float16)
-        if dev.type == "cuda"
-        else contextlib.nullcontext()
-    )
+    autocast = torch.autocast(dev.type, dtype=torch.float16, enabled=precision == "float16")
     buffers: dict[int, tuple[np.ndarray, list, list]] = {}  # shard -> (features, filled, bad)
     bar = tqdm(total=n, initial=n - len(rows), unit="img", desc=f"{backbone} {split.stem}",
                disable=not progress, mininterval=2.0)  # fmt: skip
+
+    def store(batch_rows: list[int], features: torch.Tensor, errors: list[str], copied) -> None:
+        """Put a batch's rows into their shards; save each shard once it is full."""
+        if copied is not None:
+            copied.synchronize()  # the non-blocking copy to the host has landed
+        features = features.float().numpy()
+        for row, vector, error in zip(batch_rows, features, errors, strict=True):
+            k = row // shard_size
+            if k not in buffers:
+                size = min(n, (k + 1) * shard_size) - k * shard_size
+                buffers[k] = (np.empty((size, spec.dim), dtype=np.float32), [], [])
+            array, filled, bad = buffers[k]
+            array[row - k * shard_size] = np.nan if error else vector
+            filled.append(row)
+            if error:
+                bad.append((row, names[row], error))
+            if len(filled) == len(array):
+                _save_shard(outputs.work, k, array.astype(dtype), bad)
+                done[k] = bad
+                del buffers[k]
+        bar.update(len(batch_rows))
+
     start = time.perf_counter()
+    pending = None  # the previous batch: (rows, features on the host, errors, copy event)
     with timer("extract"), torch.inference_mode():
         for batch_rows, batch, errors in loader:
+            if decode == "pil":
+                batch = batch.to(dev, non_blocking=True)
+            else:
+                batch, errors = device_batch(batch, errors, spec, dev)
             failed = [
                 (int(r), names[int(r)], e) for r, e in zip(batch_rows, errors, strict=True) if e
             ]
             if failed and on_bad_image == "error":
                 raise bad_image_error(images, split, failed)
             with autocast:
-                features = model(batch.to(dev, non_blocking=True))
-            features = features.float().cpu().numpy()
-            for row, vector, error in zip(batch_rows.tolist(), features, errors, strict=True):
-                k = row // shard_size
-                if k not in buffers:
-                    size = min(n, (k + 1) * shard_size) - k * shard_size
-                    buffers[k] = (np.empty((size, spec.dim), dtype=np.float32), [], [])
-                array, filled, bad = buffers[k]
-                array[row - k * shard_size] = np.nan if error else vector
-                filled.append(row)
-                if error:
-                    bad.append((row, names[row], error))
-                if len(filled) == len(array):
-                    _save_shard(outputs.work, k, array.astype(dtype), bad)
-                    done[k] = bad
-                    del buffers[k]
-            bar.update(len(batch_rows))
+                features = model(batch)
+            if pending is not None:
+                store(*pending)
+            # non_blocking: the copy overlaps the next batch's work; store() waits for its event
+            host = features.to("cpu", non_blocking=True)
+            copied = torch.cuda.Event() if dev.type == "cuda" else None
+            if copied is not None:
+                copied.record()
+            pending = (batch_rows.tolist(), host, errors, copied)
+        if pending is not None:
+            store(*pending)
     bar.close()
     seconds = time.perf_counter() - start
 
@@ -287,6 +324,9 @@ def extract(
         "workers": workers,
         "threads": torch.get_num_threads(),
         "dtype": dtype,
+        "precision": precision,
+        "decode": decode,
+        "workers_started": pool,
         "shard_size": shard_size,
         "on_bad_image": on_bad_image,
     }
@@ -294,6 +334,8 @@ def extract(
         "backbone": backbone,
         "dim": spec.dim,
         "dtype": dtype,
+        "precision": precision,
+        "decode": decode,
         "n": n,
         "layer": spec.layer,
         "weights": weights_label,
