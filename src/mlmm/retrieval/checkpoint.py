@@ -19,6 +19,7 @@ def save(run, path: Path) -> None:
         "seed": run.seed,
         "step": run.step,
         "history": run.history,
+        "losses": run.losses,
         "model": run.model.state_dict(),
         "optimizer": run.optimizer.state_dict(),
         "streams": run.streams.state(),
@@ -40,7 +41,7 @@ def restore(run, path: Path) -> bool:
     state = torch.load(path, map_location=run.device, weights_only=False)
     if state["record"] != run.record or state["seed"] != run.seed:
         return False  # a checkpoint of another configuration: start afresh
-    run.step, run.history = state["step"], state["history"]
+    run.step, run.history, run.losses = state["step"], state["history"], state["losses"]
     run.model.load_state_dict(state["model"])
     run.optimizer.load_state_dict(state["optimizer"])
     run.streams.load(state["streams"])

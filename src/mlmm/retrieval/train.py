@@ -93,6 +93,7 @@ class Run:
         params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.Adam(params, lr=record["optimizer"]["lr"])
         self.step, self.history = 0, []
+        self.losses: list[float] = []  # since the last validation (checkpointed with the run)
         self.selector = Selector(record["early_stopping"]["patience"])
         self.best_state = copy.deepcopy(self.model.state_dict())
         self.best_mapping = self.alignment.snapshot() if self.alignment else None
@@ -196,7 +197,7 @@ class Run:
             torch.backends.cuda.matmul.allow_tf32 = True
             torch.backends.cudnn.allow_tf32 = True
         self.model.train()
-        losses, pairs, start = [], 0, time.perf_counter()
+        pairs, start = 0, time.perf_counter()
         # In a log file (Snakemake), a progress line every 30 s rather than ten a second.
         interval = 0.1 if sys.stderr.isatty() else 30.0
         bar = tqdm(
@@ -216,12 +217,12 @@ class Run:
             validate = self._validation_due(every, total)
             save = self.step % record["checkpoint_every"] == 0 or self.step == total
             if validate or save:  # losses are read back here, not every step
-                losses += self._read_losses(pending)
+                self.losses += self._read_losses(pending)
                 pending = []
             if validate:
-                stop = self.validate(float(np.mean(losses)), time.perf_counter() - start)
+                stop = self.validate(float(np.mean(self.losses)), time.perf_counter() - start)
                 bar.set_postfix(rsum=f"{self.history[-1]['rsum']:.1f}")
-                losses = []
+                self.losses = []
             if save or stop:
                 checkpoint.save(self, self.out / "checkpoint.pt")
         bar.close()
