@@ -3,7 +3,6 @@ what was expected and what was found, a non-zero exit, and no output of the step
 
 from __future__ import annotations
 
-import io
 import shutil
 import tarfile
 from pathlib import Path
@@ -102,17 +101,26 @@ def test_ted_bow_index_not_json(tmp_path, capsys):
     check(Case(argv, [str(index), "expected the JSON of ted-fetch", "found"], [out]), capsys)
 
 
-def test_ted_fetch_truncated_archive(corpus, tmp_path, capsys):
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as handle:
+def _tar_gz(corpus: Path, archive: Path) -> None:
+    with tarfile.open(archive, mode="w:gz") as handle:
         handle.add(corpus, arcname="ted-cldc")
-    archive = tmp_path / "ted-cldc.tar.gz"
-    archive.write_bytes(buffer.getvalue()[: len(buffer.getvalue()) // 2])
+
+
+def _zip(corpus: Path, archive: Path) -> None:
+    shutil.make_archive(str(archive.with_suffix("")), "zip", corpus.parent, corpus.name)
+
+
+@pytest.mark.parametrize(("suffix", "pack"), [(".tar.gz", _tar_gz), (".zip", _zip)])
+def test_ted_fetch_truncated_archive(suffix, pack, corpus, tmp_path, capsys):
+    archive = tmp_path / f"ted-cldc{suffix}"
+    pack(corpus, archive)
+    data = archive.read_bytes()
+    archive.write_bytes(data[: len(data) // 2])
     out = tmp_path / "out"
     argv = ["ted-fetch", "--source", "url", "--url", archive.as_uri(), "--out-dir", str(out)]
-    says = ["ted-cldc.tar.gz", "expected a complete .zip or .tar(.gz) archive", "truncated"]
+    says = [archive.name, "expected", "found"]
     absent = [out / "index.json", out / "unpacked", out / "unpacked.part",
-              out / "download/ted-cldc.tar.gz"]  # fmt: skip
+              out / "download" / archive.name]  # fmt: skip
     check(Case([*argv, "--languages", "fr"], says, absent), capsys)
 
 
