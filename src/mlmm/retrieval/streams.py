@@ -45,7 +45,8 @@ class EncodedCaptions:
     ) -> None:
         seqs = [s or [1] for s in ids]  # an empty caption becomes one <unk>
         self.lengths = torch.tensor([len(s) for s in seqs], dtype=torch.long)
-        tokens = np.zeros((len(seqs), int(self.lengths.max())), dtype=np.int64)
+        # int32 halves the memory of large c2c sets; a gathered batch becomes int64
+        tokens = np.zeros((len(seqs), int(self.lengths.max())), dtype=np.int32)
         for row, s in enumerate(seqs):
             tokens[row, : len(s)] = s
         self.tokens = torch.from_numpy(tokens).to(device)
@@ -56,7 +57,7 @@ class EncodedCaptions:
     def take(self, index: np.ndarray) -> Text:
         rows = torch.from_numpy(np.asarray(index, dtype=np.int64))
         lengths = self.lengths[rows]
-        tokens = self.tokens[rows.to(self.device, non_blocking=True), : int(lengths.max())]
+        tokens = self.tokens[rows.to(self.device, non_blocking=True), : int(lengths.max())].long()
         return Text(self.languages[index], self.encoders[index], tokens, lengths)
 
 
