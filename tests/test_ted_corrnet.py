@@ -72,3 +72,39 @@ def test_training_correlates_translations():
     model, history = train({"de": (de, en)}, 30, hidden=8, epochs=5, lam=5.0, progress=False)
     assert history[-1]["correlation"] > history[0]["correlation"]
     assert encode(model, "de", de).shape == (120, 8)
+
+
+def test_reference_reconstruction_follows_the_authors_corrnet_code():
+    """apsarath/CorrNet: sigmoid outputs, squared error / 2, weights uniform in
+    +-4 sqrt(6 / (fan_in + fan_out)), decoder biases zero."""
+    torch.manual_seed(0)
+    dims = {"de": 300, "en": 200}
+    model = BridgeCorrNet(dims, hidden=50, reconstruction="reference")
+    for view, d in dims.items():
+        bound = 4 * np.sqrt(6 / (d + 50))
+        for weight in (model.encoders[view].weight, model.decoders[view].weight):
+            assert weight.abs().max() <= bound and weight.abs().max() > 0.9 * bound
+        model.init_decoder_bias(view, sp.csr_matrix(np.ones((2, d), np.float32)))
+        assert (model.decoders[view].bias == 0).all()
+    codes = torch.rand(3, 50)
+    target = (torch.rand(3, 300) > 0.5).float()
+    output = torch.sigmoid(codes @ model.decoders["de"].weight.T)
+    expected = 0.5 * ((output - target) ** 2).sum()
+    assert torch.isclose(model.reconstruction("de", codes, target), expected)
+    default = BridgeCorrNet(dims, hidden=50)
+    assert default.encoders["de"].weight.abs().max() <= np.sqrt(6 / 350)
+
+
+def test_reference_reconstruction_trains_and_reloads(tmp_path):
+    from mlmm.ted.corrnet import load, save
+
+    rng = np.random.default_rng(0)
+    x = sp.csr_matrix((rng.random((8, 6)) > 0.5).astype(np.float32))
+    p = sp.csr_matrix((rng.random((8, 5)) > 0.5).astype(np.float32))
+    model, history = train({"de": (x, p)}, 5, hidden=3, epochs=2, batch_size=4, device="cpu",
+                           progress=False, reconstruction="reference")
+    assert len(history) == 2 and np.isfinite(history[-1]["loss"])
+    save(model, tmp_path / "m.pt")
+    again = load(tmp_path / "m.pt")
+    assert again.reconstruction_kind == "reference"
+    np.testing.assert_array_equal(encode(again, "de", x), encode(model, "de", x))

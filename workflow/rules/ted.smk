@@ -114,6 +114,7 @@ rule ted_train:
         settings=(
             f"--hidden {TED['hidden']} --epochs {TED['epochs']} --batch-size {TED['batch_size']}"
             f" --learning-rate {TED['learning_rate']} --input {TED['input']} --seed {TED['seed']}"
+            f" --reconstruction {TED['reconstruction']} --device {TED['device']}"
         ),
     shell:
         "mlmm ted-train --bow {params.bow} --out-dir {params.out_dir} --lambda {params.value}"

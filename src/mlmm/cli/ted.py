@@ -42,6 +42,8 @@ def _settings(args: argparse.Namespace) -> dict:
         "input",
         "validation_fraction",
         "perceptron_epochs",
+        "reconstruction",
+        "device",
     ]
     settings = {k: getattr(args, k) for k in keys if hasattr(args, k)}
     if getattr(args, "lam", None) is not None:
@@ -98,6 +100,10 @@ def register(subparsers) -> None:
     p.add_argument("--batch-size", type=int, default=20)
     p.add_argument("--learning-rate", type=float, default=0.01)
     p.add_argument("--input", choices=["binary", "count"], default="binary")
+    p.add_argument(
+        "--reconstruction", choices=["cross_entropy", "reference"], default="cross_entropy"
+    )
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, default=1)
     p.set_defaults(func=run_train)

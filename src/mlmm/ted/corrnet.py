@@ -20,6 +20,11 @@ either is summed over the vocabulary and averaged over the batch. The decoder bi
 each word's training-set mean (its logit for binary input), so training does not spend its
 first steps learning word frequencies.
 
+`reconstruction="reference"` instead follows the authors' CorrNet code (apsarath/CorrNet,
+`Model/corrnet.py`): every decoder output is a sigmoid, the loss is squared error / 2 on every
+view, all weights start uniform in +-4 sqrt(6 / (fan_in + fan_out)) (the sigmoid init of Glorot
+& Bengio) and decoder biases start at zero. The paper leaves L open (Section 3).
+
 Dense views (image features, Section 6): a view given as a numpy array (or any row-indexable
 array-like with `shape` and `mean(axis=0)`) instead of a scipy sparse matrix gets an
 `nn.Linear` encoder (no bias of its own: b stays shared) and a linear decoder with squared
@@ -38,6 +43,8 @@ import scipy.sparse as sp
 import torch
 from torch import nn
 from torch.nn import functional as F
+
+RECONSTRUCTIONS = ("cross_entropy", "reference")
 
 
 def correlation(hx: torch.Tensor, hy: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
@@ -93,9 +100,15 @@ class BridgeCorrNet(nn.Module):
         hidden: int = 128,
         binary: bool = True,
         dense: tuple[str, ...] | list[str] = (),
+        reconstruction: str = "cross_entropy",
     ) -> None:
         super().__init__()
+        if reconstruction not in RECONSTRUCTIONS:
+            raise ValueError(
+                f"reconstruction must be one of {RECONSTRUCTIONS}, not {reconstruction!r}"
+            )
         self.dims, self.hidden_size, self.binary = dict(dims), hidden, binary
+        self.reconstruction_kind = reconstruction
         self.dense = tuple(sorted(dense))
         unknown = set(self.dense) - set(dims)
         if unknown:
@@ -108,11 +121,17 @@ class BridgeCorrNet(nn.Module):
                 for view, d in dims.items()
             }
         )
+        scale = 4.0 if reconstruction == "reference" else 1.0
         for view, encoder in self.encoders.items():
-            bound = float(np.sqrt(6.0 / (dims[view] + hidden)))
+            bound = scale * float(np.sqrt(6.0 / (dims[view] + hidden)))
             nn.init.uniform_(encoder.weight, -bound, bound)
         self.bias = nn.Parameter(torch.zeros(hidden))
         self.decoders = nn.ModuleDict({view: nn.Linear(hidden, d) for view, d in dims.items()})
+        if reconstruction == "reference":
+            for view, decoder in self.decoders.items():
+                bound = scale * float(np.sqrt(6.0 / (dims[view] + hidden)))
+                nn.init.uniform_(decoder.weight, -bound, bound)
+                nn.init.zeros_(decoder.bias)
 
     def pre(self, view: str, batch: SparseBatch | DenseBatch) -> torch.Tensor:
         """W_view v (no bias): the encoder's sum of the batch's word vectors (or W x, dense)."""
@@ -126,6 +145,8 @@ class BridgeCorrNet(nn.Module):
     def reconstruction(self, view: str, codes: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         """Loss of decoding `view` from each row of `codes`; summed over words and rows."""
         output = self.decoders[view](codes)
+        if self.reconstruction_kind == "reference":
+            return 0.5 * ((torch.sigmoid(output) - target) ** 2).sum()
         if self.binary and view not in self.dense:
             return F.binary_cross_entropy_with_logits(output, target, reduction="sum")
         return F.mse_loss(output, target, reduction="sum")
@@ -150,6 +171,9 @@ class BridgeCorrNet(nn.Module):
         return rec - lam * corr, rec, corr
 
     def init_decoder_bias(self, view: str, matrix: sp.csr_matrix | np.ndarray) -> None:
+        """Start the decoder bias at the view's mean (the reference keeps it at zero)."""
+        if self.reconstruction_kind == "reference":
+            return
         mean = np.asarray(matrix.mean(axis=0)).ravel()
         if self.binary and view not in self.dense:
             mean = np.clip(mean, 1e-4, 1 - 1e-4)
@@ -211,13 +235,18 @@ def train(
     device: str = "cpu",
     progress: bool = True,
     model_class: type[BridgeCorrNet] | None = None,
+    reconstruction: str = "cross_entropy",
 ) -> tuple[BridgeCorrNet, list[dict]]:
     """Train on {view: (X_view, X_pivot)} row-aligned training pairs; returns model, history.
 
     A view given as a numpy array (or array-like) is dense (see the module docstring).
     `model_class`: a subclass with its own `loss` (the pivot experiment's autoencoder).
+    `reconstruction`: cross_entropy or reference (see the module docstring).
+    `device`: auto, cpu or cuda (cuda without a visible GPU is an error).
     """
     from tqdm import tqdm
+
+    from mlmm.features.extraction import resolve_device
 
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
@@ -226,7 +255,8 @@ def train(
     pivot_rows = _stack([p for _, p in pairs.values()])
     dense = [v for v, (x, _) in pairs.items() if not sp.issparse(x)]
     dense += [] if sp.issparse(pivot_rows) else [pivot]
-    model = (model_class or BridgeCorrNet)(dims, hidden, binary, dense).to(device)
+    device = resolve_device(str(device))
+    model = (model_class or BridgeCorrNet)(dims, hidden, binary, dense, reconstruction).to(device)
     for view, (x, _) in pairs.items():
         model.init_decoder_bias(view, x)
     model.init_decoder_bias(pivot, pivot_rows)
@@ -288,6 +318,7 @@ def save(model: BridgeCorrNet, path) -> None:
         "hidden": model.hidden_size,
         "binary": model.binary,
         "dense": list(model.dense),
+        "reconstruction": model.reconstruction_kind,
         "state_dict": model.state_dict(),
     }
     with atomic_path(path) as tmp:
@@ -296,7 +327,10 @@ def save(model: BridgeCorrNet, path) -> None:
 
 def load(path, device: str = "cpu") -> BridgeCorrNet:
     state = torch.load(path, map_location=device, weights_only=True)
-    model = BridgeCorrNet(state["dims"], state["hidden"], state["binary"], state.get("dense", ()))
+    model = BridgeCorrNet(
+        state["dims"], state["hidden"], state["binary"], state.get("dense", ()),
+        state.get("reconstruction", "cross_entropy"),
+    )
     model.load_state_dict(state["state_dict"])
     return model.to(device)
 

@@ -69,6 +69,8 @@ def train_stage(bow_dir: Path, out_dir: Path, settings: dict, threads: int = 1) 
             lam=settings["lambda"],
             seed=settings["seed"],
             binary=settings["input"] == "binary",
+            reconstruction=settings.get("reconstruction", "cross_entropy"),
+            device=settings.get("device", "cpu"),
         )
     with timer("encode"):
         codes = {
