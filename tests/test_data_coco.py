@@ -17,7 +17,7 @@ from mlmm.data.coco import (
     read_karpathy,
     read_mic,
     tokenise_japanese,
-    tokenise_moses,
+    tokenise_mic,
 )
 from mlmm.data.fetch import MARKER, read_manifest
 from mlmm.data.multi30k import comparable_captions, image_list
@@ -153,10 +153,12 @@ def test_japanese_tokenisation_is_mecab_surface_forms():
     assert tokenise_japanese("ＤＶＤを見る") == ["ｄｖｄ", "を", "見る"]
 
 
-def test_moses_tokenisation_matches_the_multi30k_tok_files():
-    tokens = tokenise_moses("A man's “dog” runs.", "en")
-    assert " ".join(tokens) == "a man &apos;s &quot; dog &quot; runs ."
-    assert " ".join(tokenise_moses("L'homme, qui court.", "fr")) == "l&apos; homme , qui court ."
+def test_mic_tokens_keep_elisions_like_ted_cldc_and_english_like_karpathy():
+    assert tokenise_mic("L'huile d’histoire, 1.2 fois.", "fr") == [
+        "l'huile", "d'histoire", ",", "1.2", "fois", "."
+    ]
+    assert tokenise_mic("Ein „Hund“ läuft.", "de") == ["ein", "„", "hund", "“", "läuft", "."]
+    assert tokenise_mic("A man's “dog” runs.", "en") == ["a", "man's", "dog", "runs"]
 
 
 def test_mic_needs_five_lines_per_image(tmp_path):
@@ -188,7 +190,7 @@ def test_prepare_writes_the_multi30k_layout(inputs, tmp_path, caplog):
         ["犬", "が", str(k), "匹", "。"] for k in range(6, 1, -1)
     ]
     assert comparable_captions(out, "pivot_train", "en")[1][0] == ["image", "5", "caption", "1"]
-    assert comparable_captions(out, "mic", "fr")[1][2] == ["l&apos;", "homme", "court", ".", "1.2"]
+    assert comparable_captions(out, "mic", "fr")[1][2] == ["l'homme", "court", ".", "1.2"]
     assert not list(task2.glob("tok/pivot_train.*.ja")) and not list(task2.glob("tok/mic.*.ja"))
     assert len(list(task2.glob("tok/*"))) == 5 * (3 * 2 + 1 + 3)
     manifest = read_manifest(out / MARKER)
@@ -312,10 +314,20 @@ def test_url_inputs_are_downloaded_and_reused(inputs, tmp_path):
     )
 
 
+def test_paper_pivot_split_is_every_image_but_the_mic_ones(inputs, tmp_path):
+    counts = prepare_coco(
+        tmp_path / "paper", inputs["karpathy"], inputs["japanese"], inputs["mic"],
+        pivot_split="paper",
+    )
+    assert counts["pivot_train"] == 6 - len(MIC_IMAGES)
+    z1 = image_list(tmp_path / "paper", "pivot_train")
+    assert set(MIC_IMAGES).isdisjoint(z1) and len(set(z1)) == len(z1)
+
+
 def test_cli(inputs, tmp_path, capsys):
     out = tmp_path / "coco"
     args = ["prepare-coco", "--karpathy", inputs["karpathy"], "--japanese", *inputs["japanese"]]
-    args += ["--mic", inputs["mic"], "--out", str(out)]
+    args += ["--mic", inputs["mic"], "--out", str(out), "--pivot-split", "karpathy"]
     assert main(args) == 0
     assert "train: 4 images, val: 1 images, test: 1 images" in capsys.readouterr().out
     assert main(args + ["--sha256", f"{inputs['mic']}/captions.fr=" + "1" * 64]) == 2

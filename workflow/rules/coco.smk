@@ -50,6 +50,7 @@ COCO_OPTIONS += "".join(
     f" --sha256 '{name}={value}'"
     for name, value in (COCO_FILES["mic"][0].get("sha256") or {}).items()
 )
+COCO_OPTIONS += f" --pivot-split {COCO['pivot_split']}"
 
 
 rule demo_coco:

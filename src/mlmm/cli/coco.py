@@ -61,6 +61,13 @@ def register(subparsers) -> None:
         "(default: a temporary directory)",
     )
     p.add_argument("--retries", type=int, default=4, help="download retries per file")
+    p.add_argument(
+        "--pivot-split",
+        choices=["karpathy", "paper"],
+        required=True,
+        help="Z1 of the pivot experiment: Karpathy train + restval minus MIC (karpathy) or "
+        "every train2014/val2014 image minus MIC (paper, Rajendran Section 4.2)",
+    )
     p.set_defaults(func=run_prepare)
 
     f = subparsers.add_parser(
@@ -91,6 +98,7 @@ def run_prepare(args) -> None:
         sha256=_hashes(args.sha256),
         download_dir=args.download_dir,
         retries=args.retries,
+        pivot_split=args.pivot_split,
     )
     print(", ".join(f"{split}: {n} images" for split, n in counts.items()))
 

@@ -9,14 +9,16 @@ order). Output: ``data/task1/image_splits/<split>.txt``, ``data/task2/image_spli
 mlmm.data.multi30k reads like Multi30K's comparable portion, plus ``provenance.json`` and
 ``MANIFEST.sha256`` (written last: the marker that the whole copy is complete).
 
-Splits: train (Karpathy train + restval), val, test (en, ja); pivot_train (train minus the MIC
-images, en: the pivot experiment's image-English set Z1); mic (en, fr, de). Images keep the
+Splits: train (Karpathy train + restval), val, test (en, ja); pivot_train (train, or with
+``pivot_split="paper"`` every image, minus the MIC images, en: the pivot experiment's
+image-English set Z1); mic (en, fr, de). Images keep the
 order of the Karpathy file; MIC images the order of images.txt.
 
 Tokenisation: English of the Karpathy split is Karpathy's own ``tokens``, lowercased. Japanese is
 MeCab surface forms (fugashi + unidic-lite) of the caption with all whitespace removed, as AME
-did. MIC captions go through the Multi30K tok pipeline (lowercase.perl | normalize-punctuation.perl
--l L | tokenizer.perl -l L, Moses escaping on), here with sacremoses.
+did. MIC captions are tokenised like the text the pivot models learn each language from
+(Rajendran Table 5): French and German like Hermann & Blunsom's ted-cldc tokens (elisions such
+as ``l'huile`` whole, no Moses escaping), English like Karpathy's tokens (``tokenise_mic``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import functools
 import json
 import logging
 import os
+import re
 import shutil
 import tarfile
 import tempfile
@@ -51,6 +54,7 @@ KARPATHY_NAME = "dataset_coco.json"
 # Karpathy split -> ours: restval (the 30,504 val2014 images outside val/test) joins train
 KARPATHY_SPLITS = {"train": "train", "restval": "train", "val": "val", "test": "test"}
 MIC_LANGUAGES = ("en", "fr", "de")
+PIVOT_SPLITS = ("karpathy", "paper")
 MIC_FILES = ("images.txt",) + tuple(f"captions.{lang}" for lang in MIC_LANGUAGES)
 SPLIT_LANGUAGES = {
     "train": ("en", "ja"),
@@ -196,17 +200,21 @@ def tokenise_japanese(text: str) -> list[str]:
     return [word.surface.lower() for word in _tagger()("".join(text.split()))]
 
 
-@functools.cache
-def _moses(lang: str):
-    from sacremoses import MosesPunctNormalizer, MosesTokenizer
+# A number with its inner separators, a word with inner apostrophes (French/Italian elisions
+# such as l'huile stay one token, as in Hermann & Blunsom's ted-cldc files), or one other
+# non-space character.
+_TOKEN = re.compile(r"\d+(?:[.,]\d+)+|\w+(?:'\w+)*|[^\w\s]")
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "`": "'"})
 
-    return MosesPunctNormalizer(lang=lang), MosesTokenizer(lang=lang)
 
-
-def tokenise_moses(text: str, lang: str) -> list[str]:
-    """Multi30K's tok pipeline: lowercase, normalise punctuation, Moses-tokenise (escaped)."""
-    normaliser, tokeniser = _moses(lang)
-    return tokeniser.tokenize(normaliser.normalize(text.lower()), escape=True)
+def tokenise_mic(text: str, lang: str) -> list[str]:
+    """MIC captions tokenised like the text each language is trained on in Table 5:
+    fr/de like the ted-cldc tokens (lowercased, elisions kept whole, punctuation split off,
+    no Moses escaping); en like Karpathy's COCO tokens (lowercased words, no punctuation)."""
+    tokens = _TOKEN.findall(text.lower().translate(_APOSTROPHES))
+    if lang == "en":
+        return [t for t in tokens if any(c.isalnum() for c in t)]
+    return tokens
 
 
 def read_mic(directory: str | Path) -> tuple[list[str], dict[str, list[list[str]]]]:
@@ -405,14 +413,20 @@ def prepare_coco(
     retries: int = 4,
     backoff: float = 2.0,
     timeout: float = 60.0,
+    pivot_split: str = "karpathy",
 ) -> dict[str, int]:
     """Write the MS-COCO layout to ``out`` as a whole (a temporary directory renamed into place,
     MANIFEST.sha256 written last); a failure leaves ``out`` as it was. Inputs are paths or URLs
     (``mic``: a directory or its base URL); ``sha256`` maps an input's file name to its digest,
     and an input without one is hashed, recorded as unverified and warned about. Downloads go to
     ``download_dir`` (kept, re-used when their sha256 matches) or a temporary directory.
-    Returns the images per split.
+    ``pivot_split`` chooses Z1 (split pivot_train): ``karpathy`` = Karpathy train + restval
+    minus the MIC images; ``paper`` = every train2014/val2014 image of the Karpathy file minus
+    the MIC images, as Rajendran et al. (Section 4.2) split the merged 120K images themselves
+    (the pivot stage holds its 1K validation out of it). Returns the images per split.
     """
+    if pivot_split not in PIVOT_SPLITS:
+        raise InputError("--pivot-split", " or ".join(PIVOT_SPLITS), repr(pivot_split))
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     timer = Timer()
@@ -448,7 +462,7 @@ def prepare_coco(
         with timer("tokenise_mic"):
             mic_tok = {
                 lang: [
-                    tuple(" ".join(tokenise_moses(c, lang)) for c in five)
+                    tuple(" ".join(tokenise_mic(c, lang)) for c in five)
                     for five in tqdm(per_image, desc=f"tokenise mic {lang}", unit="image")
                 ]
                 for lang, per_image in mic_raw.items()
@@ -466,7 +480,8 @@ def prepare_coco(
         for image in images:
             by_split[image.split].append(image)
         in_mic = set(mic_images)
-        by_split["pivot_train"] = [i for i in by_split["train"] if i.path not in in_mic]
+        z1 = by_split["train"] if pivot_split == "karpathy" else images
+        by_split["pivot_train"] = [i for i in z1 if i.path not in in_mic]
         root = work / "out"
         with timer("write"):
             for split in ("train", "val", "test", "pivot_train"):
@@ -483,14 +498,16 @@ def prepare_coco(
             "japanese": list(japanese),
             "mic": mic,
             "captions_per_image": CAPTIONS_PER_IMAGE,
+            "pivot_split": pivot_split,
             "split_languages": SPLIT_LANGUAGES,
         }
         tokenisers = {
             "en (train/val/test/pivot_train)": "Karpathy's tokens, lowercased",
             "ja": f"MeCab surface forms via fugashi {_version('fugashi')} + unidic-lite "
             f"{_version('unidic-lite')}, whitespace removed first, lowercased",
-            "mic en/fr/de": f"sacremoses {_version('sacremoses')}: lowercase, "
-            "normalize-punctuation, tokenizer (escaped), as Multi30K's tok files",
+            "mic en": "lowercased words, punctuation dropped (like Karpathy's tokens)",
+            "mic fr/de": "lowercased, elisions kept whole, punctuation split off, no escaping "
+            "(like the ted-cldc tokens)",
         }
         write_json(
             root / "provenance.json",
