@@ -7,8 +7,9 @@ import torch
 from mlmm.cli import main
 from mlmm.nbest import read_nbest, write_nbest
 from mlmm.nmt.features import EmbeddingScorer, add_features
-from mlmm.nmt.model import BOS, EOS, Sizes, load_translator
+from mlmm.nmt.model import BOS, EOS, PAD, Seq2Seq, Sizes, load_translator
 from mlmm.nmt.search import beam_search, greedy, nbest_lists, pad_batch
+from mlmm.nmt.selection import select
 from mlmm.nmt.train import TrainConfig, train
 
 WORDS = {"red": "rot", "dog": "hund", "cat": "katze", "big": "gross", "runs": "rennt",
@@ -120,10 +121,11 @@ def test_cli_train_nbest_and_score(tmp_path, capsys):
         (data / f"{split}.lc.norm.tok.de").write_text("".join(" ".join(t) + "\n" for t in tgt))
     model = tmp_path / "model.pt"
     assert main(["train-nmt", "--data", str(data), "--embedding", "8", "--hidden", "8",
-                 "--attention", "8", "--max-epochs", "1", "--out", str(model), "--history",
+                 "--attention", "8", "--decoder", "cgru", "--device", "cpu", "--max-epochs", "1",
+                 "--out", str(model), "--history",
                  str(tmp_path / "h.csv"), "--metrics", str(tmp_path / "m.json")]) == 0
     assert main(["nbest", "--model", str(model), "--source", str(data / "val.lc.norm.tok.en"),
-                 "--beam", "3", "--out", str(tmp_path / "val.nbest")]) == 0
+                 "--beam", "3", "--device", "cpu", "--out", str(tmp_path / "val.nbest")]) == 0
     assert len(read_nbest(tmp_path / "val.nbest")) == 8
     assert main(["rerank", "--nbest", str(tmp_path / "val.nbest"), "--out",
                  str(tmp_path / "1best")]) == 0
@@ -133,3 +135,93 @@ def test_cli_train_nbest_and_score(tmp_path, capsys):
     assert main(["nmt-table", "--metrics", str(tmp_path / "s.json"), "--out",
                  str(tmp_path / "table")]) == 0
     assert "METEOR not computed" in (tmp_path / "table.md").read_text()
+
+
+def test_cgru_step_is_gru_attention_on_the_intermediate_state_then_gru():
+    torch.manual_seed(0)
+    model = Seq2Seq(7, 9, Sizes(embedding=4, hidden=5, attention=10, dropout=0.0, decoder="cgru"))
+    model.eval()
+    src, lengths = pad_batch([[4, 5, 6], [4, 5]])
+    annotations, keys, mask, state = model.encode(src, lengths)
+    assert annotations.shape == (2, 3, 10) and keys.shape == (2, 3, 10) and state.shape == (2, 5)
+    previous = torch.tensor([BOS, 5])
+    with torch.no_grad():
+        logp, new_state = model.step(previous, state, annotations, keys, mask)
+        # by hand: s' = GRU1(y, s); e = v . tanh(K + W s'); c = softmax(e) . annotations;
+        # s = GRU2(c, s'); readout from [s, c, y]
+        y = model.tgt_embedding(previous)
+        inter = model.cell(y, state)
+        energy = model.att_score(torch.tanh(keys + model.att_query(inter)[:, None])).squeeze(-1)
+        energy[~mask] = float("-inf")
+        context = (torch.softmax(energy, -1)[..., None] * annotations).sum(1)
+        expected_state = model.cell2(context, inter)
+        hidden = torch.tanh(model.readout(torch.cat([expected_state, context, y], -1)))
+        expected = torch.log_softmax(model.output(hidden), -1)
+    assert logp.shape == (2, 9) and new_state.shape == (2, 5)
+    torch.testing.assert_close(new_state, expected_state)
+    torch.testing.assert_close(logp, expected)
+    assert model.cell.input_size == 4 and model.cell2.input_size == 10  # GRU2 reads the context
+    assert not mask[1, 2] and src[1, 2] == PAD
+
+
+def test_beam_returns_exactly_k_finished_hypotheses_with_the_beam_shrinking():
+    class Scripted(torch.nn.Module):
+        """Vocabulary: specials, a=4, b=5. From any state EOS is the best word, so every step
+        finishes hypotheses and the beam shrinks; scores are fixed per word."""
+
+        def __init__(self):
+            super().__init__()
+            self.calls = []
+            self.weight = torch.nn.Parameter(torch.zeros(1))
+
+        def encode(self, src, lengths):
+            return torch.zeros(1, 1, 1), torch.zeros(1, 1, 1), torch.ones(1, 1, dtype=torch.bool), \
+                torch.zeros(1, 1)
+
+        def step(self, previous, state, annotations, keys, mask):
+            self.calls.append(len(previous))
+            probabilities = torch.tensor([[0.0, 0.0, 0.0, 0.5, 0.3, 0.2]])
+            return torch.log(probabilities).repeat(len(previous), 1), state
+
+        def eval(self):
+            return self
+
+    model = Scripted()
+    hyps = beam_search(model, [4, 5], beam=4)
+    # step 1: top 4 of one live hypothesis: EOS, a, b (three real words): [] finishes, 2 live;
+    # step 2: top 4 - 1 = 3 of the 2 x 3 candidates: a+EOS, b+EOS finish, [a, a] lives;
+    # step 3: top 4 - 3 = 1: [a, a]+EOS finishes: exactly 4, and [a, b] (0.06) never enters.
+    assert model.calls == [1, 2, 1]
+    assert [h for h, _ in hyps] == [[], [4], [5], [4, 4]]
+    np.testing.assert_allclose([s for _, s in hyps], np.log([0.5, 0.15, 0.1, 0.045]), rtol=1e-6)
+
+
+def test_beam_at_the_length_limit_returns_the_live_hypotheses(trained):
+    translator, _, _, val_src = trained
+    hyps = beam_search(translator.model, translator.src.encode(val_src[0]), beam=7)
+    assert len(hyps) == 7
+
+
+def test_nmt_rows_whose_variants_are_not_trained_are_left_out_with_a_warning():
+    nmt = {
+        "embedding_features": {"Vimg": {"variant": "vse", "kind": "image"},
+                               "Mimg": {"variant": "mlmme", "kind": "image"}},
+        "systems": {"nmt": {"features": []}, "v": {"features": ["NMT", "Vimg"]},
+                    "m": {"features": ["NMT", "Mimg"]}},
+    }
+    features, systems, warnings = select(nmt, {"vse"})
+    assert list(features) == ["Vimg"] and list(systems) == ["nmt", "v"]
+    assert any("nmt.systems.m left out" in w and "Mimg" in w for w in warnings)
+    assert any("'mlmme' is not in retrieval.run" in w for w in warnings)
+    nmt["systems"]["x"] = {"features": ["Typo"]}
+    with pytest.raises(ValueError, match=r"nmt.systems.x.features: \['Typo'\]"):
+        select(nmt, {"vse", "mlmme"})
+
+
+def test_device_cuda_without_a_gpu_is_a_one_line_error(monkeypatch):
+    from mlmm.errors import InputError
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    src, tgt = _corpus(4, 0)
+    with pytest.raises(InputError, match="CUDA"):
+        train(src, tgt, src, tgt, TrainConfig(Sizes(4, 4, 4, 0.0), device="cuda"), progress=False)

@@ -31,10 +31,12 @@ rule train_nmt:
         tgt=NMT["tgt"],
         model=NMT["model"],
         train=NMT["train"],
+        device=NMT["device"],
     shell:
         "mlmm train-nmt --data {params.data} --src {params.src} --tgt {params.tgt}"
         " --embedding {params.model[embedding]} --hidden {params.model[hidden]}"
         " --attention {params.model[attention]} --dropout {params.model[dropout]}"
+        " --decoder {params.model[decoder]} --device {params.device}"
         " --min-count {params.train[min_count]} --batch-size {params.train[batch_size]}"
         " --lr {params.train[learning_rate]} --max-epochs {params.train[max_epochs]}"
         " --patience {params.train[patience]} --seed {params.train[seed]}"
@@ -64,9 +66,10 @@ rule nbest_lists:
     params:
         source=lambda w: nmt_text(w.split, NMT["src"]),
         beam=NMT["beam"],
+        device=NMT["device"],
     shell:
         "mlmm nbest --model {input.model} --source {params.source} --beam {params.beam}"
-        " --threads {threads} --out {output.nbest} --stats {output.stats} > {log} 2>&1"
+        " --device {params.device} --threads {threads} --out {output.nbest} --stats {output.stats} > {log} 2>&1"
 
 
 rule nbest_features:

@@ -1,32 +1,25 @@
 """Variables and input functions of nmt.smk (kept apart: Snakemake's linter wants rules and
 functions in different files)."""
 
+import sys
+
 from snakemake.exceptions import WorkflowError
 
-NMT = config["nmt"]
+from mlmm.nmt.selection import select as select_nmt
+
 NMT_DIR = RESULTS / "nmt"
 NMT_SPLITS = ["val", "test_2016_flickr"]
 NMT_TOK = MULTI30K_ROOT / "data/task1/tok"
-NMT_BASE_FEATURES = ["NMT", "WordPenalty"]
 NMT_TABLE = RESULTS / "tables/calixto2017_table3"
 
-for _name, _spec in NMT["embedding_features"].items():
-    if _spec["variant"] not in RETRIEVAL_RECORDS:
-        raise WorkflowError(
-            f"config nmt.embedding_features.{_name}: variant {_spec['variant']!r} is not "
-            "trained; add it to retrieval.run"
-        )
-for _key, _record in NMT["systems"].items():
-    _unknown = (
-        set(_record["features"])
-        - set(NMT_BASE_FEATURES)
-        - set(NMT["embedding_features"])
-    )
-    if _unknown:
-        raise WorkflowError(
-            f"config nmt.systems.{_key}.features: {sorted(_unknown)} are neither "
-            f"{NMT_BASE_FEATURES} nor names in nmt.embedding_features"
-        )
+# Rows whose retrieval variants are not in retrieval.run are left out with a warning.
+try:
+    _features, _systems, _warnings = select_nmt(config["nmt"], RETRIEVAL_RECORDS)
+except ValueError as _error:
+    raise WorkflowError(str(_error)) from None
+for _warning in _warnings:
+    print(f"warning: {_warning}", file=sys.stderr)
+NMT = dict(config["nmt"], embedding_features=_features, systems=_systems)
 
 
 def nmt_text(split, language):

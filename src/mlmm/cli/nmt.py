@@ -23,6 +23,8 @@ def register(subparsers) -> None:
     p.add_argument("--hidden", type=int, default=128)
     p.add_argument("--attention", type=int, default=128)
     p.add_argument("--dropout", type=float, default=0.2)
+    p.add_argument("--decoder", choices=["bahdanau", "cgru"], default="bahdanau")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument("--min-count", type=int, default=1, help="rarer training words become <unk>")
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--lr", type=float, default=0.003)
@@ -43,6 +45,7 @@ def register(subparsers) -> None:
     p.add_argument("--model", required=True, type=Path)
     p.add_argument("--source", required=True, type=Path, help="tokenised source sentences")
     p.add_argument("--beam", type=int, default=20)
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--out", required=True, type=Path)
     p.add_argument("--stats", type=Path, help="JSON with sentences/s of the beam search")
@@ -134,9 +137,9 @@ def run_train(args) -> None:
     split = {s: {lang: _tokenised(args.data / f"{s}.lc.norm.tok.{lang}")
                  for lang in (args.src, args.tgt)} for s in ("train", "val")}
     config = TrainConfig(
-        Sizes(args.embedding, args.hidden, args.attention, args.dropout), args.min_count,
-        args.batch_size, args.lr, max_epochs=args.max_epochs, patience=args.patience,
-        seed=args.seed,
+        Sizes(args.embedding, args.hidden, args.attention, args.dropout, args.decoder),
+        args.min_count, args.batch_size, args.lr, max_epochs=args.max_epochs,
+        patience=args.patience, seed=args.seed, device=args.device,
     )
     timer = Timer()
     with timer("train"):
@@ -168,7 +171,10 @@ def run_nbest(args) -> None:
     from mlmm.nmt.search import nbest_lists
 
     torch.set_num_threads(args.threads)
+    from mlmm.features.extraction import resolve_device
+
     translator = load_translator(args.model)
+    translator.model.to(resolve_device(args.device))
     sources = _tokenised(args.source)
     start = time.perf_counter()
     nbest = nbest_lists(translator, sources, args.beam)

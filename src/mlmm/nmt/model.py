@@ -1,8 +1,14 @@
 """Bidirectional GRU encoder, GRU decoder with additive (Bahdanau) attention.
 
-As in Nematus (the implementation the paper used): the decoder's initial state is tanh of a
-projection of the mean annotation, attention is computed from the previous decoder state, and a
-deep output layer combines state, context and previous word embedding.
+Two decoders (``Sizes.decoder``), both with Nematus's initial state (tanh of a projection of
+the mean annotation) and deep output (state, context and previous word embedding):
+
+- ``bahdanau``: one GRU fed with [previous word, context], attention from the previous state
+  (Bahdanau et al. 2015);
+- ``cgru``: Nematus's conditional GRU (``gru_cond_layer`` in nematus/nmt.py, Sennrich et al.
+  2017 Section 2): a first GRU reads the previous word, attention is computed from that
+  intermediate state, a second GRU reads the context. Nematus's attention layer has size
+  2 x hidden (the annotation size), which the paper configuration states in ``attention``.
 """
 
 from __future__ import annotations
@@ -52,6 +58,7 @@ class Sizes:
     hidden: int = 128
     attention: int = 128
     dropout: float = 0.2
+    decoder: str = "bahdanau"  # or "cgru" (see the module docstring)
 
 
 class Seq2Seq(nn.Module):
@@ -66,7 +73,13 @@ class Seq2Seq(nn.Module):
         self.att_keys = nn.Linear(2 * h, a, bias=False)
         self.att_query = nn.Linear(h, a)
         self.att_score = nn.Linear(a, 1, bias=False)
-        self.cell = nn.GRUCell(e + 2 * h, h)
+        if sizes.decoder == "cgru":
+            self.cell = nn.GRUCell(e, h)
+            self.cell2 = nn.GRUCell(2 * h, h)
+        elif sizes.decoder == "bahdanau":
+            self.cell = nn.GRUCell(e + 2 * h, h)
+        else:
+            raise ValueError(f"decoder must be bahdanau or cgru, not {sizes.decoder!r}")
         self.readout = nn.Linear(h + 2 * h + e, e)
         self.output = nn.Linear(e, n_tgt)
         self.dropout = nn.Dropout(sizes.dropout)
@@ -84,13 +97,22 @@ class Seq2Seq(nn.Module):
         mean = (annotations * mask[..., None]).sum(1) / lengths[:, None].to(annotations.dtype)
         return annotations, self.att_keys(annotations), mask, torch.tanh(self.init_state(mean))
 
+    def attend(self, query, annotations, keys, mask):
+        """Context vector (B, 2H): annotations weighted by softmax(v . tanh(K + W q))."""
+        energy = self.att_score(torch.tanh(keys + self.att_query(query)[:, None])).squeeze(-1)
+        alpha = torch.softmax(energy.masked_fill(~mask, float("-inf")), dim=-1)
+        return torch.bmm(alpha[:, None], annotations).squeeze(1)
+
     def step(self, previous, state, annotations, keys, mask):
         """One decoder step: log-probabilities of the next word (B, V) and the new state."""
         embedded = self.dropout(self.tgt_embedding(previous))
-        energy = self.att_score(torch.tanh(keys + self.att_query(state)[:, None])).squeeze(-1)
-        alpha = torch.softmax(energy.masked_fill(~mask, float("-inf")), dim=-1)
-        context = torch.bmm(alpha[:, None], annotations).squeeze(1)
-        state = self.cell(torch.cat([embedded, context], dim=-1), state)
+        cgru = self.sizes.decoder == "cgru"
+        query = self.cell(embedded, state) if cgru else state
+        context = self.attend(query, annotations, keys, mask)
+        if cgru:
+            state = self.cell2(context, query)
+        else:
+            state = self.cell(torch.cat([embedded, context], dim=-1), state)
         hidden = torch.tanh(self.readout(torch.cat([state, context, embedded], dim=-1)))
         return torch.log_softmax(self.output(self.dropout(hidden)), dim=-1), state
 

@@ -37,12 +37,13 @@ def greedy(model: Seq2Seq, sources: Sequence[list[int]], batch_size: int = 128) 
     """Greedy translations (token ids without EOS), batched."""
     model.eval()
     out: list[list[int]] = []
+    device = next(model.parameters()).device
     for start in range(0, len(sources), batch_size):
         src, lengths = pad_batch(sources[start: start + batch_size])
-        annotations, keys, mask, state = model.encode(src, lengths)
-        previous = torch.full((len(src),), BOS, dtype=torch.long)
+        annotations, keys, mask, state = model.encode(src.to(device), lengths.to(device))
+        previous = torch.full((len(src),), BOS, dtype=torch.long, device=device)
         words = []
-        done = torch.zeros(len(src), dtype=torch.bool)
+        done = torch.zeros(len(src), dtype=torch.bool, device=device)
         for _ in range(max_length(int(lengths.max()))):
             logp, state = model.step(previous, state, annotations, keys, mask)
             previous = _forbid(logp).argmax(-1)
@@ -60,47 +61,48 @@ def greedy(model: Seq2Seq, sources: Sequence[list[int]], batch_size: int = 128) 
 def beam_search(model: Seq2Seq, source: list[int], beam: int) -> list[tuple[list[int], float]]:
     """The ``beam`` best (token ids, log p(Y|X)) of one source sentence, best first.
 
-    A hypothesis is finished when it emits EOS (its log-probability included); search stops when
-    ``beam`` hypotheses are finished and no live one can beat the worst of them (log-probabilities
-    only fall), or at the length limit, where live hypotheses are finished as they are.
+    Nematus's ``gen_sample`` bookkeeping: each step keeps the best ``beam - finished``
+    extensions of all live hypotheses; those ending in EOS are finished (EOS's log-probability
+    included) and the beam shrinks by one for each. Search ends when ``beam`` hypotheses are
+    finished or at the length limit, where the live ones are returned as they are, so exactly
+    ``beam`` come back (fewer only if the vocabulary cannot fill the beam).
     """
     model.eval()
+    device = next(model.parameters()).device
     src, lengths = pad_batch([source])
-    annotations, keys, mask, state = model.encode(src, lengths)
+    annotations, keys, mask, state = model.encode(src.to(device), lengths.to(device))
     live: list[list[int]] = [[]]
-    scores = torch.zeros(1)
+    scores = torch.zeros(1, device=device)
     finished: list[tuple[list[int], float]] = []
     for _ in range(max_length(len(source))):
         n = len(live)
-        previous = torch.tensor([h[-1] if h else BOS for h in live])
+        previous = torch.tensor([h[-1] if h else BOS for h in live], device=device)
         logp, state = model.step(
             previous, state, annotations.expand(n, -1, -1), keys.expand(n, -1, -1),
             mask.expand(n, -1),
         )
         candidates = (scores[:, None] + _forbid(logp)).view(-1)
-        top = candidates.topk(min(2 * beam, candidates.numel()))
+        top = candidates.topk(min(beam - len(finished), candidates.numel()))
         vocab = logp.shape[1]
         keep, new_scores = [], []
         for value, index in zip(top.values.tolist(), top.indices.tolist(), strict=True):
             origin, word = divmod(index, vocab)
+            if value == float("-inf"):
+                continue
             if word == EOS:
                 finished.append((live[origin], value))
             else:
                 keep.append((origin, word))
                 new_scores.append(value)
-                if len(keep) == beam:
-                    break
-        finished.sort(key=lambda item: -item[1])
-        if not keep or (len(finished) >= beam and new_scores[0] <= finished[beam - 1][1]):
-            live, scores = [], torch.zeros(0)
-            break
-        origins = torch.tensor([o for o, _ in keep])
         live = [live[o] + [w] for o, w in keep]
-        scores = torch.tensor(new_scores)
-        state = state[origins]
-    finished += list(zip(live, scores.tolist(), strict=True))
+        if not keep or len(finished) >= beam:
+            break
+        scores = torch.tensor(new_scores, device=device)
+        state = state[torch.tensor([o for o, _ in keep], device=device)]
+    else:
+        finished += list(zip(live, new_scores, strict=True))
     finished.sort(key=lambda item: -item[1])
-    return finished[:beam]
+    return finished
 
 
 def nbest_lists(

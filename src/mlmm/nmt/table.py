@@ -46,8 +46,9 @@ def table3(metrics: Sequence[Path], paper_tables: str | None, stem: Path) -> lis
         "MIRA on the validation 20-best lists; BLEU/TER/chrF by sacrebleu on tokenised, "
         "lowercased text (tokenize=none, unsmoothed BLEU).",
         *sorted(n for n in meteor_notes if n),
-        "Rows without a paper value are ours only (e.g. chrF, or reranking with the NMT "
-        "features alone).",
+        "Reranked paper rows tune log p(Y|X) and the embedding distances only (Section 5); "
+        "rows without a paper value are ours only (chrF, and the control row that adds a word "
+        "penalty, labelled 'Control, not in the paper').",
     ]
     if paper is None:
         notes.append("Paper numbers not available: paper_tables directory missing.")

@@ -26,6 +26,7 @@ class TrainConfig:
     max_epochs: int = 20
     patience: int = 3
     seed: int = 1
+    device: str = "cpu"  # auto | cpu | cuda (cuda without a visible GPU is an error)
 
 
 def bleu(hypotheses: Sequence[str], references: Sequence[str]) -> float:
@@ -57,11 +58,14 @@ def train(
 ) -> tuple[Translator, list[dict]]:
     """Train; after every epoch translate the validation set greedily and keep the model with
     the best validation BLEU; stop after ``patience`` epochs without improvement."""
+    from mlmm.features.extraction import resolve_device
+
+    device = resolve_device(config.device)
     torch.manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)
     src_tokens = Tokens.build(train_src, config.min_count)
     tgt_tokens = Tokens.build(train_tgt, config.min_count)
-    model = Seq2Seq(len(src_tokens), len(tgt_tokens), config.sizes)
+    model = Seq2Seq(len(src_tokens), len(tgt_tokens), config.sizes).to(device)
     optimiser = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
     pairs = [
         (src_tokens.encode(s), tgt_tokens.encode(t))
@@ -78,6 +82,7 @@ def train(
         for batch in bar:
             src, lengths = pad_batch([s for s, _ in batch])
             tgt, _ = pad_batch([[BOS, *t, EOS] for _, t in batch])
+            src, lengths, tgt = src.to(device), lengths.to(device), tgt.to(device)
             logp = model(src, lengths, tgt[:, :-1])
             gold = tgt[:, 1:]
             loss = torch.nn.functional.nll_loss(
