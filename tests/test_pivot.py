@@ -30,6 +30,7 @@ SETTINGS = {
     "batch_size": 20,
     "learning_rate": 0.05,
     "input": "binary",
+    "reconstruction": "cross_entropy",
     "min_count": 1,
     "validation_fraction": 0.1,
     "validation_max": 1000,

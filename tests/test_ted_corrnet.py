@@ -91,6 +91,11 @@ def test_reference_reconstruction_follows_the_authors_corrnet_code():
     output = torch.sigmoid(codes @ model.decoders["de"].weight.T)
     expected = 0.5 * ((output - target) ** 2).sum()
     assert torch.isclose(model.reconstruction("de", codes, target), expected)
+    images = BridgeCorrNet({"img": 4, "en": 3}, hidden=2, dense=["img"], reconstruction="reference")
+    features = torch.tensor([[2.0, -1.0, 0.0, 5.0]])
+    linear = images.decoders["img"](codes[:1, :2])
+    by_formula = 0.5 * ((linear - features) ** 2).sum()  # unbounded features: linear outputs
+    assert torch.isclose(images.reconstruction("img", codes[:1, :2], features), by_formula)
     default = BridgeCorrNet(dims, hidden=50)
     assert default.encoders["de"].weight.abs().max() <= np.sqrt(6 / 350)
 

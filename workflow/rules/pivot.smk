@@ -23,7 +23,7 @@ PIVOT_PAPER = f"--paper-tables {PAPER_TABLES}" if PAPER_TABLES else ""
 PIVOT_SETTINGS = " ".join(
     f"--{key.replace('_', '-')} {PIVOT[key]}"
     for key in ("backbone", "device", "hidden", "epochs", "batch_size", "learning_rate", "input",
-                "min_count", "validation_fraction", "validation_max", "seed")
+                "reconstruction", "min_count", "validation_fraction", "validation_max", "seed")
 )  # fmt: skip
 
 # job name -> (command-line flags, needs the TED talks)

@@ -33,6 +33,9 @@ def register(subparsers) -> None:
     p.add_argument("--batch-size", type=int, default=20)
     p.add_argument("--learning-rate", type=float, default=0.01)
     p.add_argument("--input", choices=["binary", "count"], default="binary")
+    p.add_argument(
+        "--reconstruction", choices=["cross_entropy", "reference"], default="cross_entropy"
+    )
     p.add_argument("--min-count", type=int, default=6, help="keep words seen this often")
     p.add_argument("--validation-fraction", type=float, default=0.1)
     p.add_argument("--validation-max", type=int, default=1000, help="cap on held-out items")

@@ -29,6 +29,7 @@ SETTINGS = (
     "batch_size",
     "learning_rate",
     "input",
+    "reconstruction",
     "min_count",
     "validation_fraction",
     "validation_max",
@@ -75,6 +76,7 @@ def _train(pairs: dict, data: PivotData, settings: dict, lam: float, progress: b
         binary=settings["input"] == "binary",
         progress=progress,
         device=settings["device"],
+        reconstruction=settings["reconstruction"],
         **extra,
     )
     return model, history

@@ -21,14 +21,10 @@ each word's training-set mean (its logit for binary input), so training does not
 first steps learning word frequencies.
 
 `reconstruction="reference"` instead follows the authors' CorrNet code (apsarath/CorrNet,
-`Model/corrnet.py`): every decoder output is a sigmoid, the loss is squared error / 2 on every
-view, all weights start uniform in +-4 sqrt(6 / (fan_in + fan_out)) (the sigmoid init of Glorot
-& Bengio) and decoder biases start at zero. The paper leaves L open (Section 3).
-
-Dense views (image features, Section 6): a view given as a numpy array (or any row-indexable
-array-like with `shape` and `mean(axis=0)`) instead of a scipy sparse matrix gets an
-`nn.Linear` encoder (no bias of its own: b stays shared) and a linear decoder with squared
-error, whatever the input mode of the word views; its decoder bias starts at the feature means.
+`Model/corrnet.py`): every word-view decoder output is a sigmoid (a dense view's stays linear:
+image features are not in [0, 1]), the loss is squared error / 2 on every view, all weights
+start uniform in +-4 sqrt(6 / (fan_in + fan_out)) (Glorot & Bengio's sigmoid init) and decoder
+biases at zero. The paper leaves L open (Section 3).
 """
 
 from __future__ import annotations
@@ -146,7 +142,10 @@ class BridgeCorrNet(nn.Module):
         """Loss of decoding `view` from each row of `codes`; summed over words and rows."""
         output = self.decoders[view](codes)
         if self.reconstruction_kind == "reference":
-            return 0.5 * ((torch.sigmoid(output) - target) ** 2).sum()
+            # dense views (image features) are unbounded: linear outputs, same squared error
+            if view not in self.dense:
+                output = torch.sigmoid(output)
+            return 0.5 * ((output - target) ** 2).sum()
         if self.binary and view not in self.dense:
             return F.binary_cross_entropy_with_logits(output, target, reduction="sum")
         return F.mse_loss(output, target, reduction="sum")
