@@ -177,7 +177,8 @@ def test_nmt_training_restarts_after_a_kill(tmp_path):
 
     def argv(out: Path) -> list:
         return ["train-nmt", "--data", data, "--embedding", 8, "--hidden", 8, "--attention", 8,
-                "--batch-size", 8, "--max-epochs", 3, "--patience", 3, "--out", out / "model.pt",
+                "--batch-size", 8, "--max-epochs", 3, "--patience", 3, "--device", "cpu",
+                "--out", out / "model.pt",
                 "--history", out / "history.csv", "--metrics", out / "metrics.json"]  # fmt: skip
 
     full, resumed = kill_and_resume(tmp_path, argv, "step", seed=2)
