@@ -301,6 +301,16 @@ def _fake_run(path: Path, model, language, lam, criteria, value):
     return path
 
 
+def test_pivot_split_is_read_from_the_coco_provenance(tmp_path):
+    from mlmm.pivot.experiment import coco_pivot_split
+
+    assert coco_pivot_split(tmp_path) == "karpathy"
+    (tmp_path / "provenance.json").write_text(
+        json.dumps({"provenance": {"config": {"pivot_split": "paper"}}})
+    )
+    assert coco_pivot_split(tmp_path) == "paper"
+
+
 def test_table5_chooses_lambda_per_direction_on_validation(tmp_path):
     runs = [
         _fake_run(tmp_path / "b1", "bridge", "fr", 1.0, {"i2t": 0.9, "t2i": 0.1}, 0.10),
@@ -316,7 +326,8 @@ def test_table5_chooses_lambda_per_direction_on_validation(tmp_path):
     assert cell.loc[("En-Image CorrNet", "en", "t2i", "R@50"), "ours"] == pytest.approx(0.35)
     assert cell.loc[("Random", "", "i2t", "R@10"), "ours"] == pytest.approx(0.01)
     markdown = (tmp_path / "out/rajendran2016_table5.md").read_text()
-    assert "CorrNet+MT: not run" in markdown and "AlexNet" in markdown
+    assert "CorrNet+MT: not regenerated" in markdown and "AlexNet" in markdown
+    assert "Karpathy train + restval minus MIC" in markdown  # runs without pivot_split
     assert "Bridge CorrNet fr i2t: 1; Bridge CorrNet fr t2i: 10" in markdown
     for suffix in (".csv", ".tex"):
         assert (tmp_path / f"out/rajendran2016_table5{suffix}").is_file()

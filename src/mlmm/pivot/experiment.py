@@ -9,6 +9,7 @@ validation recalls that use no image-French/German pairs (Section 6):
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +36,15 @@ SETTINGS = (
     "validation_max",
     "seed",
 )
+
+
+def coco_pivot_split(coco_root: str | Path) -> str:
+    """Which Z1 split `mlmm prepare-coco` wrote (its provenance.json; karpathy if unrecorded)."""
+    try:
+        record = json.loads((Path(coco_root) / "provenance.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return "karpathy"
+    return record.get("provenance", {}).get("config", {}).get("pivot_split", "karpathy")
 
 
 def check_request(model: str, language: str | None, ted_root) -> None:
@@ -162,6 +172,7 @@ def train_stage(
         "lambda": lam,
         "backbone": backbone,
         "coco_root": str(coco_root),
+        "pivot_split": coco_pivot_split(coco_root),
         "features": str(features),
         "ted_root": None if ted_root is None else str(ted_root),
         "threads": threads,

@@ -99,6 +99,11 @@ def ours(chosen: dict[tuple[str, str, str], dict]) -> pd.DataFrame:
 def notes(runs: list[dict], chosen: dict) -> list[str]:
     config = runs[0]["provenance"]["config"] if runs and "provenance" in runs[0] else {}
     backbone = config.get("backbone", "alexnet_fc6")
+    split = (
+        "the paper's own split: every train2014/val2014 image but the MIC ones, Section 4.2"
+        if config.get("pivot_split") == "paper"
+        else "Karpathy train + restval minus MIC, not the paper's 118K/1K/1K split"
+    )
     lambdas = "; ".join(
         f"{SYSTEMS[m]} {lang or 'en'} {d}: {run['lambda']:g}"
         for (m, lang, d), run in sorted(chosen.items())
@@ -119,10 +124,10 @@ def notes(runs: list[dict], chosen: dict) -> list[str]:
         "Recall@K as fractions of 1, as the paper prints them; I To C = i2t, C To I = t2i; "
         "ranking by Euclidean distance in the common space; 5 captions per image.",
         features,
-        "Data: our own COCO split (Z1 = pivot_train images with English captions, test = MIC "
-        "images with French and German captions), not the authors' 118K/1K/1K split or their "
-        "crowd-sourced MIC set; Z2 = the TED CLDC train split of the pair. Lambda-selection "
-        "data are held out of Z1 (images) and Z2 (talks).",
+        f"Data: Z1 = pivot_train images with English captions ({split}), test = the MIC "
+        "images with French and German captions; Z2 = the TED CLDC train split of the pair. "
+        "Lambda-selection data are held out of Z1 (images) and Z2 (talks). MIC captions are "
+        "tokenised like the training text (fr/de like ted-cldc, en like Karpathy's tokens).",
         "Lambda chosen per direction without image-French/German data: i2t by English-to-X "
         "talk retrieval on held-out Z2 talks, t2i by image retrieval with English captions on "
         "held-out Z1 images (En-Image CorrNet: both directions on held-out Z1 images); the "
@@ -130,9 +135,10 @@ def notes(runs: list[dict], chosen: dict) -> list[str]:
         "Bridge MAE: Ngiam et al. (2011) view-dropping objective (each instance shown with "
         "both views or one of them, reconstructing both) on the same one-hidden-layer network, "
         "without modality-specific layers or RBM pre-training; no lambda.",
-        "CorrNet+MT: not run. The project has no French/German-to-English MT system (its NMT, "
-        "src/mlmm/nmt, trains English-to-German only); the paper's cells are shown for "
-        "reference.",
+        "CorrNet+MT: not regenerated (paper cells shown for reference only): it needs a "
+        "French/German-to-English MT system to translate the MIC captions, and the project's "
+        "NMT (src/mlmm/nmt) is trained English-to-German only; the paper does not say which "
+        "MT system it used (Section 6).",
         "2-CorrNet: both CorrNets of a run share its lambda; the chain goes through the "
         "nearest English caption among the Z1 training captions.",
         "Random: seeded uniform scores.",
