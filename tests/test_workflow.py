@@ -36,7 +36,9 @@ except ModuleNotFoundError:  # Python 3.10
 
 ENVS = REPO / "envs"
 SLURM_PROFILE = REPO / "profiles" / "slurm" / "config.yaml"
-GPU_RULES = {"extract_features", "train_retrieval", "train_nmt", "nbest_lists", "pivot_train"}
+GPU_RULES = {
+    "extract_features", "train_retrieval", "train_nmt", "nbest_lists", "pivot_train", "ted_train"
+}
 # Rules each stage is expected to define; a stage without rules yet is skipped.
 STAGE_RULES = {
     "data": {"demo_world", "fetch_multi30k", "vocabularies", "kadar_table1"},
