@@ -196,7 +196,7 @@ def test_beam_returns_exactly_k_finished_hypotheses_with_the_beam_shrinking():
     np.testing.assert_allclose([s for _, s in hyps], np.log([0.5, 0.15, 0.1, 0.045]), rtol=1e-6)
 
 
-def test_beam_at_the_length_limit_returns_the_live_hypotheses(trained):
+def test_beam_returns_exactly_k_on_a_trained_model(trained):
     translator, _, _, val_src = trained
     hyps = beam_search(translator.model, translator.src.encode(val_src[0]), beam=7)
     assert len(hyps) == 7
