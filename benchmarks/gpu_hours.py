@@ -13,8 +13,8 @@ work of config/paper.yaml merged over config.yaml, resolved with the package's o
   real Multi30K captions when --multi30k holds them, else from the published sizes
   (29,000 images, 5 comparable captions, 1 translation a language); COCO from Karpathy's
   113,287 training images x 5 captions;
-- features: images of every split of every backbone the configuration reads (Multi30K
-  29,000/1,014/1,000, COCO 113,287/5,000/5,000);
+- features: images of every split of every backbone the retrieval runs read (Multi30K
+  29,000/1,014/1,000, COCO 113,287/5,000/5,000), and the pivot backbone's COCO training images;
 - NMT: max_epochs x target tokens of the training captions; beam search over val + test;
 - TED: lambdas x epochs of Bridge CorrNet at the paper's sizes;
 - pivot: trained jobs x epochs x (5 captions x 118,000 images + 1,100 talks) / batch.
@@ -146,14 +146,17 @@ def retrieval_work(
 
 
 def feature_work(config: dict) -> dict[str, int]:
-    """backbone -> images to extract (every split of every data set it is used on)."""
+    """backbone -> images to extract: every split of each data set a retrieval run reads it
+    on, and the COCO training images of the pivot stage (its small MIC test set not counted)."""
     datasets: dict[str, set] = {}
     for name in run_names(config["retrieval"]):
         record = resolve_variant(config["retrieval"], name, "config/paper.yaml")
         datasets.setdefault(record["backbone"], set()).add(record["dataset"])
-    datasets.setdefault(config["features"]["backbone"], set()).add("multi30k")
-    datasets.setdefault(config["pivot"]["backbone"], set()).add("coco")
-    sizes = {"multi30k": sum(MULTI30K_SPLITS.values()), "coco": sum(COCO_SPLITS.values())}
+    sizes = {"multi30k": sum(MULTI30K_SPLITS.values()), "coco": sum(COCO_SPLITS.values()),
+             "coco train": COCO_SPLITS["train"]}  # fmt: skip
+    datasets.setdefault(config["pivot"]["backbone"], set()).add("coco train")
+    if "coco" in datasets[config["pivot"]["backbone"]]:
+        datasets[config["pivot"]["backbone"]].discard("coco train")
     return {b: sum(sizes[d] for d in used) for b, used in datasets.items() if b in BACKBONES}
 
 

@@ -19,7 +19,7 @@ from PIL import Image
 
 from mlmm.errors import InputError
 from mlmm.features import BACKBONES, FeatureNet, build_trunk, extract, extraction, make_transform
-from mlmm.features.decoding import FileBytes
+from mlmm.features.decoding import FileBytes, device_batch
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -374,3 +374,18 @@ def test_gpu_jpeg_decoding_is_close_to_pil_on_the_cpu(tmp_path):
         gpu[good], axis=1
     )
     assert cosine.min() > 0.99, cosine
+
+
+@pytest.mark.parametrize("backbone", ["resnet152", "efficientnet_lite0"])
+def test_device_preprocessing_matches_the_pil_transform(backbone):
+    """Ten crops and bicubic resizing too; the only difference is the resampling filter."""
+    spec = BACKBONES[backbone]
+    image = Image.fromarray(np.random.default_rng(2).integers(0, 256, (6, 9, 3), np.uint8))
+    image = image.resize((300, 200))
+    pil = make_transform(spec)(image)
+    batch, errors = device_batch(
+        [torch.from_numpy(np.array(image)).permute(2, 0, 1).contiguous()], [""], spec,
+        torch.device("cpu"),
+    )
+    assert errors == [""] and batch.shape == (1, *pil.shape)
+    assert (batch[0] - pil).abs().mean() < 0.02

@@ -95,11 +95,13 @@ def decode_batch(
     errors = list(errors)
     jpegs = [i for i, (d, e) in enumerate(zip(data, errors, strict=True)) if not e and d.dim() == 1]
     images: list[torch.Tensor | None] = [None] * len(data)
-    try:
-        decoded = decode_jpeg([data[i] for i in jpegs], mode=ImageReadMode.RGB, device=device)
-        images_of = dict(zip(jpegs, decoded, strict=True))
-    except RuntimeError:
-        images_of = {}
+    images_of = {}
+    if jpegs:
+        try:
+            decoded = decode_jpeg([data[i] for i in jpegs], mode=ImageReadMode.RGB, device=device)
+            images_of = dict(zip(jpegs, decoded, strict=True))
+        except RuntimeError:
+            pass  # decoded one by one below, so that only the bad file is marked
     for i, (d, e) in enumerate(zip(data, errors, strict=True)):
         if e:
             continue
@@ -113,10 +115,10 @@ def decode_batch(
     return images, errors
 
 
-def preprocess_on_device(image: torch.Tensor, backbone: Backbone) -> torch.Tensor:
-    """RGB uint8 CHW on any device -> what ``make_transform`` gives for the same image: resize
-    of the shorter side (antialiased), rounded to 8 bits as PIL's output is, then centre crop
-    (or ten crops after normalising) and mean/std."""
+def resize_and_crop(image: torch.Tensor, backbone: Backbone) -> torch.Tensor:
+    """RGB uint8 CHW on any device -> float in [0, 1], as ``make_transform`` before its
+    Normalize: the shorter side resized (antialiased) and rounded to 8 bits as PIL's output is,
+    then the centre crop, or the ten crops (3, crop, crop) / (10, 3, crop, crop)."""
     x = F.resize(
         image.float(),
         [backbone.resize],
@@ -124,11 +126,9 @@ def preprocess_on_device(image: torch.Tensor, backbone: Backbone) -> torch.Tenso
         antialias=True,
     )
     x = x.round_().clamp_(0, 255).div_(255)
-    mean = torch.tensor(backbone.mean, device=x.device).view(3, 1, 1)
-    std = torch.tensor(backbone.std, device=x.device).view(3, 1, 1)
     if backbone.crops == 10:
-        return torch.stack(F.ten_crop((x - mean) / std, [backbone.crop, backbone.crop]))
-    return (F.center_crop(x, [backbone.crop, backbone.crop]) - mean) / std
+        return torch.stack(F.ten_crop(x, [backbone.crop, backbone.crop]))
+    return F.center_crop(x, [backbone.crop, backbone.crop])
 
 
 def device_batch(
@@ -141,5 +141,9 @@ def device_batch(
     batch = torch.zeros((len(data), *shape), device=device)
     for i, image in enumerate(images):
         if image is not None:
-            batch[i] = preprocess_on_device(image, backbone)
-    return batch, errors
+            batch[i] = resize_and_crop(image, backbone)
+    mean = torch.tensor(backbone.mean, device=device).view(3, 1, 1)
+    std = torch.tensor(backbone.std, device=device).view(3, 1, 1)
+    bad = torch.tensor([bool(e) for e in errors], device=device)
+    batch = (batch - mean) / std  # normalising commutes with cropping
+    return batch.masked_fill_(bad.view(-1, *[1] * len(shape)), 0.0), errors
