@@ -198,7 +198,7 @@ def test_bridge_corrnet_restarts_after_a_kill(tmp_path):
 
     def argv(out: Path) -> list:
         return ["ted-train", "--bow", bow, "--out-dir", out, "--lambda", 1, "--hidden", 8,
-                "--epochs", 4, "--batch-size", 10]  # fmt: skip
+                "--epochs", 4, "--batch-size", 10, "--device", "cpu"]  # fmt: skip
 
     full, resumed = kill_and_resume(tmp_path, argv, "step", seed=4)
     assert_same_tree(full, resumed)
