@@ -39,6 +39,7 @@ DTYPES = ("float32", "float16")
 PRECISIONS = ("float32", "float16")  # of the model's arithmetic; DTYPES: of the stored array
 BAD_IMAGE_POLICIES = ("error", "skip")
 SHOWN_BAD = 10
+AUTOTUNE_BATCHES = 20  # cuDNN autotuning only for splits of at least this many batches
 
 
 @dataclass
@@ -224,7 +225,9 @@ def extract(
             FeatureNet(trunk, channels_last=True).eval().to(dev, memory_format=torch.channels_last)
         )
         if dev.type == "cuda":
-            torch.backends.cudnn.benchmark = True
+            # Autotuning costs seconds per batch shape (the last, shorter batch is another one):
+            # worth it over a long split, not for a few batches.
+            torch.backends.cudnn.benchmark = len(rows) >= AUTOTUNE_BATCHES * batch_size
             torch.backends.cuda.matmul.allow_tf32 = True  # float32 storage, TF32 arithmetic
             torch.backends.cudnn.allow_tf32 = True
     if decode == "pil":
