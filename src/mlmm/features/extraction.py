@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,21 +99,28 @@ def pool_size(workers: int, images: int, batch_size: int) -> int:
     return 0 if batches <= 1 else min(workers, batches)
 
 
-def check_images(paths: list[Path], names: list[str]) -> list[tuple[int, str, str]]:
+def _header_problem(path: Path) -> str:
+    """Why PIL cannot read the image's header, or "" when it can."""
+    try:
+        with Image.open(path):
+            return ""
+    except FileNotFoundError:
+        return "no such file"
+    except (OSError, ValueError, SyntaxError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+
+
+def check_images(
+    paths: list[Path], names: list[str], threads: int = 1
+) -> list[tuple[int, str, str]]:
     """(row, name, reason) of every image that is missing or whose header PIL cannot read.
 
-    Cheap (headers only); data truncated further in is found when the image is decoded.
+    Cheap (headers only; file opening in ``threads`` threads, as it waits on the disk); data
+    truncated further in is found when the image is decoded.
     """
-    bad = []
-    for row, (path, name) in enumerate(zip(paths, names, strict=True)):
-        try:
-            with Image.open(path):
-                pass
-        except FileNotFoundError:
-            bad.append((row, name, "no such file"))
-        except (OSError, ValueError, SyntaxError) as exc:
-            bad.append((row, name, f"{type(exc).__name__}: {exc}"))
-    return bad
+    with ThreadPoolExecutor(max(1, threads)) as pool:
+        problems = pool.map(_header_problem, paths, chunksize=256)
+        return [(row, names[row], p) for row, p in enumerate(problems) if p]
 
 
 def bad_image_error(images_dir: Path, split: Path, bad: list[tuple[int, str, str]]) -> InputError:
@@ -199,7 +207,7 @@ def extract(
         torch.set_num_threads(threads)
 
     with timer("check_images"):
-        precheck = check_images(paths, names)
+        precheck = check_images(paths, names, threads=max(workers, 1))
     if precheck and on_bad_image == "error":
         raise bad_image_error(images, split, precheck)
 
