@@ -202,9 +202,12 @@ def time_nmt(config: dict, sentences: int, beam_sentences: int, device: torch.de
         return [rng.choices(words, k=rng.randint(8, 20)) for _ in range(count)]
 
     model = nmt["model"]
-    sizes = Sizes(model["embedding"], model["hidden"], model["attention"], model["dropout"])
-    options = {"device": str(device)} if "device" in TrainConfig.__dataclass_fields__ else {}
-    settings = TrainConfig(sizes, batch_size=nmt["train"]["batch_size"], max_epochs=1, **options)
+    sizes = Sizes(
+        model["embedding"], model["hidden"], model["attention"], model["dropout"], model["decoder"]
+    )
+    settings = TrainConfig(
+        sizes, batch_size=nmt["train"]["batch_size"], max_epochs=1, device=str(device)
+    )
     translator, history = train(corpus(sentences), corpus(sentences), corpus(4), corpus(4),
                                 settings, progress=False)  # fmt: skip
     start = time.perf_counter()
