@@ -244,3 +244,15 @@ def test_a_figure_without_runs_fails_instead_of_drawing_a_placeholder(setup, tmp
     with pytest.raises(InputError, match="figure: 2"):
         report.ame_figure2(loaded, tmp_path)
     assert not list(tmp_path.glob("*.png"))
+
+
+def test_notes_name_runs_the_cap_stopped_while_still_improving(setup, tmp_path):
+    """Issue 11: a run stopped by its epoch cap at its best validation says so in the notes."""
+    config, runs, paper = setup
+    fabricate(runs, "bilingual_c2c", 3, 42.0, stopped_by="cap", still_improving=True)
+    loaded = report.load_runs([runs], report.read_section([config]))
+    out = tmp_path / "tables"
+    report.build_tables(loaded, paper, out)
+    notes = (out / "kadar2018_table2.md").read_text()
+    assert "bilingual_c2c (seed 3): stopped by its epoch/step cap while still improving" in notes
+    assert "still improving" not in (out / "ame2019_table1.md").read_text()

@@ -218,16 +218,25 @@ def _notes(runs: list[Run], spec: TableSpec, paper_tables: Path | None) -> list[
     else:
         notes += [f"paper's data: {d}" for d in dict.fromkeys(paper.dataset) if d]
     mapping: dict[str, set[str]] = {}
+    capped: dict[str, set[int]] = {}  # runs the cap stopped at their best validation
     for run in runs:
         for row in run.paper_rows:
             if row["paper"] == spec.paper and row.get("table") == spec.table:
                 mapping.setdefault(f"{row['system']} [{row['variant_note']}]", set()).add(
                     run.variant
                 )
+                if run.metrics.get("still_improving"):
+                    capped.setdefault(run.variant, set()).add(run.seed)
     for label, variants in mapping.items():
         notes.append(f"{label}: variant(s) {', '.join(sorted(variants))}")
     if not mapping:
         notes.append("no configured variant maps onto this table: paper numbers only")
+    for variant, seeds in sorted(capped.items()):
+        notes.append(
+            f"{variant} (seed {', '.join(map(str, sorted(seeds)))}): stopped by its epoch/step "
+            "cap while still improving on validation (its last validation was its best), so "
+            "its numbers may be below what longer training gives"
+        )
     return notes
 
 
