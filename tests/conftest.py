@@ -118,6 +118,6 @@ DEMO_RUN_GROUP = "default_demo_run"
 
 @pytest.fixture(scope="session")
 def default_demo_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
-    """(workdir, process) of `snakemake --cores 2` on the default config (about 17 min idle)."""
+    """(workdir, process) of `snakemake --cores 2` on the default config (about 13 min idle)."""
     workdir = copy_workflow(tmp_path_factory.mktemp("default_demo") / "workflow")
     return workdir, run_snakemake(workdir, "--cores", "2", timeout=3600)

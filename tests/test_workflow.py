@@ -446,7 +446,7 @@ def test_slurm_plugin_runs_the_data_stage(tmp_path, stub_dir):
 @pytest.mark.slow
 @pytest.mark.xdist_group(DEMO_RUN_GROUP)
 def test_whole_workflow_on_the_default_demo_world(default_demo_run):
-    """The README's main job as it is: the default config, every stage (about 17 min idle)."""
+    """The README's main job as it is: the default config, every stage (about 13 min idle)."""
     workdir, proc = default_demo_run
     assert proc.returncode == 0, proc.stdout[-6000:]
     targets = describe_workflow(workdir)["all"]["input"]
