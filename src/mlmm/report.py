@@ -255,14 +255,17 @@ def build_tables(runs: list[Run], paper_tables: Path | None, out: Path) -> list[
 # figures
 
 
-def _save(fig, stem: Path) -> list[Path]:
+def save_figure(fig, stem: Path) -> list[Path]:
+    """`stem`.png and .pdf, atomically; the PDF without a creation date, so that two runs
+    write the same bytes."""
     from mlmm.io import atomic_path
 
     paths = []
     for suffix in (".png", ".pdf"):
-        path = stem.with_suffix(suffix)
+        path = Path(stem).with_suffix(suffix)
+        metadata = {"CreationDate": None} if suffix == ".pdf" else None
         with atomic_path(path) as tmp:
-            fig.savefig(tmp, format=suffix[1:], dpi=150, bbox_inches="tight")
+            fig.savefig(tmp, format=suffix[1:], dpi=150, bbox_inches="tight", metadata=metadata)
         paths.append(path)
     return paths
 
@@ -312,7 +315,7 @@ def kadar_figure3(runs: list[Run], out: Path, metric: str = "R@10") -> list[Path
     axes[0].set_ylabel(f"{metric} (mean over seeds)")
     fig.legend(*axes[0].get_legend_handles_labels(), loc="outside right upper", frameon=False)
     fig.suptitle("Kadar et al. 2018, Figure 3: one, two and four training languages")
-    return _close(fig, _save(fig, Path(out) / "kadar2018_figure3"))
+    return _close(fig, save_figure(fig, Path(out) / "kadar2018_figure3"))
 
 
 def ame_figure2(runs: list[Run], out: Path) -> list[Path]:
@@ -354,7 +357,7 @@ def ame_figure2(runs: list[Run], out: Path) -> list[Path]:
     handles = ax.get_legend_handles_labels()[0] + right.get_legend_handles_labels()[0]
     ax.legend(handles=handles, frameon=False, fontsize=8, loc="lower right")
     ax.set_title("AME 2019, Figure 2: alignment ratio and R@1 during training")
-    return _close(fig, _save(fig, Path(out) / "ame2019_figure2"))
+    return _close(fig, save_figure(fig, Path(out) / "ame2019_figure2"))
 
 
 def _close(fig, paths: list[Path]) -> list[Path]:

@@ -13,7 +13,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mlmm.io import atomic_path
 from mlmm.tables import beside_paper, load_paper_table, summarise_runs, write_table
 
 PAPER = "rajendran2016"
@@ -102,6 +101,8 @@ def heatmap(table1_csv: Path, stem: Path) -> list[Path]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from mlmm.report import save_figure
+
     frame = pd.read_csv(table1_csv, keep_default_na=False, na_values=[""])
     frame = frame[frame["system"] == SYSTEM].copy()
     frame["test"] = frame["variant_note"].str.removeprefix("test=")
@@ -128,12 +129,7 @@ def heatmap(table1_csv: Path, stem: Path) -> list[Path]:
                 ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=6)
         fig.colorbar(image, ax=ax, shrink=0.8)
     fig.suptitle("TED CLDC cross-lingual F1 (Rajendran et al. 2016, Table 1)")
-    paths = []
-    for suffix in (".png", ".pdf"):
-        target = Path(stem).with_suffix(suffix)
-        with atomic_path(target) as tmp:
-            fig.savefig(tmp, format=suffix[1:], dpi=150)
-        paths.append(target)
+    paths = save_figure(fig, stem)
     plt.close(fig)
     return paths
 
