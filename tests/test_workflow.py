@@ -282,7 +282,7 @@ def test_report_captions_render_without_mailto_links():
     from docutils.core import publish_parts
 
     for caption in sorted((REPO / "workflow/report").glob("*.rst")):
-        body = publish_parts(caption.read_text(encoding="utf-8"), writer_name="html")["body"]
+        body = publish_parts(caption.read_text(encoding="utf-8"), writer="html")["body"]
         assert "mailto:" not in body, caption.name
 
 

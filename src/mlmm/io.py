@@ -51,6 +51,19 @@ def write_npy(target: str | Path, array: np.ndarray) -> None:
         np.save(handle, array)
 
 
+def save_figure(fig, stem: str | Path) -> list[Path]:
+    """`stem`.png and .pdf of a matplotlib figure, atomically; the PDF without a creation
+    date, so that two runs write the same bytes."""
+    paths = []
+    for suffix in (".png", ".pdf"):
+        path = Path(stem).with_suffix(suffix)
+        metadata = {"CreationDate": None} if suffix == ".pdf" else None
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format=suffix[1:], dpi=150, bbox_inches="tight", metadata=metadata)
+        paths.append(path)
+    return paths
+
+
 def _json_default(obj: Any) -> Any:
     if isinstance(obj, np.generic):
         return obj.item()

@@ -22,6 +22,7 @@ import pandas as pd
 
 from mlmm.catalogue import TABLES, TableSpec
 from mlmm.errors import InputError
+from mlmm.io import save_figure
 from mlmm.tables import KEYS, beside_paper, load_paper_table, summarise_runs, write_table
 
 
@@ -253,21 +254,6 @@ def build_tables(runs: list[Run], paper_tables: Path | None, out: Path) -> list[
 
 # ----------------------------------------------------------------------------------------
 # figures
-
-
-def save_figure(fig, stem: Path) -> list[Path]:
-    """`stem`.png and .pdf, atomically; the PDF without a creation date, so that two runs
-    write the same bytes."""
-    from mlmm.io import atomic_path
-
-    paths = []
-    for suffix in (".png", ".pdf"):
-        path = Path(stem).with_suffix(suffix)
-        metadata = {"CreationDate": None} if suffix == ".pdf" else None
-        with atomic_path(path) as tmp:
-            fig.savefig(tmp, format=suffix[1:], dpi=150, bbox_inches="tight", metadata=metadata)
-        paths.append(path)
-    return paths
 
 
 def _require(frame: pd.DataFrame, paper: str, number: int, what: str) -> None:

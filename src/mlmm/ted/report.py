@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mlmm.io import save_figure
 from mlmm.tables import beside_paper, load_paper_table, summarise_runs, write_table
 
 PAPER = "rajendran2016"
@@ -100,8 +101,6 @@ def heatmap(table1_csv: Path, stem: Path) -> list[Path]:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from mlmm.report import save_figure
 
     frame = pd.read_csv(table1_csv, keep_default_na=False, na_values=[""])
     frame = frame[frame["system"] == SYSTEM].copy()
