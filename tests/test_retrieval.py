@@ -97,14 +97,19 @@ def test_c2c_pairs_are_cartesian_products_per_image():
 
 def test_image_subsets_half_overlap_and_disjoint():
     rng = np.random.default_rng(0)
-    full = image_subsets(10, ["en", "de"], {"fraction": 1.0, "assignment": "overlap"}, rng)
+
+    def subsets(langs, fraction, assignment):
+        spec = {"fraction": fraction, "assignment": assignment, "draw": "shared"}
+        return image_subsets(10, langs, spec, rng)
+
+    full = subsets(["en", "de"], 1.0, "overlap")
     assert all(len(v) == 10 for v in full.values())
-    over = image_subsets(10, ["en", "de"], {"fraction": 0.5, "assignment": "overlap"}, rng)
+    over = subsets(["en", "de"], 0.5, "overlap")
     assert len(over["en"]) == 5 and np.array_equal(over["en"], over["de"])
-    dis = image_subsets(10, ["en", "de"], {"fraction": 0.5, "assignment": "disjoint"}, rng)
+    dis = subsets(["en", "de"], 0.5, "disjoint")
     assert len(dis["en"]) == len(dis["de"]) == 5 and not set(dis["en"]) & set(dis["de"])
     with pytest.raises(InputError):
-        image_subsets(10, ["en", "de", "fr"], {"fraction": 0.5, "assignment": "disjoint"}, rng)
+        subsets(["en", "de", "fr"], 0.5, "disjoint")
 
 
 def _tiny_world(root: Path, n: int = 6) -> None:

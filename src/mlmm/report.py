@@ -14,7 +14,7 @@ mapped onto it; rows the papers only quote (earlier work) stay in as references.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +32,7 @@ class Run:
     seed: int
     metrics: dict
     paper_rows: list[dict]
+    protocol: list[str] = field(default_factory=list)  # retrieval.config.protocol_notes
 
 
 # ----------------------------------------------------------------------------------------
@@ -70,9 +71,10 @@ def _metrics_files(paths: list[Path]) -> list[Path]:
 
 def load_runs(paths: list[Path], section: dict, where: str = "config") -> list[Run]:
     """Every run's metrics with its variant's ``paper_rows`` from the retrieval section."""
-    from mlmm.retrieval.config import resolve_variant
+    from mlmm.retrieval.config import protocol_notes, resolve_variant
 
     rows_of: dict[str, list[dict]] = {}
+    protocol_of: dict[str, list[str]] = {}
     runs = []
     for path in _metrics_files([Path(p) for p in paths]):
         try:
@@ -86,7 +88,8 @@ def load_runs(paths: list[Path], section: dict, where: str = "config") -> list[R
         if name not in rows_of:
             record = resolve_variant(section, name, where)
             rows_of[name] = [_check_row(r, where, name) for r in record["paper_rows"]]
-        runs.append(Run(name, int(metrics["seed"]), metrics, rows_of[name]))
+            protocol_of[name] = protocol_notes(record)
+        runs.append(Run(name, int(metrics["seed"]), metrics, rows_of[name], protocol_of[name]))
     return runs
 
 
@@ -220,18 +223,22 @@ def _notes(runs: list[Run], spec: TableSpec, paper_tables: Path | None) -> list[
         notes += [f"paper's data: {d}" for d in dict.fromkeys(paper.dataset) if d]
     mapping: dict[str, set[str]] = {}
     capped: dict[str, set[int]] = {}  # runs the cap stopped at their best validation
+    protocol: dict[str, list[str]] = {}
     for run in runs:
         for row in run.paper_rows:
             if row["paper"] == spec.paper and row.get("table") == spec.table:
                 mapping.setdefault(f"{row['system']} [{row['variant_note']}]", set()).add(
                     run.variant
                 )
+                if run.protocol:
+                    protocol[run.variant] = run.protocol
                 if run.metrics.get("still_improving"):
                     capped.setdefault(run.variant, set()).add(run.seed)
     for label, variants in mapping.items():
         notes.append(f"{label}: variant(s) {', '.join(sorted(variants))}")
     if not mapping:
         notes.append("no configured variant maps onto this table: paper numbers only")
+    notes += [f"{variant}: {'; '.join(lines)}" for variant, lines in sorted(protocol.items())]
     for variant, seeds in sorted(capped.items()):
         notes.append(
             f"{variant} (seed {', '.join(map(str, sorted(seeds)))}): stopped by its epoch/step "

@@ -34,7 +34,14 @@ DEFAULTS: dict[str, Any] = {
     "dataset": "multi30k",
     # data: sources of (image, caption) pairs; captions_per_image null = all of them
     "train_data": [{"portion": "comparable", "languages": ["en"], "captions_per_image": None}],
-    "image_subset": {"fraction": 1.0, "assignment": "overlap"},  # or disjoint across languages
+    # fraction < 1 (Kadar Table 5): overlap (same images for every language) or disjoint; draw
+    # shared: one permutation gives every language its part (the paper), per-language: each
+    # language's part comes from its own permutation (mulisera master data.py); c2c subset: c2c
+    # pairs from the subset's images only (the paper), all: from every training image (mulisera)
+    "image_subset": {"fraction": 1.0, "assignment": "overlap", "draw": "shared", "c2c": "subset"},
+    # captions_per_image sampling seen by c2c and the vocabulary: shared (the c2i draw, the
+    # paper's one subsample) or redrawn (mulisera master: each data set draws its own)
+    "c2c_captions": "shared",
     # objective
     # switch: Kadar's c2i/c2c task switching; joint: Calixto tuples (image, one caption per
     # language); pooled: AME, every (image, caption) pair of every language one shuffled example
@@ -90,6 +97,12 @@ CHOICES = {
     "image_dropout": ("features", "projection"),
     "select_by": ("rsum", "mean_rank"),
     "precision": ("fp32", "bf16"),
+    "c2c_captions": ("shared", "redrawn"),
+}
+SUBSET_CHOICES = {
+    "assignment": ("overlap", "disjoint"),
+    "draw": ("shared", "per-language"),
+    "c2c": ("subset", "all"),
 }
 PORTIONS = ("translation", "comparable")
 
@@ -125,8 +138,11 @@ def check(record: dict, where: str) -> None:
     for source in record["train_data"]:
         if source.get("portion") not in PORTIONS or not source.get("languages"):
             raise InputError(where, "train_data entries {portion, languages}", repr(source))
-    if record["image_subset"]["assignment"] not in ("overlap", "disjoint"):
-        raise InputError(where, "image_subset.assignment overlap|disjoint", repr(record))
+    for key, options in SUBSET_CHOICES.items():
+        if record["image_subset"][key] not in options:
+            raise InputError(
+                where, f"image_subset.{key} in {options}", repr(record["image_subset"][key])
+            )
     if not 0.0 <= record["beta"] <= 1.0:
         raise InputError(where, "0 <= beta <= 1", str(record["beta"]), key="beta")
     if not set(select_languages(record)) <= set(languages(record)):
@@ -156,6 +172,42 @@ def languages(record: dict) -> list[str]:
     for source in record["train_data"]:
         out += [lang for lang in source["languages"] if lang not in out]
     return out
+
+
+def protocol_notes(record: dict) -> list[str]:
+    """Which reading of Kádár's data protocol a variant ran, where the paper and the code that
+    was run (mulisera master) disagree: the table notes say it beside the numbers."""
+    notes = []
+    subset, multi = record["image_subset"], len(languages(record)) > 1
+    if subset["fraction"] < 1.0 and multi:
+        notes.append(
+            f"image subset ({subset['fraction']:g}, {subset['assignment']}): "
+            + (
+                "one draw shared by the languages (paper)"
+                if subset["draw"] == "shared"
+                else "an independent draw per language (mulisera master)"
+            )
+        )
+        if record["c2c"]:
+            notes.append(
+                "c2c pairs from "
+                + (
+                    "the subset's images (paper)"
+                    if subset["c2c"] == "subset"
+                    else "every training image (mulisera master)"
+                )
+            )
+    sampled = any(s.get("captions_per_image") for s in record["train_data"])
+    if sampled and record["c2c"] and multi:
+        notes.append(
+            "c2c and vocabulary "
+            + (
+                "reuse the c2i caption sample (paper)"
+                if record["c2c_captions"] == "shared"
+                else "draw their own captions (mulisera master)"
+            )
+        )
+    return notes
 
 
 def select_languages(record: dict) -> list[str]:

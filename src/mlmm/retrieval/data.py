@@ -60,35 +60,101 @@ def split_captions(
 
 
 def image_subsets(n_images: int, langs: list[str], subset: dict, rng: np.random.Generator):
-    """Which images each language trains on (Kádár Table 5: half, overlap or disjoint)."""
+    """Which images each language trains on (Kádár Table 5: half, overlap or disjoint).
+
+    ``draw`` shared: one permutation, cut once (overlap: every language the same part;
+    disjoint: consecutive parts), as the paper describes. per-language: each language cuts its
+    own permutation, as mulisera master's loaders do (``np.random.shuffle`` per language), so
+    overlap and disjoint both give independent random parts.
+    """
     fraction, assignment = subset["fraction"], subset["assignment"]
     if fraction >= 1.0:
         return {lang: np.arange(n_images) for lang in langs}
     size = int(round(fraction * n_images))
-    order = rng.permutation(n_images)
-    if assignment == "overlap":
-        return {lang: np.sort(order[:size]) for lang in langs}
-    if size * len(langs) > n_images:
+    if assignment == "disjoint" and size * len(langs) > n_images:
         raise InputError("image_subset", f"fraction <= 1/{len(langs)} for disjoint", str(fraction))
-    return {lang: np.sort(order[k * size : (k + 1) * size]) for k, lang in enumerate(langs)}
+    shared = rng.permutation(n_images) if subset["draw"] == "shared" else None
+    out = {}
+    for k, lang in enumerate(langs):
+        order = shared if shared is not None else rng.permutation(n_images)
+        first = 0 if assignment == "overlap" else k * size
+        out[lang] = np.sort(order[first : first + size])
+    return out
 
 
-def training_captions(root: str | Path, record: dict, rng: np.random.Generator) -> Captions:
-    """The variant's training captions per language and image (sources, subsets, undersampling)."""
-    langs = languages(record)
-    n_images = len(multi30k.image_list(root, "train"))
-    subsets = image_subsets(n_images, langs, record["image_subset"], rng)
-    out: Captions = {lang: [[] for _ in range(n_images)] for lang in langs}
+Draw = list[tuple[str, list[list[list[str]]]]]
+
+
+def caption_draw(root: str | Path, record: dict, rng: np.random.Generator) -> Draw:
+    """Per training source and language, every training image's captions, ``captions_per_image``
+    of them sampled (one draw for every image, whatever subset later uses it)."""
+    out = []
     for source in record["train_data"]:
         keep = source.get("captions_per_image")
         for lang in source["languages"]:
             per_image = split_captions(root, "train", lang, source["portion"])
-            for i in subsets[lang]:
-                caps = per_image[i]
-                if keep is not None and keep < len(caps):
-                    caps = [caps[j] for j in sorted(rng.choice(len(caps), keep, replace=False))]
-                out[lang][i].extend(caps)
+            if keep is not None:
+                per_image = [
+                    [caps[j] for j in sorted(rng.choice(len(caps), keep, replace=False))]
+                    if keep < len(caps)
+                    else caps
+                    for caps in per_image
+                ]
+            out.append((lang, per_image))
     return out
+
+
+def gather(draw: Draw, subsets: dict[str, np.ndarray], n_images: int) -> Captions:
+    """Captions per language and image, of the images in each language's subset."""
+    out: Captions = {lang: [[] for _ in range(n_images)] for lang in subsets}
+    for lang, per_image in draw:
+        for i in subsets[lang]:
+            out[lang][i].extend(per_image[i])
+    return out
+
+
+def training_captions(root: str | Path, record: dict, rng: np.random.Generator) -> Captions:
+    """The variant's c2i training captions per language and image (sources, subsets, sampling)."""
+    langs = languages(record)
+    n_images = len(multi30k.image_list(root, "train"))
+    subsets = image_subsets(n_images, langs, record["image_subset"], rng)
+    return gather(caption_draw(root, record, rng), subsets, n_images)
+
+
+@dataclass
+class TrainingSets:
+    """The captions of the c2i streams, of the c2c pairs and of the vocabulary."""
+
+    c2i: Captions
+    c2c: Captions
+    vocabulary: Captions
+
+
+def training_sets(root: str | Path, record: dict, seed: int) -> TrainingSets:
+    """c2i, c2c and vocabulary captions of one seed.
+
+    The paper's reading (defaults): one image subset and one caption sample feed all three.
+    mulisera master (data.py) instead gives its sentence-pair set every training image
+    (``image_subset.c2c: all``: M30KSentencePairDataset has no ``half``) and draws the one
+    caption per image anew in each data set (``c2c_captions: redrawn``: ``random.choice`` in
+    every loader), so a c2c pair mostly holds captions the c2i task never sees.
+    """
+    langs = languages(record)
+    n_images = len(multi30k.image_list(root, "train"))
+    rng = np.random.default_rng([seed, 0])
+    subsets = image_subsets(n_images, langs, record["image_subset"], rng)
+    draw = caption_draw(root, record, rng)
+    c2i = gather(draw, subsets, n_images)
+    c2c_subsets = subsets
+    if record["image_subset"]["c2c"] == "all":
+        c2c_subsets = {lang: np.arange(n_images) for lang in langs}
+    if record["c2c_captions"] == "redrawn":
+        c2c_draw = caption_draw(root, record, np.random.default_rng([seed, 4]))
+        vocab_draw = caption_draw(root, record, np.random.default_rng([seed, 5]))
+        return TrainingSets(
+            c2i, gather(c2c_draw, c2c_subsets, n_images), gather(vocab_draw, subsets, n_images)
+        )
+    return TrainingSets(c2i, gather(draw, c2c_subsets, n_images), c2i)
 
 
 def c2i_pairs(captions: Captions) -> dict[str, list[tuple[int, list[str]]]]:

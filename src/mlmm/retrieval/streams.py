@@ -99,7 +99,9 @@ class TrainingStreams:
         seed: int,
         device: torch.device,
         where,
+        c2c_captions: Captions | None = None,
     ) -> None:
+        """``c2c_captions``: the captions the c2c pairs come from (default: ``captions``)."""
         self.record, self.device = record, device
         self.kind = record["batching"]
         if self.kind == "joint":
@@ -144,7 +146,7 @@ class TrainingStreams:
             }
             self.c2c: list[EncodedCaptions] = []
             if record["c2c"]:
-                pairs = c2c_pairs(captions)
+                pairs = c2c_pairs(captions if c2c_captions is None else c2c_captions)
                 if pairs:
                     self.c2c = [
                         EncodedCaptions(

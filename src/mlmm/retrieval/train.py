@@ -31,7 +31,7 @@ from mlmm.provenance import Timer, provenance
 from mlmm.retrieval import checkpoint
 from mlmm.retrieval.api import build_model
 from mlmm.retrieval.config import languages, select_languages
-from mlmm.retrieval.data import Vocabularies, eval_set, load_features, pad, training_captions
+from mlmm.retrieval.data import Vocabularies, eval_set, load_features, pad, training_sets
 from mlmm.retrieval.losses import ranking_loss, weighted_loss
 from mlmm.retrieval.selection import Selector, selection_score
 from mlmm.retrieval.streams import Batch, Text, TrainingStreams
@@ -74,8 +74,8 @@ class Run:
         random.seed(seed)
         np.random.seed(seed)
         torch.manual_seed(seed)
-        captions = training_captions(paths.data_root, record, np.random.default_rng([seed, 0]))
-        self.vocabs = Vocabularies.build(captions, record)
+        sets = training_sets(paths.data_root, record, seed)
+        self.vocabs = Vocabularies.build(sets.vocabulary, record)
         n_train = len(multi30k.image_list(paths.data_root, "train"))
         self.features = torch.from_numpy(
             load_features(paths.features_root, record["backbone"], "train", n_train)
@@ -87,7 +87,7 @@ class Run:
             self.model, self.vocabs, self.langs, record, paths.muse, self.device
         )
         self.streams = TrainingStreams(
-            captions, self.vocabs, record, seed, self.device, paths.data_root
+            sets.c2i, self.vocabs, record, seed, self.device, paths.data_root, sets.c2c
         )
         self.steps_per_epoch = math.ceil(self.streams.examples / record["batch_size"])
         params = [p for p in self.model.parameters() if p.requires_grad]
