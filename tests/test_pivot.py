@@ -148,6 +148,27 @@ def test_requests_that_do_not_fit_the_model_are_input_errors(world):
     check_request("random", None, None)
 
 
+def test_z1_features_are_looked_up_in_every_karpathy_split(tmp_path):
+    """pivot_split paper: Z1 holds val and test images too, whose rows live in their own arrays."""
+    splits = tmp_path / "data/task1/image_splits"
+    splits.mkdir(parents=True)
+    lists = {"train": ["t0.jpg", "t1.jpg"], "val": ["v0.jpg"], "test": ["s0.jpg", "s1.jpg"]}
+    for split, names in lists.items():
+        (splits / f"{split}.txt").write_text("\n".join(names) + "\n")
+        rows = [[float(ord(name[0])), float(i)] for i, name in enumerate(names)]
+        (tmp_path / "feats/bb").mkdir(parents=True, exist_ok=True)
+        np.save(tmp_path / f"feats/bb/{split}.npy", np.array(rows, dtype=np.float32))
+    names = ["s1.jpg", "t0.jpg", "v0.jpg"]
+    got = pdata.pivot_train_features(tmp_path, tmp_path / "feats", "bb", names)
+    np.testing.assert_array_equal(got, [[ord("s"), 1], [ord("t"), 0], [ord("v"), 0]])
+    # the Karpathy Z1 (train only) never opens the val/test arrays
+    (tmp_path / "feats/bb/val.npy").unlink()
+    got = pdata.pivot_train_features(tmp_path, tmp_path / "feats", "bb", ["t1.jpg"])
+    np.testing.assert_array_equal(got, [[ord("t"), 1]])
+    with pytest.raises(InputError, match="1 missing, e.g. mic.jpg"):
+        pdata.pivot_train_features(tmp_path, tmp_path / "feats", "bb", ["mic.jpg"])
+
+
 def test_repeated_rows_index_without_copying():
     base = np.arange(12, dtype=np.float32).reshape(4, 3)
     rows = pdata.RepeatedRows(base, np.array([0, 0, 3, 2, 2, 2]))

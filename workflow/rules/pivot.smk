@@ -38,9 +38,13 @@ for _x in PIVOT["languages"]:
                 f"--model {_model} --language {_x} --lambda {_lam}",
                 True,
             )
-# Z1 reads its rows of the train split's features (pivot_train = train minus the MIC images)
+# Z1 reads its rows of the Karpathy splits' features: train alone (pivot_split karpathy: train
+# minus MIC) or train, val and test (paper: every image minus MIC); MIC is the test set.
+PIVOT_Z1_SPLITS = (
+    ["train"] if COCO["pivot_split"] == "karpathy" else ["train", "val", "test"]
+)
 PIVOT_FEATURES = [
-    coco_feature_file(PIVOT["backbone"], split) for split in ("train", "mic")
+    coco_feature_file(PIVOT["backbone"], split) for split in [*PIVOT_Z1_SPLITS, "mic"]
 ]
 # coco_feature_file gives <features>/<backbone>/<split>.npy; the command takes <features>.
 PIVOT_FEATURE_DIR = Path(PIVOT_FEATURES[0]).parent.parent

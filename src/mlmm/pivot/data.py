@@ -28,9 +28,10 @@ from mlmm.ted.corpus import find_topics, read_pair
 
 CAPTIONS_PER_IMAGE = 5
 TRAIN_SPLIT, TEST_SPLIT = "pivot_train", "mic"
-# Z1's image features are rows of the COCO train split's array (pivot_train is train minus the
-# MIC images), so no image is extracted twice.
-FEATURE_SPLIT = "train"
+# Z1's image features are rows of the COCO Karpathy splits' arrays (pivot_train is train minus
+# the MIC images with coco.pivot_split karpathy, every image minus MIC with paper), so no image is
+# extracted twice.
+FEATURE_SPLITS = ("train", "val", "test")
 
 
 def read_captions(root: str | Path, split: str, language: str) -> list[list[str]]:
@@ -62,18 +63,35 @@ def read_features(features: str | Path, backbone: str, split: str, n_images: int
 def pivot_train_features(
     coco_root: str | Path, features: str | Path, backbone: str, names: list[str]
 ) -> np.ndarray:
-    """Rows of the train split's features for the images ``names`` (of pivot_train)."""
-    train_names = image_list(coco_root, FEATURE_SPLIT)
-    rows = {name: i for i, name in enumerate(train_names)}
-    missing = [name for name in names if name not in rows]
+    """Rows of the Karpathy splits' features for the images ``names`` (of pivot_train).
+
+    Only the arrays of splits that hold one of ``names`` are read: with the Karpathy Z1 that is
+    train alone, with the paper's Z1 train, val and test.
+    """
+    where: dict[str, tuple[str, int]] = {}
+    sizes: dict[str, int] = {}
+    missing = list(names)
+    for split in FEATURE_SPLITS:  # the next split's list is opened only for images still missing
+        if not missing:
+            break
+        split_names = image_list(coco_root, split)
+        sizes[split] = len(split_names)
+        for i, name in enumerate(split_names):
+            where.setdefault(name, (split, i))
+        missing = [name for name in missing if name not in where]
     if missing:
         raise InputError(
-            task_dir(coco_root, 1) / "image_splits" / f"{FEATURE_SPLIT}.txt",
-            f"every image of {TRAIN_SPLIT}",
+            task_dir(coco_root, 1) / "image_splits",
+            f"every image of {TRAIN_SPLIT} in {', '.join(FEATURE_SPLITS)}.txt",
             f"{len(missing)} missing, e.g. {missing[0]}",
         )
-    array = read_features(features, backbone, FEATURE_SPLIT, len(train_names))
-    return array[[rows[name] for name in names]]
+    needed = sorted({where[name][0] for name in names}, key=FEATURE_SPLITS.index)
+    arrays = {split: read_features(features, backbone, split, sizes[split]) for split in needed}
+    out = np.empty((len(names), next(iter(arrays.values())).shape[1]), dtype=np.float32)
+    for row, name in enumerate(names):
+        split, i = where[name]
+        out[row] = arrays[split][i]
+    return out
 
 
 class RepeatedRows:
