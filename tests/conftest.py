@@ -32,6 +32,7 @@ with SnakemakeApi(OutputSettings(quiet=True)) as api:
     rules = {
         r.name: {
             "runs_code": not r.norun,
+            "local": r.name in wf._localrules,
             "conda": r.conda_env,
             "basedir": r.basedir.get_path_or_uri(secret_free=True),
             "log": [str(f) for f in r.log],

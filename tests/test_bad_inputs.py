@@ -451,8 +451,20 @@ def test_config_error_in_config_yaml_is_blamed_on_it(tmp_path: Path) -> None:
 # every `mlmm` command the workflow schedules is accepted by the CLI's own parser
 
 
+# The local data sets config/paper.yaml reads, relative to the working directory: the planning
+# stops naming the first one that is missing.
+PAPER_LOCAL_DATA = {
+    "coco.mic.location": "mic-test",
+    "multi30k.images": "flickr30k-images",
+    "retrieval.sts": "semeval-sts",
+    "ted.path": "ted-cldc",
+}
+
+
 def _scheduled_commands(config: list[str], workdir: Path) -> list[list[str]]:
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    for name in PAPER_LOCAL_DATA.values():
+        (workdir / name).mkdir(exist_ok=True)
     result = subprocess.run(
         [str(BIN / "snakemake"), "-n", "-p", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
          *config],
@@ -482,3 +494,22 @@ def test_every_scheduled_mlmm_command_parses(config: list[str], tmp_path: Path) 
     if config:
         backbones = {a[a.index("--backbone") + 1] for a in commands if "--backbone" in a}
         assert {"alexnet_fc6", "resnet50", "vgg19", "resnet152"} <= backbones
+
+
+@pytest.mark.parametrize("key", sorted(PAPER_LOCAL_DATA))
+def test_a_missing_local_data_set_of_the_paper_config_stops_the_planning(key, tmp_path):
+    """Issue 19: `snakemake -n` names the key and the path, not a job hours into the run."""
+    for other, name in PAPER_LOCAL_DATA.items():
+        if other != key:
+            (tmp_path / name).mkdir()
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    result = subprocess.run(
+        [str(BIN / "snakemake"), "-n", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path),
+         "--configfile", str(REPO / "config/paper.yaml")],
+        capture_output=True, text=True, env=env,
+    )  # fmt: skip
+    assert result.returncode != 0
+    errors = [line for line in result.stderr.splitlines() if line.startswith("config error")]
+    assert len(errors) == 1, result.stderr
+    assert f"key '{key}'" in errors[0] and f"'{PAPER_LOCAL_DATA[key]}'" in errors[0]
+    assert "found nothing there" in errors[0] and "Traceback" not in result.stderr

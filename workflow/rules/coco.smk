@@ -27,9 +27,18 @@ else:
         "mic": [COCO["mic"]],
     }
     COCO_INPUT = []
+    if not str(COCO["mic"]["location"]).startswith(("http://", "https://")):
+        require_local_data(
+            "coco.mic.location",
+            COCO["mic"]["location"],
+            "the MIC test set (docs/coco.md)",
+        )
     # a user's image directory is a parameter, not an input (as multi30k.images, features.smk);
     # without one, COCO's image archives are fetched and unpacked (rule fetch_coco_images)
     if COCO["images"]:
+        require_local_data(
+            "coco.images", COCO["images"], "train2014/ and val2014/ of COCO"
+        )
         COCO_IMAGES, COCO_IMAGES_INPUT = COCO["images"], []
     else:
         COCO_IMAGES = RESULTS / "coco_images"
@@ -83,6 +92,8 @@ rule prepare_coco:
         LOGS / "data/prepare_coco.log",
     benchmark:
         BENCHMARKS / "data/prepare_coco.tsv"
+    # reaches the network: runs on the submitting host, never a compute node
+    localrule: True
     conda:
         "../../envs/core.yaml"
     threads: 1
@@ -105,6 +116,8 @@ if COCO["source"] == "files" and not COCO["images"]:
             LOGS / "data/fetch_coco_images.log",
         benchmark:
             BENCHMARKS / "data/fetch_coco_images.tsv"
+        # reaches the network: runs on the submitting host, never a compute node
+        localrule: True
         conda:
             "../../envs/core.yaml"
         threads: 1

@@ -31,6 +31,16 @@ def repository_path(path):
     return path if path.is_absolute() else REPOSITORY / path
 
 
+def require_local_data(key, path, what):
+    """Stops the planning with one line when a local data set the config names is absent, so
+    that a missing copy is found by `snakemake -n`, not by a job hours into the run."""
+    if not Path(path).exists():
+        raise SystemExit(
+            f"config error: key '{key}': expected {what} at '{path}' (relative to "
+            f"{Path.cwd()}), found nothing there: put or link your copy there, or set {key}"
+        )
+
+
 # null: the papers' tables shipped in resources/paper_tables
 PAPER_TABLES = Path(config["paper_tables"] or REPOSITORY / "resources/paper_tables")
 if not PAPER_TABLES.is_dir():

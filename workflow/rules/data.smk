@@ -66,6 +66,8 @@ rule fetch_multi30k:
         LOGS / "data/fetch_multi30k.log",
     benchmark:
         BENCHMARKS / "data/fetch_multi30k.tsv"
+    # reaches the network: runs on the submitting host, never a compute node
+    localrule: True
     conda:
         "../../envs/core.yaml"
     threads: 1

@@ -42,6 +42,9 @@ FEATURE_FILES = [
 # A user's image directory is a parameter, not an input, so that a dry run of the paper config
 # lists every job without the images; `mlmm features` names any missing image when it runs.
 if MULTI30K["images"]:
+    require_local_data(
+        "multi30k.images", MULTI30K["images"], "the Flickr30K images (<name>.jpg)"
+    )
     FEATURE_IMAGES, FEATURE_IMAGES_INPUT = MULTI30K["images"], []
 elif MULTI30K["source"] == "demo":
     FEATURE_IMAGES = DEMO_WORLD / "images"

@@ -44,6 +44,8 @@ if MUSE_URL:
             [protected(path) for path in MUSE_FILES],
         log:
             LOGS / "retrieval/fetch_muse.log",
+        # reaches the network: runs on the submitting host, never a compute node
+        localrule: True
         conda:
             "../../envs/core.yaml"
         threads: 1
@@ -77,6 +79,8 @@ if RETRIEVAL_VECTORS["source"] != "path":
             ],
         log:
             LOGS / "retrieval/vectors.log",
+        # reaches the network: runs on the submitting host, never a compute node
+        localrule: True
         conda:
             "../../envs/torch.yaml"
         threads: 1
@@ -110,6 +114,8 @@ if RETRIEVAL_VECTORS["source"] != "path":
             LOGS / "retrieval/vectors_{rotated_lang}.log",
         wildcard_constraints:
             rotated_lang="|".join(ROTATED_VECTORS) or "none",
+        # reaches the network: runs on the submitting host, never a compute node
+        localrule: True
         conda:
             "../../envs/torch.yaml"
         threads: 1

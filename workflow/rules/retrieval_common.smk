@@ -34,6 +34,10 @@ else:
 # COCO demo world). Vectors of languages fastText has no aligned vectors of (ja) are rotated
 # onto the English ones (rule retrieval_vectors_rotated).
 RETRIEVAL_STS = RETRIEVAL["sts"] or DEMO_WORLD / "sts"
+if RETRIEVAL["sts"] and any(record["sts"] for record in RETRIEVAL_RECORDS.values()):
+    require_local_data(
+        "retrieval.sts", RETRIEVAL["sts"], "SemEval <year>/STS.{input,gs}.images.txt"
+    )
 DEMO_MARKERS = {
     "multi30k": DEMO_WORLD / "MANIFEST.sha256",
     "coco": DEMO_COCO / "MANIFEST.sha256",

@@ -24,6 +24,10 @@ TED_TABLES = [
 TED_FIGURES = [
     RESULTS / f"figures/rajendran2016_table1_heatmap.{ext}" for ext in ("png", "pdf")
 ]
+if TED["source"] == "path":
+    require_local_data(
+        "ted.path", TED["path"], "the ted-cldc corpus (<X>-en/, en-<X>/)"
+    )
 TED_LOCATION = {
     "demo": "",
     "path": f"--path {TED['path']}",
@@ -45,6 +49,8 @@ rule ted_corpus:
         LOGS / "ted/corpus.log",
     benchmark:
         BENCHMARKS / "ted/corpus.tsv"
+    # reaches the network: runs on the submitting host, never a compute node
+    localrule: True
     conda:
         "../../envs/core.yaml"
     threads: 1
