@@ -21,12 +21,32 @@ import numpy as np
 from mlmm.errors import InputError
 
 
+def _umask() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return umask
+
+
+def temp_dir_beside(out: str | Path) -> Path:
+    """A fresh hidden directory beside ``out`` to build it in, with the mode the umask gives
+    (mkdtemp's 0700 would otherwise stick to ``out`` once renamed onto it)."""
+    out = Path(out)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    tmp.chmod(0o777 & ~_umask())
+    return tmp
+
+
 @contextlib.contextmanager
 def atomic_path(target: str | Path) -> Iterator[Path]:
-    """Yield a temporary path beside ``target``; rename it onto ``target`` on success only."""
+    """Yield a temporary path beside ``target``; rename it onto ``target`` on success only.
+
+    The file gets the mode a plain ``open`` would (0666 less the umask), not mkstemp's 0600, so
+    collaborators sharing a project directory can read every table, figure and model.
+    """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.fchmod(fd, 0o666 & ~_umask())
     os.close(fd)
     tmp_path = Path(tmp)
     try:

@@ -45,7 +45,14 @@ from tqdm import tqdm
 from mlmm.data.fetch import MARKER, download, manifest_text
 from mlmm.data.multi30k import CAPTIONS_PER_IMAGE
 from mlmm.errors import InputError
-from mlmm.io import atomic_path, read_lines, sha256_file, write_json, write_text
+from mlmm.io import (
+    atomic_path,
+    read_lines,
+    sha256_file,
+    temp_dir_beside,
+    write_json,
+    write_text,
+)
 from mlmm.provenance import Timer, provenance
 
 log = logging.getLogger(__name__)
@@ -430,7 +437,7 @@ def prepare_coco(
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     timer = Timer()
-    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    work = temp_dir_beside(out)
     try:
         downloads = Path(download_dir) if download_dir is not None else work / "downloads"
         given = {"karpathy": [karpathy], "japanese": list(japanese), "mic": _mic_sources(mic)}
@@ -552,7 +559,7 @@ def fetch_images(
     out = Path(out)
     expected = _expected_hashes(dict(sha256 or {}), list(archives))
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    tmp = temp_dir_beside(out)
     try:
         downloads = Path(download_dir) if download_dir else tmp / ".downloads"
         downloads.mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,6 @@ import gzip
 import io
 import os
 import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from mlmm.demo.grammar import LANGUAGES, dictionary, raw, sample_content, tok, t
 from mlmm.demo.scenes import render, sample_scene
 from mlmm.demo.sts import sample_pairs
 from mlmm.errors import InputError
-from mlmm.io import claim_output_dir, mark_output_dir, sha256_file
+from mlmm.io import claim_output_dir, mark_output_dir, sha256_file, temp_dir_beside
 
 MIN_IMAGES = 30
 CAPTIONS = 5  # task2 captions per image and language
@@ -67,10 +66,7 @@ def replace_directory(
     out = Path(out)
     claim_output_dir(out, what, marker, force)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    tmp.chmod(0o777 & ~umask)  # mkdtemp's 0700 would otherwise stick to OUT
+    tmp = temp_dir_beside(out)
     try:
         write(tmp)
         mark_output_dir(tmp, marker)
