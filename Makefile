@@ -26,6 +26,8 @@ lint: setup
 	$(BIN)/snakefmt --check Snakefile workflow
 	$(BIN)/snakemake --lint
 
-# Keeps resources/downloads (config `downloads`: COCO archives, fastText vectors, MUSE).
+# Keeps resources/downloads (config `downloads`: COCO archives, fastText vectors, MUSE) and the
+# conda environments of --use-conda (.snakemake/conda: several GB, slow to build again).
 clean:
-	rm -rf results .snakemake
+	rm -rf results
+	find .snakemake -mindepth 1 -maxdepth 1 ! -name conda -exec rm -rf {} + 2>/dev/null || true

@@ -4,7 +4,18 @@ Stages (one rules file each): data -> features -> models -> evaluation -> tables
 Every rule is a thin call into the `mlmm` package; see README.md.
 """
 
+import os
+import sys
+
 from snakemake.utils import min_version
+
+# This checkout's src/ first: a Snakemake installed by conda, mamba or pipx has no mlmm of its
+# own, and the Snakefile and rules files read only its standard-library modules and
+# mlmm.config (jsonschema and PyYAML, which Snakemake itself requires) while they are parsed.
+sys.path.insert(0, f"{workflow.basedir}/src")
+# envs/*.post-deploy.sh install this checkout into each conda env; Snakemake runs them in the
+# working directory (`-d` anywhere), so they find the checkout through the environment.
+os.environ.update(MLMM_ROOT=workflow.basedir)
 
 from mlmm.config import validate_or_exit
 

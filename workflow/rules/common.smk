@@ -6,16 +6,14 @@ the Snakefile's directory, so the workflow runs from any working directory (`sna
 outputs go under `results` relative to the working directory.
 """
 
-import sys
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
 REPOSITORY = Path(workflow.basedir)
 # The rules files read plain data of the package (mlmm.catalogue, mlmm.retrieval.config: no
-# imports beyond the standard library) while they are parsed: this checkout's src/ comes first,
-# so a Snakemake installed by conda or pipx needs no mlmm of its own.
-sys.path.insert(0, str(REPOSITORY / "src"))
+# imports beyond the standard library) while they are parsed, from this checkout's src/, which
+# the Snakefile puts first on sys.path (a Snakemake from conda or pipx has no mlmm of its own).
 
 RESULTS = Path(config["results"])
 LOGS = RESULTS / "logs"
