@@ -26,11 +26,12 @@ min_version("8.20")
 configfile: f"{workflow.basedir}/config.yaml"
 
 
-# One line naming the failing key and the file that set it (config.yaml, then each --configfile)
+# One line naming the failing key and what set it (config.yaml, each --configfile, --config)
 validate_or_exit(
     config,
     f"{workflow.basedir}/workflow/schemas/config.schema.yaml",
     [f"{workflow.basedir}/config.yaml", *workflow.overwrite_configfiles],
+    dict(workflow.config_settings.config),
 )
 
 

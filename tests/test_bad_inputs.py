@@ -435,6 +435,21 @@ def test_config_error_is_one_line_naming_the_file_and_key(damage: str, tmp_path:
     assert not (tmp_path / "w/results").exists()
 
 
+def test_a_config_value_given_with_dash_dash_config_is_blamed_on_the_command_line(
+    tmp_path: Path,
+) -> None:
+    """demo_world.images is set in config.yaml too: the error names --config, which set it."""
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    result = subprocess.run(
+        [str(BIN / "snakemake"), "-n", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path),
+         "--config", "demo_world={images: -5}"],
+        capture_output=True, text=True, env=env, check=False,
+    )  # fmt: skip
+    errors = [line for line in result.stderr.splitlines() if line.startswith("config error:")]
+    assert result.returncode != 0 and len(errors) == 1, result.stderr[-3000:]
+    assert errors[0].startswith("config error: --config (command line), key 'demo_world.images'")
+
+
 def test_config_error_in_config_yaml_is_blamed_on_it(tmp_path: Path) -> None:
     from mlmm.config import validate_config
     from mlmm.errors import InputError

@@ -86,7 +86,7 @@ def _source(path: Sequence[Any], sources: Sequence[tuple[str, dict]]) -> str:
                 break
         else:
             return name
-    return "--config (command line)"
+    return COMMAND_LINE
 
 
 def read_sources(paths: Sequence[str | Path]) -> list[tuple[str, dict]]:
@@ -101,19 +101,26 @@ def read_sources(paths: Sequence[str | Path]) -> list[tuple[str, dict]]:
     return out
 
 
+COMMAND_LINE = "--config (command line)"
+
+
 def validate_config(
-    config: dict, schema_path: str | Path, sources: Sequence[str | Path] = ()
+    config: dict,
+    schema_path: str | Path,
+    sources: Sequence[str | Path] = (),
+    command_line: dict | None = None,
 ) -> dict:
     """Validate ``config`` in place (defaults filled); the first error becomes one InputError.
 
     ``sources``: the config files merged into ``config``, in order (``workflow.configfiles``),
-    to name the one that set the failing key. Also checks that every name in
-    ``retrieval.run`` is a variant of ``retrieval.variants``, blamed on the file naming it.
+    then ``command_line``, the ``--config`` values Snakemake merges last, to name the one that
+    set the failing key. Also checks that every name in ``retrieval.run`` is a variant of
+    ``retrieval.variants``, blamed on the source naming it.
     """
     schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
     validator_class = validators.validator_for(schema)
     validator = _with_defaults(validator_class)(schema)
-    named = read_sources(sources)
+    named = [*read_sources(sources), (COMMAND_LINE, dict(command_line or {}))]
     errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
     if errors:
         error = jsonschema.exceptions.best_match(errors)
@@ -133,10 +140,13 @@ def validate_config(
 
 
 def validate_or_exit(
-    config: dict, schema_path: str | Path, sources: Sequence[str | Path] = ()
+    config: dict,
+    schema_path: str | Path,
+    sources: Sequence[str | Path] = (),
+    command_line: dict | None = None,
 ) -> dict:
     """``validate_config`` for the Snakefile: an error exits with its one line, no traceback."""
     try:
-        return validate_config(config, schema_path, sources)
+        return validate_config(config, schema_path, sources, command_line)
     except InputError as error:
         raise SystemExit(f"config error: {error}") from None
