@@ -69,27 +69,27 @@ _ALIGNMENT_JA = (("en-ja", "", "alignment"),)
 # The retrieval tables (rule retrieval_tables, mlmm.report)
 TABLES = [
     TableSpec(
-        "kadar2018", 2, "Kadar et al. 2018, Table 2: English image-sentence ranking",
+        "kadar2018", 2, "Kádár et al. 2018, Table 2: English image-sentence ranking",
         ("en",), ("i2t", "t2i"), RECALLS,
     ),
     TableSpec(
-        "kadar2018", 3, "Kadar et al. 2018, Table 3: German image-sentence ranking",
+        "kadar2018", 3, "Kádár et al. 2018, Table 3: German image-sentence ranking",
         ("de",), ("i2t", "t2i"), RECALLS,
     ),
     TableSpec(
-        "kadar2018", 4, "Kadar et al. 2018, Table 4: translation vs comparable (R@10)",
+        "kadar2018", 4, "Kádár et al. 2018, Table 4: translation vs comparable (R@10)",
         ("en", "de"), ("i2t", "t2i"), ("R@10",),
     ),
     TableSpec(
-        "kadar2018", 5, "Kadar et al. 2018, Table 5: overlapping vs disjoint images (R@10)",
+        "kadar2018", 5, "Kádár et al. 2018, Table 5: overlapping vs disjoint images (R@10)",
         ("en", "de"), ("i2t", "t2i"), ("R@10",),
     ),
     TableSpec(
-        "kadar2018", 6, "Kadar et al. 2018, Table 6: four languages (T2I R@10)",
+        "kadar2018", 6, "Kádár et al. 2018, Table 6: four languages (T2I R@10)",
         ("en", "de", "fr", "cs"), ("t2i",), ("R@10",),
     ),
     TableSpec(
-        "kadar2018", 7, "Kadar et al. 2018, Table 7: high-to-low resource transfer (T2I R@10)",
+        "kadar2018", 7, "Kádár et al. 2018, Table 7: high-to-low resource transfer (T2I R@10)",
         ("fr", "cs"), ("t2i",), ("R@10",),
     ),
     TableSpec(

@@ -274,7 +274,7 @@ def _require(frame: pd.DataFrame, paper: str, number: int, what: str) -> None:
 
 
 def kadar_figure3(runs: list[Run], out: Path, metric: str = "R@10") -> list[Path]:
-    """Kadar et al. 2018, Figure 3: Monolingual vs Bilingual vs Multilingual, en and de.
+    """Kádár et al. 2018, Figure 3: Monolingual vs Bilingual vs Multilingual, en and de.
 
     Grouped bars of ``metric`` (mean over seeds, error bar = std) for image-to-text and
     text-to-image retrieval; the systems are the ``system`` names of the variants' rows with
@@ -307,7 +307,7 @@ def kadar_figure3(runs: list[Run], out: Path, metric: str = "R@10") -> list[Path
         ax.grid(axis="y", alpha=0.3)
     axes[0].set_ylabel(f"{metric} (mean over seeds)")
     fig.legend(*axes[0].get_legend_handles_labels(), loc="outside right upper", frameon=False)
-    fig.suptitle("Kadar et al. 2018, Figure 3: one, two and four training languages")
+    fig.suptitle("Kádár et al. 2018, Figure 3: one, two and four training languages")
     return _close(fig, save_figure(fig, Path(out) / "kadar2018_figure3"))
 
 

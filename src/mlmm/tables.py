@@ -70,10 +70,18 @@ def beside_paper(ours: pd.DataFrame, paper: pd.DataFrame | None) -> pd.DataFrame
     return merged.reindex(columns=columns)
 
 
-def format_number(value: float) -> str:
-    """Fractions (F1, Pearson, Jaccard) keep three decimals, recalls two, counts none."""
+# Metrics whose values are whole numbers (ranks, vocabulary sizes): no decimals when whole,
+# one when a mean over seeds is not.
+WHOLE_METRICS = {"medr", "vocab_total", "vocab_union", "count"}
+
+
+def format_number(value: float, metric: str | None = None) -> str:
+    """One rule per kind of number: ranks and counts whole, fractions (F1, Pearson, Jaccard,
+    Rajendran's recall fractions) three decimals, percentages (recall, BLEU, METEOR, TER) two."""
     if pd.isna(value):
         return ""
+    if metric in WHOLE_METRICS:
+        return f"{value:.0f}" if float(value).is_integer() else f"{value:.1f}"
     if abs(value) < 1:
         return f"{value:.3f}"
     if float(value).is_integer() and abs(value) >= 1000:
@@ -97,22 +105,26 @@ CELL_NOTE = (
 )
 
 
-def _signed(value: float, like: float) -> str:
+def _signed(value: float, like: float, metric: str | None = None) -> str:
     """A difference, with as many decimals as the number it is the difference of."""
-    text = f"{abs(value):.3f}" if abs(like) < 1 else f"{abs(value):.2f}"
+    if metric in WHOLE_METRICS:
+        text = format_number(abs(value), metric)
+    else:
+        text = f"{abs(value):.3f}" if abs(like) < 1 else f"{abs(value):.2f}"
     return ("−" if value < 0 else "+") + text
 
 
-def cell_text(ours: float, std: float, runs: float, paper: float) -> str:
-    """'41.20 ± 0.50 (42.4, −1.20)': ours, its spread over seeds, the paper, the difference."""
+def cell_text(ours: float, std: float, runs: float, paper: float, metric: str | None = None) -> str:
+    """'41.20 ± 0.50 (42.40, −1.20)': ours, its spread over seeds, the paper, the difference,
+    all in the one format of ``metric``."""
     if pd.isna(ours) and pd.isna(paper):
         return ""
-    text = "–" if pd.isna(ours) else format_number(ours)
+    text = "–" if pd.isna(ours) else format_number(ours, metric)
     if not pd.isna(ours) and not pd.isna(runs) and runs > 1:
-        text += f" ± {format_number(std)}"
+        text += f" ± {format_number(std, metric)}"
     if not pd.isna(paper):
-        text += f" ({format_number(paper)}" + (
-            ")" if pd.isna(ours) else f", {_signed(ours - paper, paper)})"
+        text += f" ({format_number(paper, metric)}" + (
+            ")" if pd.isna(ours) else f", {_signed(ours - paper, paper, metric)})"
         )
     return text
 
@@ -138,9 +150,10 @@ def paper_shape(frame: pd.DataFrame, stem: str) -> pd.DataFrame | None:
             rows.append(key)
     std = frame["ours_std"] if "ours_std" in frame else pd.Series(np.nan, index=frame.index)
     runs = frame["runs"] if "runs" in frame else pd.Series(1.0, index=frame.index)
+    metric = frame["metric"] if "metric" in frame else pd.Series(None, index=frame.index)
     frame["cell"] = [
         cell_text(*values)
-        for values in zip(frame["ours"], std, runs, frame["paper"], strict=True)
+        for values in zip(frame["ours"], std, runs, frame["paper"], metric, strict=True)
     ]
     wide = frame.pivot_table(
         index=rows, columns=columns, values="cell", aggfunc="first", sort=False
@@ -157,6 +170,12 @@ def _flat(wide: pd.DataFrame) -> pd.DataFrame:
     flat = wide.copy()
     flat.columns = [" ".join(v for v in key if v) or "value" for key in flat.columns]
     return flat.reset_index()
+
+
+def _markdown_cells(flat: pd.DataFrame) -> pd.DataFrame:
+    """Cells and headers with ``|`` escaped (``log p(Y|X)``), which would start a new column."""
+    escaped = flat.rename(columns=lambda c: str(c).replace("|", r"\|"))
+    return escaped.map(lambda v: v.replace("|", r"\|") if isinstance(v, str) else v)
 
 
 def _html_page(title: str, table_html: str, notes: list[str]) -> str:
@@ -186,18 +205,30 @@ def write_table(frame: pd.DataFrame, stem: str | Path, title: str, notes: list[s
     if wide is None:
         shown = frame.copy()
         for column in shown.columns:
-            if pd.api.types.is_float_dtype(shown[column]):
-                shown[column] = shown[column].map(format_number)
+            values = shown[column]
+            if pd.api.types.is_float_dtype(values):
+                whole = values.dropna().map(float.is_integer).all()  # counts: no decimals
+                shown[column] = values.map(
+                    lambda v, w=whole: format_number(v, "count" if w else None)
+                )
         flat, latex_frame, html = shown, shown, shown.to_html(index=False, na_rep="")
     else:
         notes = [CELL_NOTE, *notes]
         flat, latex_frame = _flat(wide), wide
         html = wide.to_html(na_rep="", sparsify=True)
-    markdown = [f"# {title}", "", flat.to_markdown(index=False), ""]
+    markdown = [
+        f"# {title}",
+        "",
+        _markdown_cells(flat).to_markdown(index=False, disable_numparse=True),
+        "",
+    ]
     markdown += [f"- {note}" for note in notes]
     write_text(md_path, "\n".join(markdown) + "\n")
     latex = latex_frame.to_latex(
-        index=wide is not None, caption=title, escape=True, multicolumn=True,
+        index=wide is not None,
+        caption=title,
+        escape=True,
+        multicolumn=True,
         multicolumn_format="c",
     )
     latex = latex.replace("±", r"$\pm$").replace("−", "$-$").replace("–", "--")

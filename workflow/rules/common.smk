@@ -70,11 +70,19 @@ def reported(paths):
     for path in map(Path, paths):
         if path.suffix in (".html", ".png"):
             kind = "Tables" if path.suffix == ".html" else "Figures"
+            paper, item = path.stem.split("_", 1)  # kadar2018, table2 / table1_heatmap
             path = report(
                 path,
                 caption=str(REPORT_CAPTIONS / f"{path.stem}.rst"),
-                category=PAPER_NAMES[path.stem.split("_")[0]],
+                category=PAPER_NAMES[paper],
                 subcategory=kind,
+                # listed by name, not by file path: "Table 2", "Table 1 heatmap", "Figure 3"
+                labels={
+                    "paper": PAPER_NAMES[paper],
+                    "item": item.replace("_", " ")
+                    .replace("table", "Table ")
+                    .replace("figure", "Figure "),
+                },
             )
         flagged.append(path)
     return flagged

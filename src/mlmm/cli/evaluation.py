@@ -24,7 +24,7 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "retrieval-tables",
         help="paper tables of the retrieval runs beside the papers' numbers",
-        description="Kadar 2018 Tables 2-7, Calixto 2017 Tables 1-2, AME 2019 Tables 1, 2, 5 "
+        description="Kádár 2018 Tables 2-7, Calixto 2017 Tables 1-2, AME 2019 Tables 1, 2, 5 "
         "from per-run metrics.json files; each configured variant's paper_rows say which rows.",
     )
     _run_arguments(p)
@@ -34,7 +34,7 @@ def register(subparsers) -> None:
 
     p = subparsers.add_parser(
         "retrieval-figures",
-        help="Kadar 2018 Figure 3 and AME 2019 Figure 2 (PNG and PDF)",
+        help="Kádár 2018 Figure 3 and AME 2019 Figure 2 (PNG and PDF)",
         description="Figures from per-run metrics.json files (AME Figure 2 from 'history').",
     )
     _run_arguments(p)

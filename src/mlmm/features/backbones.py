@@ -1,7 +1,7 @@
 """The image backbones the papers used, each as a module mapping a preprocessed batch to one
 feature vector per image, with its preprocessing.
 
-- resnet50 (Kadar et al. 2018): 2048-d average pool; resize 256, centre crop 224.
+- resnet50 (Kádár et al. 2018): 2048-d average pool; resize 256, centre crop 224.
 - vgg19 (Calixto & Liu 2017): 4096-d fc7, after the second FC and its ReLU; as resnet50.
 - resnet152 (Mohammadshahi et al. 2019): 2048-d average pool, mean over ten crops of 224.
 - alexnet_fc6 (Rajendran et al. 2016, who used BVLC Reference CaffeNet fc6): 4096-d fc6 after

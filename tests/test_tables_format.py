@@ -1,0 +1,55 @@
+"""What a reader of the written tables sees (issue 21): a `|` inside a cell stays in its cell,
+and every kind of number has one format."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from markdown_it import MarkdownIt
+
+from mlmm.tables import cell_text, format_number, write_table
+
+
+def _markdown_rows(path) -> list[list[str]]:
+    """Rows of the first table of a Markdown file, cells as a GFM parser reads them."""
+    tokens = MarkdownIt("commonmark").enable("table").parse(path.read_text(encoding="utf-8"))
+    rows, row = [], None
+    for token in tokens:
+        if token.type == "tr_open":
+            row = []
+        elif token.type == "inline" and row is not None:
+            row.append(token.content)
+        elif token.type == "tr_close":
+            rows.append(row)
+            row = None
+    return rows
+
+
+def test_a_pipe_inside_a_cell_keeps_every_markdown_column(tmp_path):
+    frame = pd.DataFrame({
+        "system": ["NMT: log p(Y|X)", "NMT + MLMME"], "variant_note": ["", ""],
+        "language": ["de", "de"], "direction": ["mt", "mt"], "metric": ["BLEU", "BLEU"],
+        "paper": [35.2, 35.4], "ours": [33.1, 34.0], "ours_std": [np.nan, np.nan],
+        "runs": [1.0, 1.0], "diff": [-2.1, -1.4],
+    })  # fmt: skip
+    write_table(frame, tmp_path / "calixto2017_table3", "Calixto & Liu 2017, Table 3", [])
+    rows = _markdown_rows(tmp_path / "calixto2017_table3.md")
+    assert len(rows) == 3 and {len(r) for r in rows} == {len(rows[0])}
+    assert rows[1][0] == "NMT: log p(Y|X)" and rows[1][-1].startswith("33.10 (35.20")
+
+
+def test_whole_numbers_are_whole_and_one_format_per_metric():
+    assert format_number(2.0, "medr") == "2" and format_number(6.0, "medr") == "6"
+    assert format_number(2.5, "medr") == "2.5"  # a mean over seeds
+    assert format_number(17571.0, "vocab_total") == "17571"
+    assert format_number(70.7, "R@10") == "70.70" and format_number(50.81, "R@10") == "50.81"
+    assert format_number(0.252, "F1") == "0.252"
+    assert cell_text(3.0, 1.0, 3.0, 2.0, "medr") == "3 ± 1 (2, +1)"
+
+
+def test_count_columns_of_plain_tables_have_no_decimals(tmp_path):
+    frame = pd.DataFrame({"topic": ["art", "music"], "documents": [342.0, 17.0],
+                          "share": [0.25, 0.5]})  # fmt: skip
+    write_table(frame, tmp_path / "rajendran2016_counts", "Counts", [])
+    rows = _markdown_rows(tmp_path / "rajendran2016_counts.md")
+    assert rows[1] == ["art", "342", "0.250"]
