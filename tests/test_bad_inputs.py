@@ -528,3 +528,34 @@ def test_a_missing_local_data_set_of_the_paper_config_stops_the_planning(key, tm
     assert len(errors) == 1, result.stderr
     assert f"key '{key}'" in errors[0] and f"'{PAPER_LOCAL_DATA[key]}'" in errors[0]
     assert "found nothing there" in errors[0] and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("config", [[], ["--configfile", "config/paper.yaml"]])
+def test_every_path_in_every_shell_command_survives_spaces(config: list[str], tmp_path: Path):
+    """Issue 22: with `results: "my results"` an unquoted log redirect wrote to ./my, and a
+    checkout path with a space broke the table jobs. Every path placeholder is quoted (`:q`, or
+    shlex.quote inside option strings): no command word is a piece of a split path."""
+    from conftest import copy_workflow
+
+    checkout = copy_workflow(tmp_path / "my checkout")
+    workdir = tmp_path / "my run"
+    workdir.mkdir()
+    for name in PAPER_LOCAL_DATA.values():
+        (workdir / name).mkdir()
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    config = [str(REPO / c) if c.endswith(".yaml") else c for c in config]
+    result = subprocess.run(
+        [str(BIN / "snakemake"), "-n", "-p", "-s", str(checkout / "Snakefile"), "-d",
+         str(workdir), *config, "--config", "results=my results"],
+        capture_output=True, text=True, env=env, check=True,
+    )  # fmt: skip
+    words = [
+        word
+        for line in (result.stdout + result.stderr).splitlines()
+        if line.startswith("Shell command: ")
+        for word in shlex.split(line.removeprefix("Shell command: "))
+    ]
+    assert len(words) > 200 and any(w.startswith("my results/") for w in words)
+    split = [w for w in words if w in ("my", "run", "checkout") or w.endswith(("/my", "=my"))
+             or w.startswith(("results/", "checkout/", "run/"))]  # fmt: skip
+    assert not split, split[:10]

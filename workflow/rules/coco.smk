@@ -46,17 +46,17 @@ else:
 # --karpathy LOC --japanese LOC LOC --mic LOC --sha256 KEY=HASH ...: a location is a path or
 # URL; a hash is keyed by its file's location, the MIC set's by file name.
 COCO_OPTIONS = " ".join(
-    f"--{kind} " + " ".join(f"'{item['location']}'" for item in items)
+    f"--{kind} " + " ".join(quote(str(item["location"])) for item in items)
     for kind, items in COCO_FILES.items()
 )
 COCO_OPTIONS += "".join(
-    f" --sha256 '{item['location']}={item['sha256']}'"
+    f" --sha256 {quote('{}={}'.format(item['location'], item['sha256']))}"
     for kind in ("karpathy", "japanese")
     for item in COCO_FILES[kind]
     if item.get("sha256")
 )
 COCO_OPTIONS += "".join(
-    f" --sha256 '{name}={value}'"
+    f" --sha256 {quote('{}={}'.format(name, value))}"
     for name, value in (COCO_FILES["mic"][0].get("sha256") or {}).items()
 )
 COCO_OPTIONS += f" --pivot-split {COCO['pivot_split']}"
@@ -80,7 +80,7 @@ rule demo_coco:
         seed=COCO["demo"]["seed"],
         images=COCO["demo"]["images"],
     shell:
-        "mlmm demo-coco {params.out} --seed {params.seed} --images {params.images} > {log} 2>&1"
+        "mlmm demo-coco {params.out:q} --seed {params.seed} --images {params.images} > {log:q} 2>&1"
 
 
 rule prepare_coco:
@@ -104,7 +104,7 @@ rule prepare_coco:
         options=COCO_OPTIONS,
         out=COCO_ROOT,
     shell:
-        "mlmm prepare-coco {params.options} --out {params.out} > {log} 2>&1"
+        "mlmm prepare-coco {params.options} --out {params.out:q} > {log:q} 2>&1"
 
 
 if COCO["source"] == "files" and not COCO["images"]:
@@ -125,9 +125,9 @@ if COCO["source"] == "files" and not COCO["images"]:
             mem_mb=2000,
             runtime=600,
         params:
-            archives=" ".join(f"'{a['location']}'" for a in COCO["image_archives"]),
+            archives=" ".join(quote(str(a["location"])) for a in COCO["image_archives"]),
             sha256="".join(
-                f" --sha256 '{a['location']}={a['sha256']}'"
+                f" --sha256 {quote('{}={}'.format(a['location'], a['sha256']))}"
                 for a in COCO["image_archives"]
                 if a.get("sha256")
             ),
@@ -135,4 +135,4 @@ if COCO["source"] == "files" and not COCO["images"]:
             downloads=DOWNLOADS / "coco",  # the zip archives, kept by `make clean`
         shell:
             "mlmm fetch-coco-images --archives {params.archives}{params.sha256}"
-            " --download-dir {params.downloads} --out {params.out} > {log} 2>&1"
+            " --download-dir {params.downloads:q} --out {params.out:q} > {log:q} 2>&1"

@@ -7,6 +7,9 @@ outputs go under `results` relative to the working directory.
 """
 
 from pathlib import Path
+from shlex import (
+    quote,
+)  # every path in a shell command: `:q`, or quote() inside options
 
 from snakemake.exceptions import WorkflowError
 

@@ -26,13 +26,13 @@ if MULTI30K["source"] == "mirror" and not MULTI30K["mirror"]:
 # or url) against the committed manifest.
 if MULTI30K["source"] == "demo":
     MULTI30K_MANIFEST = DEMO_WORLD / "MANIFEST.sha256"
-    MULTI30K_SOURCE = f"--mirror {DEMO_WORLD}"
+    MULTI30K_SOURCE = f"--mirror {quote(str(DEMO_WORLD))}"
 elif MULTI30K["source"] == "mirror":
     MULTI30K_MANIFEST = repository_path(MULTI30K["manifest"])
-    MULTI30K_SOURCE = f"--mirror {MULTI30K['mirror']}"
+    MULTI30K_SOURCE = f"--mirror {quote(str(MULTI30K['mirror']))}"
 else:
     MULTI30K_MANIFEST = repository_path(MULTI30K["manifest"])
-    MULTI30K_SOURCE = f"--url {MULTI30K['url']}"
+    MULTI30K_SOURCE = f"--url {quote(str(MULTI30K['url']))}"
 
 
 # mlmm.demo.generate_world writes a temporary directory and renames it: no partial world.
@@ -54,7 +54,7 @@ rule demo_world:
         seed=config["demo_world"]["seed"],
         images=config["demo_world"]["images"],
     shell:
-        "mlmm demo-world {params.world} --seed {params.seed} --images {params.images} > {log} 2>&1"
+        "mlmm demo-world {params.world:q} --seed {params.seed} --images {params.images} > {log:q} 2>&1"
 
 
 rule fetch_multi30k:
@@ -79,8 +79,8 @@ rule fetch_multi30k:
         out=MULTI30K_ROOT,
         retries=MULTI30K["retries"],
     shell:
-        "mlmm fetch-multi30k --manifest {input.manifest} {params.source} --out {params.out}"
-        " --retries {params.retries} > {log} 2>&1"
+        "mlmm fetch-multi30k --manifest {input.manifest:q} {params.source} --out {params.out:q}"
+        " --retries {params.retries} > {log:q} 2>&1"
 
 
 rule vocabularies:
@@ -102,8 +102,8 @@ rule vocabularies:
         out=VOCAB_DIR,
         min_count=config["vocab"]["min_count"],
     shell:
-        "mlmm multi30k-vocab --root {params.root} --out {params.out}"
-        " --min-count {params.min_count} > {log} 2>&1"
+        "mlmm multi30k-vocab --root {params.root:q} --out {params.out:q}"
+        " --min-count {params.min_count} > {log:q} 2>&1"
 
 
 rule kadar_table1:
@@ -126,8 +126,8 @@ rule kadar_table1:
         paper_tables=PAPER_TABLES,
         demo="--demo" if MULTI30K["source"] == "demo" else "",
     shell:
-        "mlmm kadar-table1 --root {params.root} --min-count {params.min_count}"
-        " --paper-tables '{params.paper_tables}' --out {params.stem} {params.demo} > {log} 2>&1"
+        "mlmm kadar-table1 --root {params.root:q} --min-count {params.min_count}"
+        " --paper-tables {params.paper_tables:q} --out {params.stem:q} {params.demo} > {log:q} 2>&1"
 
 
 FINAL_TARGETS += [*VOCAB_FILES, *table_files(RESULTS / "tables/kadar2018_table1")]

@@ -104,9 +104,9 @@ rule extract_features:
         shard_size=FEATURES["shard_size"],
         on_bad_image=FEATURES["on_bad_image"],
     shell:
-        "mlmm features --backbone {wildcards.backbone} --images {params.images}"
-        " --split {params.split} --out {output.features} --device {params.device}"
+        "mlmm features --backbone {wildcards.backbone} --images {params.images:q}"
+        " --split {params.split:q} --out {output.features:q} --device {params.device}"
         " --dtype {params.dtype} --precision {params.precision} --decode {params.decode}"
         " --weights {params.weights} --threads {threads}"
         " --shard-size {params.shard_size} --on-bad-image {params.on_bad_image}"
-        " {params.options} > {log} 2>&1"
+        " {params.options} > {log:q} 2>&1"

@@ -33,15 +33,15 @@ rule train_nmt:
         train=NMT["train"],
         device=NMT["device"],
     shell:
-        "mlmm train-nmt --data {params.data} --src {params.src} --tgt {params.tgt}"
+        "mlmm train-nmt --data {params.data:q} --src {params.src} --tgt {params.tgt}"
         " --embedding {params.model[embedding]} --hidden {params.model[hidden]}"
         " --attention {params.model[attention]} --dropout {params.model[dropout]}"
         " --decoder {params.model[decoder]} --device {params.device}"
         " --min-count {params.train[min_count]} --batch-size {params.train[batch_size]}"
         " --lr {params.train[learning_rate]} --max-epochs {params.train[max_epochs]}"
         " --patience {params.train[patience]} --seed {params.train[seed]}"
-        " --threads {threads} --out {output.model} --history {output.history}"
-        " --metrics {output.metrics} > {log} 2>&1"
+        " --threads {threads} --out {output.model:q} --history {output.history:q}"
+        " --metrics {output.metrics:q} > {log:q} 2>&1"
 
 
 rule nbest_lists:
@@ -68,8 +68,8 @@ rule nbest_lists:
         beam=NMT["beam"],
         device=NMT["device"],
     shell:
-        "mlmm nbest --model {input.model} --source {params.source} --beam {params.beam}"
-        " --device {params.device} --threads {threads} --out {output.nbest} --stats {output.stats} > {log} 2>&1"
+        "mlmm nbest --model {input.model:q} --source {params.source:q} --beam {params.beam}"
+        " --device {params.device} --threads {threads} --out {output.nbest:q} --stats {output.stats:q} > {log:q} 2>&1"
 
 
 rule nbest_features:
@@ -96,8 +96,8 @@ rule nbest_features:
         src=NMT["src"],
         tgt=NMT["tgt"],
     shell:
-        "mlmm nbest-features --nbest {input.nbest} --source {params.source}"
-        " --src {params.src} --tgt {params.tgt} {params.options} --out {output} > {log} 2>&1"
+        "mlmm nbest-features --nbest {input.nbest:q} --source {params.source:q}"
+        " --src {params.src} --tgt {params.tgt} {params.options} --out {output:q} > {log:q} 2>&1"
 
 
 rule mira:
@@ -121,10 +121,10 @@ rule mira:
         mira=NMT["mira"],
         ref=nmt_text("val", NMT["tgt"]),
     shell:
-        "mlmm mira --nbest {input.nbest} --ref {params.ref} --features {params.features}"
+        "mlmm mira --nbest {input.nbest:q} --ref {params.ref:q} --features {params.features}"
         " --iters {params.mira[iters]} --c {params.mira[c]} --decay {params.mira[decay]}"
-        " --seed {params.mira[seed]} --out {output.weights} --history {output.history}"
-        " > {log} 2>&1"
+        " --seed {params.mira[seed]} --out {output.weights:q} --history {output.history:q}"
+        " > {log:q} 2>&1"
 
 
 rule rerank:
@@ -143,10 +143,12 @@ rule rerank:
         runtime=10,
     params:
         weights=lambda w, input: (
-            f"--weights {input.weights}" if "weights" in input.keys() else ""
+            f"--weights {quote(str(input.weights))}"
+            if "weights" in input.keys()
+            else ""
         ),
     shell:
-        "mlmm rerank --nbest {input.nbest} {params.weights} --out {output} > {log} 2>&1"
+        "mlmm rerank --nbest {input.nbest:q} {params.weights} --out {output:q} > {log:q} 2>&1"
 
 
 rule mt_score:
@@ -166,13 +168,17 @@ rule mt_score:
         ref=nmt_text("test_2016_flickr", NMT["tgt"]),
         system=lambda w: NMT["systems"][w.system]["system"],
         note=lambda w: NMT["systems"][w.system]["variant_note"],
-        meteor=f"--meteor-jar {NMT['meteor_jar']}" if NMT["meteor_jar"] else "",
+        meteor=(
+            f"--meteor-jar {quote(str(NMT['meteor_jar']))}"
+            if NMT["meteor_jar"]
+            else ""
+        ),
         language=NMT["tgt"],
         seed=NMT["mira"]["seed"],
     shell:
-        "mlmm mt-score --hyp {input.hyp} --ref {params.ref} --language {params.language}"
+        "mlmm mt-score --hyp {input.hyp:q} --ref {params.ref:q} --language {params.language}"
         " {params.meteor} --system {params.system:q} --variant-note {params.note:q}"
-        " --seed {params.seed} --out {output} > {log} 2>&1"
+        " --seed {params.seed} --out {output:q} > {log:q} 2>&1"
 
 
 rule nmt_table:
@@ -189,10 +195,10 @@ rule nmt_table:
         mem_mb=1000,
         runtime=5,
     params:
-        paper=f"--paper-tables {PAPER_TABLES}" if PAPER_TABLES else "",
+        paper=f"--paper-tables {quote(str(PAPER_TABLES))}" if PAPER_TABLES else "",
         stem=NMT_TABLE,
     shell:
-        "mlmm nmt-table --metrics {input} {params.paper} --out {params.stem} > {log} 2>&1"
+        "mlmm nmt-table --metrics {input:q} {params.paper} --out {params.stem:q} > {log:q} 2>&1"
 
 
 FINAL_TARGETS += [

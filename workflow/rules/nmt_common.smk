@@ -46,9 +46,13 @@ def nmt_feature_inputs(wildcards):
 def nmt_feature_options(wildcards, input):
     options = []
     for name, spec in NMT["embedding_features"].items():
-        options.append(f"--feature {name}={spec['kind']}:{input[name]}")
+        options.append(
+            f"--feature {quote('{}={}:{}'.format(name, spec['kind'], input[name]))}"
+        )
         if spec["kind"] == "image":
-            options.append(f"--images {name}={input[f'{name}_images']}")
+            options.append(
+                f"--images {quote('{}={}'.format(name, input[name + '_images']))}"
+            )
     return " ".join(options)
 
 

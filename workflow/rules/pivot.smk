@@ -19,7 +19,7 @@ if PIVOT["ted"] == "demo":
 else:
     PIVOT_TED_ROOT = PIVOT_TED_INPUT = TED_DIR / "corpus/index.json"
 PIVOT_TABLES = table_files(RESULTS / "tables/rajendran2016_table5")
-PIVOT_PAPER = f"--paper-tables {PAPER_TABLES}" if PAPER_TABLES else ""
+PIVOT_PAPER = f"--paper-tables {quote(str(PAPER_TABLES))}" if PAPER_TABLES else ""
 PIVOT_SETTINGS = " ".join(
     f"--{key.replace('_', '-')} {PIVOT[key]}"
     for key in ("backbone", "device", "hidden", "epochs", "batch_size", "learning_rate", "input",
@@ -77,15 +77,17 @@ rule pivot_train:
     params:
         job=lambda w: PIVOT_JOBS[w.pivot_job][0],
         ted=lambda w: (
-            f"--ted-root {PIVOT_TED_ROOT}" if PIVOT_JOBS[w.pivot_job][1] else ""
+            f"--ted-root {quote(str(PIVOT_TED_ROOT))}"
+            if PIVOT_JOBS[w.pivot_job][1]
+            else ""
         ),
         settings=PIVOT_SETTINGS,
         coco=COCO_ROOT,
         features=PIVOT_FEATURE_DIR,
         out_dir=lambda w: PIVOT_DIR / w.pivot_job,
     shell:
-        "mlmm pivot-train --coco-root {params.coco} --features {params.features} {params.job}"
-        " {params.ted} {params.settings} --threads {threads} --out {params.out_dir} > {log} 2>&1"
+        "mlmm pivot-train --coco-root {params.coco:q} --features {params.features:q} {params.job}"
+        " {params.ted} {params.settings} --threads {threads} --out {params.out_dir:q} > {log:q} 2>&1"
 
 
 rule pivot_table:
@@ -105,4 +107,4 @@ rule pivot_table:
         paper=PIVOT_PAPER,
         stem=RESULTS / "tables/rajendran2016_table5",
     shell:
-        "mlmm pivot-table --runs {input} {params.paper} --out {params.stem} > {log} 2>&1"
+        "mlmm pivot-table --runs {input:q} {params.paper} --out {params.stem:q} > {log:q} 2>&1"

@@ -34,11 +34,13 @@ rule retrieval_tables:
         "../../envs/core.yaml"
     params:
         section=REPORT_SECTION,
-        paper_tables=f"--paper-tables {PAPER_TABLES}" if PAPER_TABLES else "",
+        paper_tables=(
+            f"--paper-tables {quote(str(PAPER_TABLES))}" if PAPER_TABLES else ""
+        ),
         out=REPORT_TABLES,
     shell:
-        "mlmm retrieval-tables --record-json {params.section:q} --runs {input.runs} "
-        "{params.paper_tables} --out {params.out} > {log} 2>&1"
+        "mlmm retrieval-tables --record-json {params.section:q} --runs {input.runs:q} "
+        "{params.paper_tables} --out {params.out:q} > {log:q} 2>&1"
 
 
 rule retrieval_figures:
@@ -54,8 +56,8 @@ rule retrieval_figures:
         section=REPORT_SECTION,
         out=REPORT_FIGURES,
     shell:
-        "mlmm retrieval-figures --record-json {params.section:q} --runs {input.runs} "
-        "--out {params.out} > {log} 2>&1"
+        "mlmm retrieval-figures --record-json {params.section:q} --runs {input.runs:q} "
+        "--out {params.out:q} > {log:q} 2>&1"
 
 
 FINAL_TARGETS += RETRIEVAL_TABLE_FILES + RETRIEVAL_FIGURE_FILES

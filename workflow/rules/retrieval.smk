@@ -33,8 +33,8 @@ rule train_retrieval:
         options=retrieval_options,
     shell:
         "mlmm train-retrieval --record-json {params.section:q} --variant {wildcards.variant}"
-        " --seed {wildcards.seed} --out {params.out} {params.options} --threads {threads}"
-        " > {log} 2>&1"
+        " --seed {wildcards.seed} --out {params.out:q} {params.options} --threads {threads}"
+        " > {log:q} 2>&1"
 
 
 if MUSE_URL:
@@ -59,7 +59,7 @@ if MUSE_URL:
             out=MUSE_DOWNLOADS,
         shell:
             "mlmm fetch-muse --url {params.url} --languages {params.languages}"
-            " --sections {params.sections} --out {params.out} > {log} 2>&1"
+            " --sections {params.sections} --out {params.out:q} > {log:q} 2>&1"
 
 
 if RETRIEVAL_VECTORS["source"] != "path":
@@ -91,14 +91,14 @@ if RETRIEVAL_VECTORS["source"] != "path":
             out=VECTORS_DIR,
             languages=" ".join(RETRIEVAL_VECTORS["languages"]),
             source=(
-                f"--url {RETRIEVAL_VECTORS['url']}"
+                f"--url {quote(str(RETRIEVAL_VECTORS['url']))}"
                 if RETRIEVAL_VECTORS["source"] == "url"
-                else f"--data-root {MULTI30K_ROOT} --muse {muse_dir('multi30k')}"
+                else f"--data-root {quote(str(MULTI30K_ROOT))} --muse {quote(str(muse_dir('multi30k')))}"
             ),
             options=VECTORS_OPTIONS,
         shell:
-            "mlmm retrieval-vectors --out {params.out} --languages {params.languages}"
-            " {params.source} {params.options} > {log} 2>&1"
+            "mlmm retrieval-vectors --out {params.out:q} --languages {params.languages}"
+            " {params.source} {params.options} > {log:q} 2>&1"
 
     # A language fastText has no aligned vectors of (AME: Japanese): its own vectors (demo:
     # derived from the COCO training captions; otherwise fastText's crawl vectors from the
@@ -126,15 +126,15 @@ if RETRIEVAL_VECTORS["source"] != "path":
             out=VECTORS_DIR,
             muse=muse_dir("coco"),
             source=lambda wildcards: (
-                f"--data-root {COCO_ROOT}"
+                f"--data-root {quote(str(COCO_ROOT))}"
                 if RETRIEVAL_VECTORS["source"] == "demo"
-                else f"--vec {ROTATED_VECTORS[wildcards.rotated_lang]} --limit 200000"
+                else f"--vec {quote(str(ROTATED_VECTORS[wildcards.rotated_lang]))} --limit 200000"
             ),
             options=VECTORS_OPTIONS,
         shell:
-            "mlmm retrieval-vectors --out {params.out} --languages {wildcards.rotated_lang}"
-            " --onto {input.english} --muse {params.muse} {params.source} {params.options}"
-            " > {log} 2>&1"
+            "mlmm retrieval-vectors --out {params.out:q} --languages {wildcards.rotated_lang}"
+            " --onto {input.english:q} --muse {params.muse:q} {params.source} {params.options}"
+            " > {log:q} 2>&1"
 
 
 FINAL_TARGETS += RETRIEVAL_RUN_FILES

@@ -125,8 +125,8 @@ def retrieval_section(wildcards):
 def retrieval_options(wildcards):
     record = RETRIEVAL_RECORDS[wildcards.variant]
     root = DATASETS[record["dataset"]][0]
-    options = f"--data-root {root} --features-root {root / 'features'}"
-    options += f" --muse {muse_dir(record['dataset'])} --sts {RETRIEVAL_STS}"
+    options = f"--data-root {quote(str(root))} --features-root {quote(str(root / 'features'))}"
+    options += f" --muse {quote(str(muse_dir(record['dataset'])))} --sts {quote(str(RETRIEVAL_STS))}"
     if record["word_embeddings"] != "random":
-        options += f" --vectors {VECTORS_DIR}"
+        options += f" --vectors {quote(str(VECTORS_DIR))}"
     return options

@@ -15,7 +15,7 @@ TED_CORPUS = f"--languages {' '.join(TED['languages'])} --corpus-codes " + " ".j
 TED_TOPICS = f"--topics {' '.join(TED['topics'])}" if TED["topics"] else ""
 # Training languages of the classifiers: English and every language paired with it.
 TED_SOURCES = ["en", *TED["languages"]]
-TED_PAPER = f"--paper-tables {PAPER_TABLES}" if PAPER_TABLES else ""
+TED_PAPER = f"--paper-tables {quote(str(PAPER_TABLES))}" if PAPER_TABLES else ""
 TED_TABLES = [
     path
     for n in (1, 3, 4)
@@ -30,8 +30,8 @@ if TED["source"] == "path":
     )
 TED_LOCATION = {
     "demo": "",
-    "path": f"--path {TED['path']}",
-    "url": f"--url {TED['url']}",
+    "path": f"--path {quote(str(TED['path']))}",
+    "url": f"--url {quote(str(TED['url']))}",
 }
 
 FINAL_TARGETS += TED_TABLES + TED_FIGURES
@@ -67,8 +67,8 @@ rule ted_corpus:
             f"--test-docs {TED['demo']['test_docs']}"
         ),
     shell:
-        "mlmm ted-fetch --source {params.source} {params.location} --out-dir {params.out_dir}"
-        " {params.corpus} {params.demo} > {log} 2>&1"
+        "mlmm ted-fetch --source {params.source} {params.location} --out-dir {params.out_dir:q}"
+        " {params.corpus} {params.demo} > {log:q} 2>&1"
 
 
 rule ted_bow:
@@ -92,8 +92,8 @@ rule ted_bow:
         corpus=TED_CORPUS,
         topics=TED_TOPICS,
     shell:
-        "mlmm ted-bow --index {input} --out-dir {params.out_dir} --min-count {params.min_count}"
-        " {params.corpus} {params.topics} > {log} 2>&1"
+        "mlmm ted-bow --index {input:q} --out-dir {params.out_dir:q} --min-count {params.min_count}"
+        " {params.corpus} {params.topics} > {log:q} 2>&1"
 
 
 rule ted_train:
@@ -123,8 +123,8 @@ rule ted_train:
             f" --reconstruction {TED['reconstruction']} --device {TED['device']}"
         ),
     shell:
-        "mlmm ted-train --bow {params.bow} --out-dir {params.out_dir} --lambda {params.value}"
-        " {params.settings} --threads {threads} > {log} 2>&1"
+        "mlmm ted-train --bow {params.bow:q} --out-dir {params.out_dir:q} --lambda {params.value}"
+        " {params.settings} --threads {threads} > {log:q} 2>&1"
 
 
 rule ted_tune:
@@ -151,8 +151,8 @@ rule ted_tune:
             f" --perceptron-epochs {TED['perceptron_epochs']} --seed {TED['seed']}"
         ),
     shell:
-        "mlmm ted-tune --bow {params.bow} --runs {params.runs} --out {output} {params.settings}"
-        " --jobs {threads} > {log} 2>&1"
+        "mlmm ted-tune --bow {params.bow:q} --runs {params.runs:q} --out {output:q} {params.settings}"
+        " --jobs {threads} > {log:q} 2>&1"
 
 
 rule ted_classify:
@@ -174,8 +174,8 @@ rule ted_classify:
         bow=TED_DIR / "bow",
         epochs=TED["perceptron_epochs"],
     shell:
-        "mlmm ted-classify --bow {params.bow} --tuning {input.tuning} --source {wildcards.ted_source}"
-        " --out {output} --perceptron-epochs {params.epochs} > {log} 2>&1"
+        "mlmm ted-classify --bow {params.bow:q} --tuning {input.tuning:q} --source {wildcards.ted_source}"
+        " --out {output:q} --perceptron-epochs {params.epochs} > {log:q} 2>&1"
 
 
 rule ted_nb:
@@ -196,7 +196,7 @@ rule ted_nb:
     params:
         bow=TED_DIR / "bow",
     shell:
-        "mlmm ted-nb --bow {params.bow} --out {output} --jobs {threads} > {log} 2>&1"
+        "mlmm ted-nb --bow {params.bow:q} --out {output:q} --jobs {threads} > {log:q} 2>&1"
 
 
 rule ted_tables:
@@ -217,8 +217,8 @@ rule ted_tables:
         out_dir=RESULTS / "tables",
         paper=TED_PAPER,
     shell:
-        "mlmm ted-tables --cldc {input.cldc} --nb {input.nb} {params.paper}"
-        " --out-dir {params.out_dir} > {log} 2>&1"
+        "mlmm ted-tables --cldc {input.cldc:q} --nb {input.nb:q} {params.paper}"
+        " --out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 
 rule ted_heatmap:
@@ -237,7 +237,7 @@ rule ted_heatmap:
     params:
         stem=RESULTS / "figures/rajendran2016_table1_heatmap",
     shell:
-        "mlmm ted-heatmap --table {input} --out {params.stem} > {log} 2>&1"
+        "mlmm ted-heatmap --table {input:q} --out {params.stem:q} > {log:q} 2>&1"
 
 
 rule ted_table4:
@@ -261,5 +261,5 @@ rule ted_table4:
         k=TED["table4_k"],
         out_dir=RESULTS / "tables",
     shell:
-        "mlmm ted-neighbours --bow {params.bow} --tuning {input.tuning} --words {params.words}"
-        " --k {params.k} --out-dir {params.out_dir} > {log} 2>&1"
+        "mlmm ted-neighbours --bow {params.bow:q} --tuning {input.tuning:q} --words {params.words}"
+        " --k {params.k} --out-dir {params.out_dir:q} > {log:q} 2>&1"
