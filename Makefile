@@ -6,7 +6,7 @@ CORES ?= all
 # Rules call the `mlmm` command: put the venv's bin first on PATH.
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: setup demo test lint clean
+.PHONY: setup demo test check lint clean
 
 setup: $(VENV)/.installed
 
@@ -20,6 +20,10 @@ demo: setup
 
 test: setup
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
+
+# The fast tier: every test but the whole-workflow runs (-m "not slow"), about 3 minutes.
+check: setup
+	$(BIN)/python -m pytest -n 2 -m "not slow"
 
 lint: setup
 	$(BIN)/ruff check .
