@@ -314,6 +314,7 @@ def slurm_dry_run(workflow_dir) -> dict[str, list[dict[str, str]]]:
 def test_slurm_profile_names_the_gpu_rules():
     profile = yaml.safe_load(SLURM_PROFILE.read_text())
     assert profile["executor"] == "slurm"
+    assert profile["retries"] >= 1  # training jobs resume from their checkpoints
     assert set(profile["set-resources"]) == GPU_RULES
     for name, resources in profile["set-resources"].items():
         assert resources["gpu"] == 1, name
