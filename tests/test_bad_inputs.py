@@ -559,3 +559,31 @@ def test_every_path_in_every_shell_command_survives_spaces(config: list[str], tm
     split = [w for w in words if w in ("my", "run", "checkout") or w.endswith(("/my", "=my"))
              or w.startswith(("results/", "checkout/", "run/"))]  # fmt: skip
     assert not split, split[:10]
+
+
+def test_a_key_named_twice_in_a_config_file_is_refused_naming_file_and_line(tmp_path: Path):
+    """PyYAML would keep the last value without a word (issue 22)."""
+    override = tmp_path / "mine.yaml"
+    override.write_text("retrieval:\n  threads: 2\n  threads: 4\n")
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    result = subprocess.run(
+        [str(BIN / "snakemake"), "-n", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path / "w"),
+         "--configfile", str(override)],
+        capture_output=True, text=True, env=env, check=False,
+    )  # fmt: skip
+    errors = [line for line in result.stderr.splitlines() if line.startswith("config error:")]
+    assert result.returncode != 0 and len(errors) == 1, result.stderr[-3000:]
+    assert errors[0] == (
+        f"config error: {override}, line 3: expected each key once per mapping, "
+        "found 'threads' twice"
+    )
+
+
+def test_a_byte_order_mark_is_dropped_where_text_is_read(tmp_path: Path):
+    """A BOM from a Windows editor is no part of the first word (a vocabulary entry, a BLEU
+    token): documented normalisation in mlmm.io.read_lines (issue 22)."""
+    from mlmm.io import read_lines
+
+    path = tmp_path / "hyp.de"
+    path.write_bytes("\ufeffa house\nein Haus\n".encode())
+    assert read_lines(path) == ["a house", "ein Haus"]

@@ -89,13 +89,38 @@ def _source(path: Sequence[Any], sources: Sequence[tuple[str, dict]]) -> str:
     return COMMAND_LINE
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML keeps the last of two equal keys without a word; a config file that names a key
+    twice is refused instead (one of the two values is a mistake, and we cannot tell which)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: set = set()
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag.endswith(":merge"):
+                continue  # merge keys (<<) may repeat; config keys are plain scalars
+            key = key_node.value
+            if key in seen:
+                raise InputError(
+                    self.name, "each key once per mapping", f"{key!r} twice",
+                    line=key_node.start_mark.line + 1,
+                )  # fmt: skip
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def read_sources(paths: Sequence[str | Path]) -> list[tuple[str, dict]]:
     """(path, parsed YAML) of each config file, in the order Snakemake merges them."""
     out = []
     for path in paths:
         try:
-            data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as exc:
+            text = Path(path).read_text(encoding="utf-8-sig")
+            loader = _UniqueKeyLoader(text)
+            loader.name = str(path)
+            try:
+                data = loader.get_single_data() or {}
+            finally:
+                loader.dispose()
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
             raise InputError(path, "a readable YAML file", type(exc).__name__) from None
         out.append((str(path), data if isinstance(data, dict) else {}))
     return out

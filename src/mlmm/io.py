@@ -98,7 +98,8 @@ def read_lines(path: str | Path, allow_empty_lines: bool = False) -> list[str]:
     """Read a UTF-8 text file (gzip if it ends in .gz) as a list of lines without newlines.
 
     A missing file, a corrupt gzip, invalid UTF-8 or (unless allowed) an empty line is an
-    InputError naming the file and line.
+    InputError naming the file and line. A UTF-8 byte order mark (Windows editors write one) is
+    dropped, so it never becomes part of the first word (a vocabulary entry, a BLEU token).
     """
     path = Path(path)
     if not path.is_file():
@@ -113,7 +114,7 @@ def read_lines(path: str | Path, allow_empty_lines: bool = False) -> list[str]:
         except (OSError, EOFError, gzip.BadGzipFile) as exc:
             raise InputError(path, "a readable gzip file", f"corrupt data ({exc})") from None
     try:
-        text = data.decode("utf-8")
+        text = data.removeprefix(b"\xef\xbb\xbf").decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise InputError(
