@@ -230,7 +230,8 @@ def test_ten_crop_features_are_the_mean_over_crops():
 
 
 @pytest.mark.parametrize(
-    ("backbone", "dim"), [("resnet50", 2048), ("vgg19", 4096), ("resnet152", 2048)]
+    ("backbone", "dim"),
+    [("resnet50", 2048), ("vgg19", 4096), ("vgg19_bn", 4096), ("resnet152", 2048)],
 )
 def test_torchvision_backbone_shapes(tmp_path, backbone, dim):
     make_images(tmp_path, 1)
@@ -239,6 +240,19 @@ def test_torchvision_backbone_shapes(tmp_path, backbone, dim):
     assert features.shape == (1, dim) == (sidecar["n"], sidecar["dim"])
     assert (features >= 0).all()  # both are taken after a ReLU
     assert sidecar["weights"] == "random init"
+
+
+def test_vgg19_bn_is_the_authors_vgg19_with_batch_norm_cut_at_fc7():
+    """Calixto & Liu's code extracts vgg19_bn features; the paper names VGG19: both end at fc7's
+    ReLU, and only vgg19_bn normalises its convolutions."""
+    plain, _ = build_trunk(BACKBONES["vgg19"], None)
+    with_bn, _ = build_trunk(BACKBONES["vgg19_bn"], None)
+    for trunk in (plain, with_bn):
+        kinds = [type(m).__name__ for m in trunk.classifier]
+        assert kinds == ["Linear", "ReLU", "Dropout", "Linear", "ReLU"]
+        assert trunk.classifier[3].out_features == 4096
+    assert not any(isinstance(m, torch.nn.BatchNorm2d) for m in plain.modules())
+    assert sum(isinstance(m, torch.nn.BatchNorm2d) for m in with_bn.modules()) == 16
 
 
 def test_unknown_weights_name_is_an_input_error():

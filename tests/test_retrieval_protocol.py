@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import math
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -17,8 +18,14 @@ from mlmm.retrieval import align
 from mlmm.retrieval import train as train_module
 from mlmm.retrieval.api import load_trained
 from mlmm.retrieval.config import resolve_variant
-from mlmm.retrieval.data import load_features
-from mlmm.retrieval.model import JointEmbedding
+from mlmm.retrieval.data import (
+    Vocabularies,
+    load_features,
+    split_captions,
+    training_sets,
+    vocabulary_captions,
+)
+from mlmm.retrieval.model import JointEmbedding, variational_dropout, word_dropout
 from mlmm.retrieval.selection import Selector, selection_score
 from mlmm.retrieval.streams import EncodedCaptions
 from mlmm.retrieval.train import Run, sts_tokens, train_variant
@@ -266,3 +273,125 @@ def test_mixed_encoder_batches_embed_each_row_with_its_encoder(world, tmp_path):
         tokens, lengths = text.tokens[row : row + 1, :n], text.lengths[row : row + 1]
         alone = run.model.embed_text(text.encoders[row], tokens, lengths)
         assert torch.allclose(together[row], alone[0], atol=1e-5)
+
+
+# ---------------------------------------------------------------- Calixto & Liu 2017 (issue 20)
+def test_calixto_word_dropout_drops_whole_tokens():
+    """source_dropout: one draw per (sentence, position), tiled over the embedding dimensions."""
+    torch.manual_seed(0)
+    emb = torch.rand(50, 7, 6) + 1.0
+    out = word_dropout(emb, 0.5)
+    dropped = (out == 0).all(-1)
+    kept = ~dropped
+    assert not ((out == 0).any(-1) & kept).any()  # a token is either all zero or all kept
+    torch.testing.assert_close(out[kept], emb[kept] * 2.0)  # inverted: kept tokens x 1/(1-p)
+    assert 0.4 < dropped.float().mean() < 0.6
+
+
+def test_calixto_variational_dropout_shares_one_mask_over_time_steps():
+    """emb_dropout: one mask per sentence over the embedding dimensions, reused at every step."""
+    torch.manual_seed(1)
+    emb = torch.rand(40, 9, 8) + 1.0
+    out = variational_dropout(emb, 0.5)
+    zero = out == 0
+    assert (zero == zero[:, :1, :]).all()  # the same dimensions dropped at every time step
+    torch.testing.assert_close(out[~zero], (emb * 2.0)[~zero])
+    assert 0.4 < zero[:, 0, :].float().mean() < 0.6
+    encoder = JointEmbedding(4, {"en": 10}, 8, 5, 5, 0.5, "cosine", embedding_dropout="variational")
+    encoder.eval()  # no dropout at evaluation
+    tokens, lengths = torch.tensor([[2, 3, 4]]), torch.tensor([3])
+    torch.testing.assert_close(
+        encoder.embed_text("en", tokens, lengths), encoder.embed_text("en", tokens, lengths)
+    )
+
+
+def test_calixto_dropout_after_normalisation_masks_unit_vectors_without_rescaling():
+    """model_multilingual.py: images = l2norm(ff_image_mm(im)); images *= binomial(retain)."""
+    torch.manual_seed(2)
+    model = JointEmbedding(6, {"en": 10}, 4, 5, 8, 0.5, "cosine", dropout_position="after_norm")
+    features = torch.rand(300, 6)
+    with torch.no_grad():
+        unit = model.image(features)
+        unit = unit / unit.norm(dim=-1, keepdim=True)
+    model.train()
+    out = model.embed_images(features)
+    zero = out == 0
+    torch.testing.assert_close(out[~zero], unit[~zero])  # kept entries: not scaled by 2
+    assert 0.4 < zero.float().mean() < 0.6
+    model.eval()
+    torch.testing.assert_close(model.embed_images(features), unit)
+    model.train()
+    text = model.embed_text("en", torch.tensor([[2, 3, 4]] * 200), torch.tensor([3] * 200))
+    assert (text == 0).any() and text.norm(dim=-1).max() <= 1.0 + 1e-5
+
+
+def _orthogonal_blocks(weight_hh: torch.Tensor, hidden: int) -> bool:
+    eye = torch.eye(hidden)
+    return all(
+        torch.allclose(block @ block.t(), eye, atol=1e-5)
+        for block in weight_hh.detach().split(hidden)
+    )
+
+
+def test_calixto_initialisations_follow_the_paper_and_the_code():
+    torch.manual_seed(3)
+    sizes = dict(feature_dim=300, vocab_sizes={"en": 400}, embed_dim=200, hidden=64, joint=128)
+    paper = JointEmbedding(**sizes, dropout=0.5, similarity="cosine", init="calixto_paper")
+    code = JointEmbedding(**sizes, dropout=0.5, similarity="cosine", init="calixto_code")
+    for model in (paper, code):
+        gru = model.text["en"].gru
+        assert _orthogonal_blocks(gru.weight_hh_l0, 64)  # recurrent: orthogonal per gate
+        for bias in (gru.bias_ih_l0, gru.bias_hh_l0, model.image.bias, model.text["en"].proj.bias):
+            assert (bias == 0).all()
+    # Section 4: non-recurrent matrices N(0, 0.01)
+    for weight in (paper.text["en"].embed.weight, paper.text["en"].gru.weight_ih_l0,
+                   paper.image.weight, paper.text["en"].proj.weight):
+        weight = weight.detach()
+        assert abs(float(weight.std()) - 0.01) < 0.001 and abs(float(weight.mean())) < 0.001
+    # utils.py: norm_weight uniform(-0.1, 0.1) for words and GRU inputs, xavier_weight for ff
+    for weight in (code.text["en"].embed.weight, code.text["en"].gru.weight_ih_l0):
+        weight = weight.detach()
+        assert float(weight.abs().max()) <= 0.1
+        assert abs(float(weight.std()) - 0.1 / math.sqrt(3)) < 0.003
+    for weight, (n_in, n_out) in ((code.image.weight, (300, 128)),
+                                  (code.text["en"].proj.weight, (64, 128))):
+        weight = weight.detach()
+        bound = math.sqrt(6.0 / (n_in + n_out))
+        assert float(weight.abs().max()) <= bound
+        assert abs(float(weight.std()) - bound / math.sqrt(3)) < 0.1 * bound / math.sqrt(3)
+
+
+def test_calixto_vocabulary_over_train_and_val(tmp_path):
+    """train_multilingual.py: build_dictionary(train + dev): a word seen only in val gets a row."""
+    paths = make_world(tmp_path)
+    val_file = paths.data_root / "data/task2/tok/val.lc.norm.tok.1.en"
+    lines = val_file.read_text(encoding="utf-8").splitlines()
+    lines[0] += " zebracorn"
+    val_file.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    base = {"train_data": [{"portion": "comparable", "languages": ["en"]}],
+            "encoder": "per-language", "min_count": 1}
+    train_only = resolve_variant(section(v=base), "v")
+    both = resolve_variant(section(v={**base, "vocabulary": "train+val"}), "v")
+    training = training_sets(paths.data_root, train_only, 1).vocabulary
+    assert vocabulary_captions(paths.data_root, train_only, training) is training
+    merged = vocabulary_captions(paths.data_root, both, training)
+    val = split_captions(paths.data_root, "val", "en", "comparable")
+    assert merged["en"] == training["en"] + val  # the val images' captions appended, by hand
+
+    def count(captions):
+        return Counter(w for per_image in captions["en"] for c in per_image for w in c)
+
+    assert count(merged) == count(training) + count({"en": val})
+    assert "zebracorn" not in Vocabularies.build(training, train_only).vocabs["en"].words
+    assert "zebracorn" in Vocabularies.build(merged, both).vocabs["en"].words
+
+
+def test_calixto_sts_tokens_are_moses_escaped_like_multi30k():
+    """Multi30K lc.norm.tok: Moses' tokenizer with its default escaping, lowercased."""
+    assert sts_tokens('The man\'s T-shirt says "Hi" & waves.') == [
+        "the", "man", "&apos;s", "t-shirt", "says", "&quot;", "hi", "&quot;", "&amp;", "waves",
+        ".",
+    ]
+    assert sts_tokens("Two dogs' toys, a <ball>.") == [
+        "two", "dogs", "&apos;", "toys", ",", "a", "&lt;", "ball", "&gt;", ".",
+    ]

@@ -15,6 +15,7 @@ FEATURE_SPLITS = {
 FEATURE_BACKBONES = [
     "resnet50",
     "vgg19",
+    "vgg19_bn",
     "resnet152",
     "efficientnet_lite0",
     "alexnet_fc6",

@@ -2,7 +2,11 @@
 feature vector per image, with its preprocessing.
 
 - resnet50 (Kádár et al. 2018): 2048-d average pool; resize 256, centre crop 224.
-- vgg19 (Calixto & Liu 2017): 4096-d fc7, after the second FC and its ReLU; as resnet50.
+- vgg19 (Calixto & Liu 2017, Section 2: "their 19-layer VGG network", FC7): 4096-d fc7, after
+  the second FC and its ReLU; preprocessing as resnet50.
+- vgg19_bn (the authors' code: README and extract_image_features.py ``--pretrained_cnn
+  vgg19_bn``, datasets_multilingual.py loads ``flickr30k_*_vgg19_bn_cnn_features.hdf5``): VGG19
+  with batch normalisation, the same fc7 layer and preprocessing.
 - resnet152 (Mohammadshahi et al. 2019): 2048-d average pool, mean over ten crops of 224.
 - alexnet_fc6 (Rajendran et al. 2016, who used BVLC Reference CaffeNet fc6): 4096-d fc6 after
   its ReLU (Caffe's in-place relu6 leaves the fc6 blob rectified); torchvision's AlexNet is the
@@ -57,6 +61,9 @@ BACKBONES: dict[str, Backbone] = {
     for b in (
         Backbone("resnet50", 2048, "avgpool (fc removed)", "resnet50"),
         Backbone("vgg19", 4096, "fc7: classifier[:5], after the second FC and its ReLU", "vgg19"),
+        Backbone(
+            "vgg19_bn", 4096, "fc7: classifier[:5], after the second FC and its ReLU", "vgg19_bn"
+        ),
         Backbone("resnet152", 2048, "avgpool (fc removed)", "resnet152", crops=10),
         Backbone("alexnet_fc6", 4096, "fc6: classifier[:3], the first FC and its ReLU", "alexnet"),
         Backbone(
@@ -158,6 +165,6 @@ def build_trunk(backbone: Backbone, weights: str | None) -> tuple[nn.Module, str
         model.fc = nn.Identity()
     elif arch == "alexnet":  # classifier = [dropout, fc6, relu, dropout, fc7, relu, fc8]
         model.classifier = model.classifier[:3]
-    else:  # vgg19: classifier = [fc6, relu, dropout, fc7, relu, dropout, fc8]
+    else:  # vgg19(_bn): classifier = [fc6, relu, dropout, fc7, relu, dropout, fc8]
         model.classifier = model.classifier[:5]
     return model, str(resolved) if resolved is not None else "random init"

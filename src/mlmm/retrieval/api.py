@@ -24,6 +24,10 @@ def build_model(record: dict, feature_dim: int, vocabs: Vocabularies) -> JointEm
         # .get: model.pt files written before these keys existed
         shared_projection=record.get("sentence_projection") == "shared",
         dropout_after_image_projection=record.get("image_dropout") == "projection",
+        init=record.get("init", "vsepp"),
+        dropout_position=record.get("dropout_position", "before_norm"),
+        embedding_dropout=record.get("embedding_dropout", "elementwise"),
+        word_dropout=record.get("word_dropout", 0.0),
     )
 
 

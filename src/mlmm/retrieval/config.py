@@ -27,6 +27,19 @@ DEFAULTS: dict[str, Any] = {
     # ff_sentence_mm); per-encoder: each text encoder has its own
     "sentence_projection": "per-encoder",
     "min_count": 4,  # rarer training words become <unk>
+    # words counted for the vocabularies: the training captions, or those plus the validation
+    # split's (Calixto's train_multilingual.py build_dictionary over train + dev (+ test))
+    "vocabulary": "train",
+    # vsepp: uniform(-0.1, 0.1) word embeddings, Xavier image layer, PyTorch's GRU/linear
+    # defaults; calixto_paper (Section 4) | calixto_code (utils.py, layers.py): model.init_calixto
+    "init": "vsepp",
+    # before_norm: dropout on the inputs of each layer (inverted); after_norm: Calixto's
+    # model_multilingual.py, a 0/1 mask on the normalised sentence and image embeddings
+    "dropout_position": "before_norm",
+    # elementwise: a fresh mask per word and time step; variational: one mask per sentence
+    # shared by its time steps (Calixto's emb_dropout)
+    "embedding_dropout": "elementwise",
+    "word_dropout": 0.0,  # drop whole tokens (Calixto's source_dropout)
     # image side
     "backbone": "efficientnet_lite0",
     "image_dropout": "features",  # dropout on the CNN features, or on their projection (Calixto)
@@ -98,6 +111,10 @@ CHOICES = {
     "select_by": ("rsum", "mean_rank"),
     "precision": ("fp32", "bf16"),
     "c2c_captions": ("shared", "redrawn"),
+    "vocabulary": ("train", "train+val"),
+    "init": ("vsepp", "calixto_paper", "calixto_code"),
+    "dropout_position": ("before_norm", "after_norm"),
+    "embedding_dropout": ("elementwise", "variational"),
 }
 SUBSET_CHOICES = {
     "assignment": ("overlap", "disjoint"),
@@ -143,6 +160,8 @@ def check(record: dict, where: str) -> None:
             raise InputError(
                 where, f"image_subset.{key} in {options}", repr(record["image_subset"][key])
             )
+    if not 0.0 <= record["word_dropout"] < 1.0:
+        raise InputError(where, "0 <= word_dropout < 1", str(record["word_dropout"]))
     if not 0.0 <= record["beta"] <= 1.0:
         raise InputError(where, "0 <= beta <= 1", str(record["beta"]), key="beta")
     if not set(select_languages(record)) <= set(languages(record)):
@@ -205,6 +224,42 @@ def protocol_notes(record: dict) -> list[str]:
                 "reuse the c2i caption sample (paper)"
                 if record["c2c_captions"] == "shared"
                 else "draw their own captions (mulisera master)"
+            )
+        )
+    return notes + calixto_notes(record)
+
+
+def calixto_notes(record: dict) -> list[str]:
+    """Which reading of Calixto & Liu 2017 a variant ran where the paper and the authors' code
+    (iacercalixto/multilingual-multimodal-embedding) disagree: features, initialisation,
+    dropout (docs/fidelity.md, "Calixto & Liu 2017, Tables 1-2")."""
+    if not any(row.get("paper") == "calixto2017" for row in record["paper_rows"]):
+        return []
+    notes = []
+    if record["backbone"] == "vgg19":
+        notes.append("VGG19 fc7 features (paper; the authors' code loads vgg19_bn)")
+    elif record["backbone"] == "vgg19_bn":
+        notes.append("VGG19-BN fc7 features (the authors' code; the paper names VGG19)")
+    if record["init"] == "calixto_paper":
+        notes.append("initialisation of Section 4 (paper: N(0, 0.01), orthogonal recurrent)")
+    elif record["init"] == "calixto_code":
+        notes.append(
+            "initialisation of the released Theano code (utils.py: uniform 0.1, orthogonal "
+            "recurrent, Xavier projections)"
+        )
+    if record["dropout"] > 0:
+        code = (
+            record["dropout_position"] == "after_norm"
+            or record["embedding_dropout"] == "variational"
+            or record["word_dropout"] > 0
+        )
+        notes.append(
+            f"dropout {record['dropout']:g} "
+            + (
+                "as model_multilingual.py (the authors' code)"
+                if code
+                else "on the text and image representations (paper Section 4; the authors' "
+                "run_f30kC.sh trains without dropout)"
             )
         )
     return notes

@@ -157,6 +157,20 @@ def training_sets(root: str | Path, record: dict, seed: int) -> TrainingSets:
     return TrainingSets(c2i, gather(draw, c2c_subsets, n_images), c2i)
 
 
+def vocabulary_captions(root: str | Path, record: dict, training: Captions) -> Captions:
+    """The captions the vocabularies count: the training ones, plus with ``vocabulary:
+    train+val`` every validation caption of the variant's sources (Calixto's
+    train_multilingual.py builds its dictionaries over train + dev, and over test too with
+    ``--load-test``, which run_f30kC.sh passes: our test images are the second half of val)."""
+    if record["vocabulary"] == "train":
+        return training
+    out = {lang: list(per_image) for lang, per_image in training.items()}
+    for source in record["train_data"]:
+        for lang in source["languages"]:
+            out[lang] += split_captions(root, "val", lang, source["portion"])
+    return out
+
+
 def c2i_pairs(captions: Captions) -> dict[str, list[tuple[int, list[str]]]]:
     return {
         lang: [(i, c) for i, caps in enumerate(per_image) for c in caps]

@@ -13,6 +13,9 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
 SIMILARITIES = ("cosine", "order")
+INITS = ("vsepp", "calixto_paper", "calixto_code")
+DROPOUT_POSITIONS = ("before_norm", "after_norm")
+EMBEDDING_DROPOUTS = ("elementwise", "variational")
 
 
 def l2norm(x: torch.Tensor) -> torch.Tensor:
@@ -38,6 +41,62 @@ def rowwise_score(a: torch.Tensor, b: torch.Tensor, similarity: str) -> torch.Te
     raise ValueError(f"unknown similarity {similarity!r}")
 
 
+def kept_mask(shape: tuple[int, ...], p: float, like: torch.Tensor) -> torch.Tensor:
+    """A 0/1 mask keeping each entry with probability 1 - p, without the 1/(1 - p) rescaling:
+    Calixto's ``layers.shared_dropout_layer`` (``trng.binomial(shape, p=retain)``)."""
+    return torch.bernoulli(torch.full(shape, 1.0 - p, device=like.device, dtype=like.dtype))
+
+
+def word_dropout(emb: torch.Tensor, p: float) -> torch.Tensor:
+    """Drop whole tokens: one draw per (sentence, position), shared by every embedding
+    dimension (Calixto's ``source_dropout``, shape (steps, samples, 1) tiled over dim_word);
+    inverted scaling, which for the GRU's linear input is a reparametrisation of its weights."""
+    keep = kept_mask((*emb.shape[:2], 1), p, emb) / (1.0 - p)
+    return emb * keep
+
+
+def variational_dropout(emb: torch.Tensor, p: float) -> torch.Tensor:
+    """One mask per sentence over the embedding dimensions, the same at every time step
+    (Calixto's ``emb_dropout``, shape (samples, dim_word) reused by the GRU's scan)."""
+    keep = kept_mask((emb.shape[0], 1, emb.shape[2]), p, emb) / (1.0 - p)
+    return emb * keep
+
+
+def init_calixto(module: nn.Module, scheme: str) -> None:
+    """Initialise every text and image parameter as Calixto & Liu describe (``calixto_paper``,
+    Section 4: non-recurrent matrices N(0, 0.01), read as the standard deviation; recurrent
+    matrices random orthogonal; biases zero) or as their code does (``calixto_code``, utils.py /
+    layers.py: word embeddings and GRU input matrices uniform(-0.1, 0.1) (``norm_weight``),
+    recurrent matrices orthogonal per gate (``ortho_weight``), the image and sentence
+    projections Xavier-uniform (``param_init_fflayer`` -> ``xavier_weight``), biases zero)."""
+
+    def non_recurrent(weight: torch.Tensor, projection: bool) -> None:
+        if scheme == "calixto_paper":
+            nn.init.normal_(weight, 0.0, 0.01)
+        elif projection:
+            nn.init.xavier_uniform_(weight)
+        else:
+            nn.init.uniform_(weight, -0.1, 0.1)
+
+    with torch.no_grad():
+        for sub in module.modules():
+            if isinstance(sub, nn.Embedding):
+                non_recurrent(sub.weight, projection=False)
+            elif isinstance(sub, nn.Linear):
+                non_recurrent(sub.weight, projection=True)
+                nn.init.zeros_(sub.bias)
+            elif isinstance(sub, nn.GRU):
+                hidden = sub.hidden_size
+                for name, value in sub.named_parameters():
+                    if name.startswith("weight_ih"):
+                        non_recurrent(value, projection=False)
+                    elif name.startswith("weight_hh"):  # (3H, H): one square block per gate
+                        for gate in range(3):
+                            nn.init.orthogonal_(value[gate * hidden : (gate + 1) * hidden])
+                    else:
+                        nn.init.zeros_(value)
+
+
 def projection(hidden: int, joint: int) -> nn.Module:
     """GRU state -> joint space (the identity when the sizes agree, as in VSE++)."""
     return nn.Linear(hidden, joint) if joint != hidden else nn.Identity()
@@ -54,22 +113,42 @@ class TextEncoder(nn.Module):
     """
 
     def __init__(
-        self, vocab_size: int, embed_dim: int, hidden: int, proj: nn.Module, dropout: float
+        self,
+        vocab_size: int,
+        embed_dim: int,
+        hidden: int,
+        proj: nn.Module,
+        dropout: float,
+        embedding_dropout: str = "elementwise",
+        word_dropout: float = 0.0,
     ) -> None:
         super().__init__()
+        if embedding_dropout not in EMBEDDING_DROPOUTS:
+            raise ValueError(f"unknown embedding_dropout {embedding_dropout!r}")
         self.embed = nn.Embedding(vocab_size, embed_dim, padding_idx=0)
         self.gru = nn.GRU(embed_dim, hidden, batch_first=True)
         self.dropout = nn.Dropout(dropout)
+        self.embedding_dropout = embedding_dropout
+        self.word_dropout = word_dropout
         self.proj = proj
         self.translator: tuple[torch.Tensor, torch.Tensor] | None = None
         nn.init.uniform_(self.embed.weight, -0.1, 0.1)
+
+    def _drop_embeddings(self, emb: torch.Tensor) -> torch.Tensor:
+        if self.training and self.word_dropout > 0:
+            emb = word_dropout(emb, self.word_dropout)
+        if self.embedding_dropout == "elementwise":
+            return self.dropout(emb)
+        if self.training and self.dropout.p > 0:
+            return variational_dropout(emb, self.dropout.p)
+        return emb
 
     def forward(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         emb = self.embed(tokens)
         if self.translator is not None:
             rows, mapping = self.translator
             emb = torch.where(rows[tokens].unsqueeze(-1), emb @ mapping.detach().t(), emb)
-        emb = self.dropout(emb)
+        emb = self._drop_embeddings(emb)
         packed = pack_padded_sequence(emb, lengths.cpu(), batch_first=True, enforce_sorted=False)
         _, last = self.gru(packed)
         return self.proj(self.dropout(last[-1]))
@@ -89,19 +168,34 @@ class JointEmbedding(nn.Module):
         similarity: str,
         shared_projection: bool = False,
         dropout_after_image_projection: bool = False,
+        init: str = "vsepp",
+        dropout_position: str = "before_norm",
+        embedding_dropout: str = "elementwise",
+        word_dropout: float = 0.0,
     ) -> None:
         super().__init__()
         if similarity not in SIMILARITIES:
             raise ValueError(f"unknown similarity {similarity!r}")
+        if init not in INITS:
+            raise ValueError(f"unknown init {init!r}")
+        if dropout_position not in DROPOUT_POSITIONS:
+            raise ValueError(f"unknown dropout_position {dropout_position!r}")
         self.similarity = similarity
         self.image = nn.Linear(feature_dim, joint)
         self.image_dropout = nn.Dropout(dropout)
         self.dropout_after_projection = dropout_after_image_projection
+        self.dropout_position = dropout_position
         shared = projection(hidden, joint) if shared_projection else None
         self.text = nn.ModuleDict(
             {
                 name: TextEncoder(
-                    n, embed_dim, hidden, shared or projection(hidden, joint), dropout
+                    n,
+                    embed_dim,
+                    hidden,
+                    shared or projection(hidden, joint),
+                    dropout,
+                    embedding_dropout,
+                    word_dropout,
                 )
                 for name, n in vocab_sizes.items()
             }
@@ -110,12 +204,22 @@ class JointEmbedding(nn.Module):
         r = (6.0 / (feature_dim + joint)) ** 0.5
         nn.init.uniform_(self.image.weight, -r, r)
         nn.init.zeros_(self.image.bias)
+        if init != "vsepp":
+            init_calixto(self, init)
 
     def _finish(self, x: torch.Tensor) -> torch.Tensor:
         x = l2norm(x.float())
+        if self.dropout_position == "after_norm" and self.training and self.image_dropout.p > 0:
+            # Calixto's model_multilingual.py build_model: ``sents_mm *= shared_dropout_layer``
+            # (and ``images *=``) after l2norm, a 0/1 mask without rescaling; at test time the
+            # code multiplies by the keep probability, a constant that changes no rank or cosine,
+            # so evaluation keeps the unit vectors.
+            x = x * kept_mask(tuple(x.shape), self.image_dropout.p, x)
         return x.abs() if self.similarity == "order" else x
 
     def embed_images(self, features: torch.Tensor) -> torch.Tensor:
+        if self.dropout_position == "after_norm":  # the code drops only the normalised image
+            return self._finish(self.image(features))
         if self.dropout_after_projection:
             return self._finish(self.image_dropout(self.image(features)))
         return self._finish(self.image(self.image_dropout(features)))

@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
-import re
+import functools
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
+from sacremoses import MosesPunctNormalizer, MosesTokenizer
 
 from mlmm import evaluation
 
 
-def sts_tokens(sentence: str) -> list[str]:
-    """Lowercased word / punctuation tokens, close to the Multi30K ``lc.norm.tok`` files: as
-    Moses' tokenizer (no ``-a``), a hyphen inside a word keeps it whole ("t-shirt")."""
-    return re.findall(r"\w+(?:-\w+)*|[^\w\s]", sentence.lower())
+@functools.cache
+def _moses(lang: str) -> tuple[MosesPunctNormalizer, MosesTokenizer]:
+    return MosesPunctNormalizer(lang=lang), MosesTokenizer(lang=lang)
+
+
+def sts_tokens(sentence: str, lang: str = "en") -> list[str]:
+    """Tokens as in the Multi30K ``lc.norm.tok`` files the encoders were trained on: Moses'
+    punctuation normaliser, lowercasing, Moses' tokenizer with its default XML escaping
+    (``&apos;s``, ``&quot;``, ``&amp;``) and no ``-a`` (a hyphen inside a word keeps it whole,
+    "t-shirt"), so that STS words hit the training vocabulary."""
+    normalizer, tokenizer = _moses(lang)
+    return tokenizer.tokenize(normalizer.normalize(sentence).lower(), escape=True)
 
 
 def sts_scores(embed: Callable[[list[list[str]]], torch.Tensor], root: Path) -> dict[str, float]:

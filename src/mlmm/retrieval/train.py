@@ -31,7 +31,14 @@ from mlmm.provenance import Timer, provenance
 from mlmm.retrieval import checkpoint
 from mlmm.retrieval.api import build_model
 from mlmm.retrieval.config import languages, select_languages
-from mlmm.retrieval.data import Vocabularies, eval_set, load_features, pad, training_sets
+from mlmm.retrieval.data import (
+    Vocabularies,
+    eval_set,
+    load_features,
+    pad,
+    training_sets,
+    vocabulary_captions,
+)
 from mlmm.retrieval.losses import ranking_loss, weighted_loss
 from mlmm.retrieval.selection import Selector, selection_score
 from mlmm.retrieval.streams import Batch, Text, TrainingStreams
@@ -75,7 +82,9 @@ class Run:
         np.random.seed(seed)
         torch.manual_seed(seed)
         sets = training_sets(paths.data_root, record, seed)
-        self.vocabs = Vocabularies.build(sets.vocabulary, record)
+        self.vocabs = Vocabularies.build(
+            vocabulary_captions(paths.data_root, record, sets.vocabulary), record
+        )
         n_train = len(multi30k.image_list(paths.data_root, "train"))
         self.features = torch.from_numpy(
             load_features(paths.features_root, record["backbone"], "train", n_train)
