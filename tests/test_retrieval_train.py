@@ -234,6 +234,38 @@ def test_calixto_joint_beta(world, tmp_path):
     assert metrics["test"]["en"]["t2i"]["R@10"] > 50  # chance: 10 of 20 images
 
 
+@pytest.mark.parametrize("reading", ["calixto_paper", "calixto_code"])
+def test_calixto_readings_train_and_reload(world, tmp_path, reading):
+    """The paper's and the authors' code's initialisation, dropout and vocabulary train end to
+    end; the saved model embeds as the trained one (no dropout at evaluation)."""
+    variant = {
+        "train_data": [{"portion": "comparable", "languages": ["en", "de"]}],
+        "encoder": "per-language",
+        "batching": "joint",
+        "loss": "sum",
+        "sentence_projection": "shared",
+        "image_dropout": "projection",
+        "dropout": 0.2,
+        "init": reading,
+        "vocabulary": "train+val",
+        "validation": {"split": "val", "images": [0, 20]},
+        "test": {"split": "val", "images": [20, None]},
+    }
+    if reading == "calixto_code":
+        variant.update(
+            dropout_position="after_norm", embedding_dropout="variational", word_dropout=0.2
+        )
+    record = resolve_variant(section(c=variant), "c")
+    metrics = train_variant(record, 1, world, tmp_path, progress=False, threads=1)
+    assert metrics["test"]["en"]["t2i"]["R@10"] > 50  # chance: 10 of 20 images
+    model = load_trained(tmp_path)
+    assert model.record["init"] == reading
+    sentence = [["a", "b"], ["c"]]
+    torch.testing.assert_close(
+        model.embed_sentences("en", sentence), model.embed_sentences("en", sentence)
+    )
+
+
 def _cli(config: Path, out: Path, world: Paths) -> list[str]:
     return [
         sys.executable,
