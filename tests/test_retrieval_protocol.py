@@ -17,7 +17,7 @@ from mlmm.errors import InputError
 from mlmm.retrieval import align
 from mlmm.retrieval import train as train_module
 from mlmm.retrieval.api import load_trained
-from mlmm.retrieval.config import resolve_variant
+from mlmm.retrieval.config import calixto_notes, resolve_variant
 from mlmm.retrieval.data import (
     Vocabularies,
     load_features,
@@ -395,3 +395,25 @@ def test_calixto_sts_tokens_are_moses_escaped_like_multi30k():
     assert sts_tokens("Two dogs' toys, a <ball>.") == [
         "two", "dogs", "&apos;", "toys", ",", "a", "&lt;", "ball", "&gt;", ".",
     ]
+
+
+def test_calixto_table_notes_name_the_reading_that_ran():
+    row = {"paper": "calixto2017", "table": 1, "system": "MLMME"}
+    base = {"paper_rows": [row], "backbone": "vgg19", "init": "calixto_paper", "dropout": 0.5}
+    paper = resolve_variant({"variants": {"p": base}}, "p")
+    assert calixto_notes(paper) == [
+        "VGG19 fc7 features (paper; the authors' code loads vgg19_bn)",
+        "initialisation of Section 4 (paper: N(0, 0.01), orthogonal recurrent)",
+        "dropout 0.5 on the text and image representations (paper Section 4; the authors' "
+        "run_f30kC.sh trains without dropout)",
+    ]
+    code = {**base, "backbone": "vgg19_bn", "init": "calixto_code", "word_dropout": 0.5,
+            "dropout_position": "after_norm", "embedding_dropout": "variational"}
+    assert calixto_notes(resolve_variant({"variants": {"c": code}}, "c")) == [
+        "VGG19-BN fc7 features (the authors' code; the paper names VGG19)",
+        "initialisation of the released Theano code (utils.py: uniform 0.1, orthogonal "
+        "recurrent, Xavier projections)",
+        "dropout 0.5 as model_multilingual.py (the authors' code)",
+    ]
+    other = resolve_variant({"variants": {"k": {**base, "paper_rows": []}}}, "k")
+    assert calixto_notes(other) == []  # only Calixto's rows carry these notes
