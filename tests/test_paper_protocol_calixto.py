@@ -101,11 +101,12 @@ def test_image_dropout_after_the_image_layer():
 
 def test_dropout_is_the_papers():
     """Row 'dropout': Section 4, 0.5 on the text and image representations (the paper); the
-    code's after-normalisation, variational and word dropout are keys left off."""
+    code's after-normalisation, variational, recurrent and word dropout are keys left off."""
     for name, record in _mlmme().items():
         assert record["dropout"] == 0.5, name
         got = (record["dropout_position"], record["embedding_dropout"], record["word_dropout"])
         assert got == ("before_norm", "elementwise", 0.0), name
+        assert record["recurrent_dropout"] == 0.0, name
         assert any(
             n.startswith("dropout 0.5 on the text and image representations (paper")
             for n in protocol_notes(record)

@@ -25,7 +25,12 @@ from mlmm.retrieval.data import (
     training_sets,
     vocabulary_captions,
 )
-from mlmm.retrieval.model import JointEmbedding, variational_dropout, word_dropout
+from mlmm.retrieval.model import (
+    JointEmbedding,
+    gru_last_state,
+    variational_dropout,
+    word_dropout,
+)
 from mlmm.retrieval.selection import Selector, selection_score
 from mlmm.retrieval.streams import EncodedCaptions
 from mlmm.retrieval.train import Run, sts_tokens, train_variant
@@ -417,3 +422,51 @@ def test_calixto_table_notes_name_the_reading_that_ran():
     ]
     other = resolve_variant({"variants": {"k": {**base, "paper_rows": []}}}, "k")
     assert calixto_notes(other) == []  # only Calixto's rows carry these notes
+
+
+def test_calixto_recurrent_dropout_gru_matches_the_formula_and_cudnn():
+    """layers.gru_layer: r, u = sigmoid(x W + (h_ * m0) U), h~ = tanh(x Wx + r * ((h_ * m1) Ux)),
+    h = u * h_ + (1 - u) * h~; one mask pair per sentence for every step."""
+    torch.manual_seed(4)
+    gru = torch.nn.GRU(3, 4, batch_first=True)
+    emb, lengths = torch.randn(5, 6, 3), torch.tensor([6, 1, 3, 6, 2])
+    ones = (torch.ones(5, 4), torch.ones(5, 4))
+    packed = torch.nn.utils.rnn.pack_padded_sequence(emb, lengths, True, enforce_sorted=False)
+    with torch.no_grad():
+        _, last = gru(packed)
+        torch.testing.assert_close(gru_last_state(gru, emb, lengths, ones), last[-1])
+        # one unit, one input, two steps: by hand
+        one = torch.nn.GRU(1, 1, batch_first=True)
+        for name, value in {"weight_ih_l0": [[0.5], [-1.0], [2.0]], "weight_hh_l0": [[1.5], [0.5],
+                            [-2.0]], "bias_ih_l0": [0.1, 0.2, 0.3], "bias_hh_l0": [0.0, 0.0, 0.4]
+                            }.items():  # fmt: skip
+            getattr(one, name).copy_(torch.tensor(value))
+        x, masks = [1.0, -2.0], (torch.tensor([[2.0]]), torch.tensor([[0.0]]))
+        h = 0.0
+        for xt in x:
+            r = torch.sigmoid(torch.tensor(0.5 * xt + 0.1 + 1.5 * h * 2.0))
+            z = torch.sigmoid(torch.tensor(-1.0 * xt + 0.2 + 0.5 * h * 2.0))
+            n = torch.tanh(2.0 * xt + 0.3 + r * (-2.0 * h * 0.0 + 0.4))
+            h = float((1 - z) * n + z * h)
+        got = gru_last_state(one, torch.tensor([[[1.0], [-2.0]]]), torch.tensor([2]), masks)
+        assert abs(float(got) - h) < 1e-6
+
+
+def test_calixto_recurrent_dropout_draws_one_mask_pair_per_batch(monkeypatch):
+    from mlmm.retrieval import model as model_module
+
+    drawn = []
+
+    def counting(shape, p, like):
+        drawn.append(shape)
+        return torch.bernoulli(torch.full(shape, 1.0 - p))
+
+    monkeypatch.setattr(model_module, "kept_mask", counting)
+    encoder = JointEmbedding(4, {"en": 20}, 3, 5, 5, 0.0, "cosine", recurrent_dropout=0.5)
+    encoder.train()
+    encoder.embed_text("en", torch.randint(2, 20, (7, 9)), torch.full((7,), 9))
+    assert drawn == [(7, 5), (7, 5)]  # gates and candidate, whatever the 9 steps
+    drawn.clear()
+    encoder.eval()
+    encoder.embed_text("en", torch.randint(2, 20, (7, 9)), torch.full((7,), 9))
+    assert drawn == []  # evaluation: cuDNN, no mask

@@ -253,7 +253,10 @@ def test_calixto_readings_train_and_reload(world, tmp_path, reading):
     }
     if reading == "calixto_code":
         variant.update(
-            dropout_position="after_norm", embedding_dropout="variational", word_dropout=0.2
+            dropout_position="after_norm",
+            embedding_dropout="variational",
+            word_dropout=0.2,
+            recurrent_dropout=0.2,
         )
     record = resolve_variant(section(c=variant), "c")
     metrics = train_variant(record, 1, world, tmp_path, progress=False, threads=1)

@@ -28,6 +28,7 @@ def build_model(record: dict, feature_dim: int, vocabs: Vocabularies) -> JointEm
         dropout_position=record.get("dropout_position", "before_norm"),
         embedding_dropout=record.get("embedding_dropout", "elementwise"),
         word_dropout=record.get("word_dropout", 0.0),
+        recurrent_dropout=record.get("recurrent_dropout", 0.0),
     )
 
 

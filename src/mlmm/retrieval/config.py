@@ -40,6 +40,8 @@ DEFAULTS: dict[str, Any] = {
     # shared by its time steps (Calixto's emb_dropout)
     "embedding_dropout": "elementwise",
     "word_dropout": 0.0,  # drop whole tokens (Calixto's source_dropout)
+    # one mask per sentence on the GRU state, for every step (Calixto's rec_dropout)
+    "recurrent_dropout": 0.0,
     # image side
     "backbone": "efficientnet_lite0",
     "image_dropout": "features",  # dropout on the CNN features, or on their projection (Calixto)
@@ -160,8 +162,9 @@ def check(record: dict, where: str) -> None:
             raise InputError(
                 where, f"image_subset.{key} in {options}", repr(record["image_subset"][key])
             )
-    if not 0.0 <= record["word_dropout"] < 1.0:
-        raise InputError(where, "0 <= word_dropout < 1", str(record["word_dropout"]))
+    for key in ("word_dropout", "recurrent_dropout"):
+        if not 0.0 <= record[key] < 1.0:
+            raise InputError(where, f"0 <= {key} < 1", str(record[key]), key=key)
     if not 0.0 <= record["beta"] <= 1.0:
         raise InputError(where, "0 <= beta <= 1", str(record["beta"]), key="beta")
     if not set(select_languages(record)) <= set(languages(record)):
@@ -252,6 +255,7 @@ def calixto_notes(record: dict) -> list[str]:
             record["dropout_position"] == "after_norm"
             or record["embedding_dropout"] == "variational"
             or record["word_dropout"] > 0
+            or record["recurrent_dropout"] > 0
         )
         notes.append(
             f"dropout {record['dropout']:g} "

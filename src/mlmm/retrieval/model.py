@@ -62,6 +62,33 @@ def variational_dropout(emb: torch.Tensor, p: float) -> torch.Tensor:
     return emb * keep
 
 
+def gru_last_state(
+    gru: nn.GRU,
+    emb: torch.Tensor,
+    lengths: torch.Tensor,
+    masks: tuple[torch.Tensor, torch.Tensor],
+) -> torch.Tensor:
+    """The GRU's state after each sentence's last token, step by step, with Calixto's recurrent
+    dropout (``layers.gru_layer``: ``h_ * rec_dropout[0]`` into the gates' ``U``,
+    ``h_ * rec_dropout[1]`` into the candidate's ``Ux``, one (samples, dim) mask each for every
+    step). PyTorch's gate order is (r, z, n); h = (1 - z) * n + z * h_prev as Theano's
+    u * h_ + (1 - u) * h with u = z. Padding steps keep the state (the code's ``m_`` mask)."""
+    hidden = gru.hidden_size
+    w_hh, b_hh = gru.weight_hh_l0, gru.bias_hh_l0
+    inputs = emb @ gru.weight_ih_l0.t() + gru.bias_ih_l0  # (batch, steps, 3H)
+    h = emb.new_zeros(emb.shape[0], hidden)
+    steps = lengths.to(emb.device)
+    for t in range(emb.shape[1]):
+        gates = (h * masks[0]) @ w_hh[: 2 * hidden].t() + b_hh[: 2 * hidden]
+        candidate = (h * masks[1]) @ w_hh[2 * hidden :].t() + b_hh[2 * hidden :]
+        x = inputs[:, t]
+        r = torch.sigmoid(x[:, :hidden] + gates[:, :hidden])
+        z = torch.sigmoid(x[:, hidden : 2 * hidden] + gates[:, hidden:])
+        n = torch.tanh(x[:, 2 * hidden :] + r * candidate)
+        h = torch.where((t < steps).unsqueeze(1), (1 - z) * n + z * h, h)
+    return h
+
+
 def init_calixto(module: nn.Module, scheme: str) -> None:
     """Initialise every text and image parameter as Calixto & Liu describe (``calixto_paper``,
     Section 4: non-recurrent matrices N(0, 0.01), read as the standard deviation; recurrent
@@ -121,6 +148,7 @@ class TextEncoder(nn.Module):
         dropout: float,
         embedding_dropout: str = "elementwise",
         word_dropout: float = 0.0,
+        recurrent_dropout: float = 0.0,
     ) -> None:
         super().__init__()
         if embedding_dropout not in EMBEDDING_DROPOUTS:
@@ -130,6 +158,7 @@ class TextEncoder(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.embedding_dropout = embedding_dropout
         self.word_dropout = word_dropout
+        self.recurrent_dropout = recurrent_dropout
         self.proj = proj
         self.translator: tuple[torch.Tensor, torch.Tensor] | None = None
         nn.init.uniform_(self.embed.weight, -0.1, 0.1)
@@ -149,6 +178,11 @@ class TextEncoder(nn.Module):
             rows, mapping = self.translator
             emb = torch.where(rows[tokens].unsqueeze(-1), emb @ mapping.detach().t(), emb)
         emb = self._drop_embeddings(emb)
+        if self.training and self.recurrent_dropout > 0:  # no cuDNN kernel takes a state mask
+            p = self.recurrent_dropout
+            shape = (emb.shape[0], self.gru.hidden_size)
+            masks = (kept_mask(shape, p, emb) / (1 - p), kept_mask(shape, p, emb) / (1 - p))
+            return self.proj(self.dropout(gru_last_state(self.gru, emb, lengths, masks)))
         packed = pack_padded_sequence(emb, lengths.cpu(), batch_first=True, enforce_sorted=False)
         _, last = self.gru(packed)
         return self.proj(self.dropout(last[-1]))
@@ -172,6 +206,7 @@ class JointEmbedding(nn.Module):
         dropout_position: str = "before_norm",
         embedding_dropout: str = "elementwise",
         word_dropout: float = 0.0,
+        recurrent_dropout: float = 0.0,
     ) -> None:
         super().__init__()
         if similarity not in SIMILARITIES:
@@ -196,6 +231,7 @@ class JointEmbedding(nn.Module):
                     dropout,
                     embedding_dropout,
                     word_dropout,
+                    recurrent_dropout,
                 )
                 for name, n in vocab_sizes.items()
             }
