@@ -131,6 +131,28 @@ def read_lines(path: str | Path, allow_empty_lines: bool = False) -> list[str]:
     return lines
 
 
+def read_npy(path: str | Path, what: str = "a .npy array", mmap_mode: str | None = None):
+    """A .npy array, never unpickled (a pickled .npy could run code, and holds no numbers):
+    a missing, pickled or unreadable file is an InputError naming it."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(path, what, "no such file")
+    try:
+        array = np.load(path, mmap_mode=mmap_mode, allow_pickle=False)
+    except ValueError as exc:
+        if "pickle" in str(exc) or "Python objects" in str(exc):
+            found = "a pickled array of Python objects (not loaded: allow_pickle=False)"
+        else:
+            found = f"unreadable data ({exc})"
+        raise InputError(path, what, found) from None
+    except (OSError, EOFError) as exc:
+        raise InputError(path, what, f"unreadable data ({exc})") from None
+    if not isinstance(array, np.ndarray):  # an .npz archive under a .npy name
+        array.close()
+        raise InputError(path, what, "an .npz archive")
+    return array
+
+
 def sha256_file(path: str | Path) -> str:
     """Hex sha256 of a file, read in 1 MiB blocks (manifests, provenance of inputs)."""
     digest = hashlib.sha256()
