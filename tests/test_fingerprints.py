@@ -5,6 +5,7 @@ says so in one line, and ends as a fresh run ends."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -80,13 +81,13 @@ def test_retrieval_checkpoint_of_other_features_is_not_resumed(tmp_path, capsys)
     fixed = train_variant(record, 1, world, tmp_path / "run", progress=False, threads=1)
     err = capsys.readouterr().err
     assert (
-        "checkpoint.pt: inputs changed since it was written (train features), starting over"
-        in err
+        "checkpoint.pt: inputs changed since it was written (train features), starting over" in err
     )
     assert not fixed["timings"]["resumed"]
     fresh = train_variant(record, 1, world, tmp_path / "fresh", progress=False, threads=1)
-    assert fixed["test"] == fresh["test"] and fixed["history"][0]["loss"] == (
-        fresh["history"][0]["loss"]
+    assert (
+        fixed["test"] == fresh["test"]
+        and fixed["history"][0]["loss"] == (fresh["history"][0]["loss"])
     )
 
 
@@ -152,3 +153,73 @@ def test_feature_shards_of_unchanged_images_are_resumed(tmp_path, monkeypatch, c
     assert "starting over" not in capsys.readouterr().err
     sidecar = json.loads((tmp_path / "out/val.json").read_text(encoding="utf-8"))
     assert sidecar["n"] == 6
+
+
+# ------------------------------------------------------------------------------ NMT, pivot
+# These trainers keep no resumable state (a killed run starts over: tests/test_resume.py), so
+# nothing of an earlier run may leak into a rerun on changed inputs either.
+
+
+def _same_files(a: Path, b: Path, names: list[str]) -> None:
+    import torch
+
+    for name in names:
+        x = torch.load(a / name, weights_only=False)
+        y = torch.load(b / name, weights_only=False)
+        state_x, state_y = x.get("state", x), y.get("state", y)
+        assert state_x.keys() == state_y.keys(), name
+        for key in state_x:
+            if isinstance(state_x[key], torch.Tensor):
+                assert torch.equal(state_x[key], state_y[key]), f"{name}: {key}"
+
+
+def test_nmt_rerun_on_changed_data_equals_a_fresh_run(tmp_path):
+    from test_nmt import _corpus
+
+    from mlmm.cli import main
+
+    def corpus(root: Path, seed: int) -> Path:
+        root.mkdir()
+        for split, n, offset in (("train", 40, 0), ("val", 6, 1)):
+            src, tgt = _corpus(n, seed + offset)
+            (root / f"{split}.lc.norm.tok.en").write_text("".join(" ".join(s) + "\n" for s in src))
+            (root / f"{split}.lc.norm.tok.de").write_text("".join(" ".join(t) + "\n" for t in tgt))
+        return root
+
+    def train(data: Path, out: Path) -> None:
+        argv = ["train-nmt", "--data", data, "--embedding", 8, "--hidden", 8, "--attention", 8,
+                "--batch-size", 8, "--max-epochs", 2, "--patience", 2, "--device", "cpu",
+                "--out", out / "model.pt", "--history", out / "history.csv",
+                "--metrics", out / "metrics.json"]  # fmt: skip
+        assert main([str(a) for a in argv]) == 0
+
+    old, new = corpus(tmp_path / "old", 0), corpus(tmp_path / "new", 10)
+    train(old, tmp_path / "run")
+    train(new, tmp_path / "run")  # the same outputs, other data
+    train(new, tmp_path / "fresh")
+    _same_files(tmp_path / "run", tmp_path / "fresh", ["model.pt"])
+
+
+def test_pivot_rerun_on_changed_features_equals_a_fresh_run(tmp_path):
+    from test_pivot import make_world
+
+    from mlmm.cli import main
+
+    coco, feats, ted = make_world(tmp_path / "world")
+
+    def train(out: Path) -> None:
+        argv = ["pivot-train", "--coco-root", coco, "--features", feats, "--hidden", 8,
+                "--epochs", 2, "--min-count", 1, "--model", "bridge", "--language", "de",
+                "--ted-root", ted, "--lambda", 1, "--device", "cpu", "--out", out]  # fmt: skip
+        assert main([str(a) for a in argv]) == 0
+
+    def scores(out: Path) -> dict:
+        return json.loads((out / "metrics.json").read_text(encoding="utf-8"))["test"]
+
+    train(tmp_path / "run")
+    before = scores(tmp_path / "run")
+    for array in sorted(Path(feats).rglob("*.npy")):  # the features change
+        np.save(array, np.load(array)[::-1].copy())
+    train(tmp_path / "run")
+    train(tmp_path / "fresh")
+    assert scores(tmp_path / "run") == scores(tmp_path / "fresh") != before
