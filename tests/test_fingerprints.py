@@ -223,3 +223,39 @@ def test_pivot_rerun_on_changed_features_equals_a_fresh_run(tmp_path):
     train(tmp_path / "run")
     train(tmp_path / "fresh")
     assert scores(tmp_path / "run") == scores(tmp_path / "fresh") != before
+
+
+# ------------------------------------------------------------------------------ downloads
+
+
+def test_a_partial_download_of_another_url_is_not_continued(tmp_path, capsys):
+    """``<target>.part`` records its URL: a rerun for another URL downloads from byte 0
+    instead of appending the new file's tail to the old file's head."""
+    import http.server
+    import threading
+
+    from test_data_fetch import _HalfThenRange
+
+    from mlmm.data.fetch import download
+    from mlmm.errors import InputError
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _HalfThenRange)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{httpd.server_address[1]}"
+    target = tmp_path / "vectors.vec"
+    _HalfThenRange.seen = []
+    try:
+        with pytest.raises(InputError):  # broken after half, no retry: the part is kept
+            download(f"{base}/old.vec", target, retries=0, progress=False)
+        assert (tmp_path / "vectors.vec.part").is_file()
+        capsys.readouterr()
+        download(f"{base}/new.vec", target, retries=1, progress=False)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert "vectors.vec.part: inputs changed since it was written (url), starting over" in (
+        capsys.readouterr().err
+    )
+    assert _HalfThenRange.seen[1] is None  # the new URL from byte 0, then its own rest
+    assert target.read_bytes() == _HalfThenRange.BODY
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["vectors.vec"]

@@ -4,8 +4,8 @@ A resumable artefact (a retrieval ``checkpoint.pt``, the finished shards of a fe
 extraction) records a fingerprint: a named digest of each of its inputs' contents (the bytes of
 files, the values of arrays) and of the settings that shape it. Before resuming, the run
 computes the fingerprint again; if any part differs, the artefact is discarded, one line says
-which inputs changed, and the work starts over. Paths and clocks are not part of a fingerprint:
-a copy moved elsewhere still resumes, a file replaced under the same name does not.
+which inputs changed, and the work starts over. Clocks are not part of it, contents are:
+a file replaced under the same name does not resume.
 """
 
 from __future__ import annotations

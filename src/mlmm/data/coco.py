@@ -574,9 +574,8 @@ def fetch_images(
                 with zipfile.ZipFile(source.path) as handle:
                     handle.extractall(tmp)
             except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
-                raise InputError(
-                    source.path, "a readable zip archive of COCO images", f"a corrupt member ({exc})"
-                ) from None
+                expected = "a readable zip archive of COCO images"
+                raise InputError(source.path, expected, f"a corrupt member ({exc})") from None
             sources.append(source)
         shutil.rmtree(tmp / ".downloads", ignore_errors=True)
         write_text(tmp / MARKER, manifest_text({_name(s.given): s.sha256 for s in sources}))
