@@ -28,6 +28,14 @@ Fingerprint = dict[str, str]
 def _update(digest, value: Any) -> None:
     """Feed ``value`` to ``digest`` canonically (type-tagged, dict keys sorted): equal values give
     equal bytes whatever their order of construction."""
+    if isinstance(value, Mapping | list | tuple):
+        try:  # plain data (caption lists, config records): serialised in C, one update
+            text = json.dumps(value, sort_keys=True, allow_nan=True)
+        except (TypeError, ValueError):  # arrays, tensors, sets, mixed keys: walked below
+            pass
+        else:
+            digest.update(b"j" + text.encode() + b";")
+            return
     if isinstance(value, Mapping):
         digest.update(b"{")
         for key in sorted(value, key=str):

@@ -119,7 +119,11 @@ class Run:
             "config": value_digest({"record": record, "seed": seed}),
             "train features": value_digest(train_features),
             "validation features": value_digest(self.val.features),
-            "captions": value_digest([sets.c2i, sets.c2c, sets.vocabulary, self.val.captions]),
+            "captions": value_digest(
+                [sets.c2i]
+                + [c for c in (sets.c2c, sets.vocabulary) if c is not sets.c2i]  # often c2i
+                + [self.val.captions]
+            ),
             "initial weights (word vectors)": value_digest(self.model.state_dict()),
             "alignment lexicons": value_digest(
                 None if self.alignment is None else [self.alignment.train, self.alignment.gold]
