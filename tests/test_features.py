@@ -95,11 +95,11 @@ def test_resume_after_a_kill_redoes_only_unfinished_shards(tmp_path, monkeypatch
     saved = []
     real_save = extraction._save_shard
 
-    def save_then_die(work, k, features, bad):
+    def save_then_die(work, k, *rest):
         if saved:
             raise KeyboardInterrupt("killed after the first shard")
         saved.append(k)
-        real_save(work, k, features, bad)
+        real_save(work, k, *rest)
 
     monkeypatch.setattr(extraction, "_save_shard", save_then_die)
     with pytest.raises(KeyboardInterrupt):

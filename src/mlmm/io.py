@@ -7,10 +7,14 @@ complete, so an interrupted or failed run never leaves a partial file behind.
 from __future__ import annotations
 
 import contextlib
+import errno
 import gzip
 import hashlib
 import json
 import os
+import re
+import shutil
+import socket
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,11 +31,53 @@ def _umask() -> int:
     return umask
 
 
+def _temp_prefix(out: Path) -> str:
+    """Hidden temporary names beside ``out`` carry the host and process that made them, so a
+    later run can tell the leftovers of a killed one (its process gone) from a live one's."""
+    return f".{out.name}.{socket.gethostname().split('.')[0]}-{os.getpid()}."
+
+
+def remove_stale_temps(out: str | Path) -> list[Path]:
+    """Delete the temporary files and directories a killed run left beside ``out`` (made on
+    this host by a process that no longer exists); returns them. A kill (SIGKILL, a job's
+    time limit) runs no cleanup, and a half-built demo world is megabytes kept for good."""
+    out = Path(out)
+    host = socket.gethostname().split(".")[0]
+    pattern = re.compile(re.escape(f".{out.name}.{host}-") + r"(\d+)\..*\.tmp")
+    removed = []
+    if not out.parent.is_dir():
+        return removed
+    for path in out.parent.iterdir():
+        match = pattern.fullmatch(path.name)
+        if match is None or _alive(int(match.group(1))):
+            continue
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+        removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
 def temp_dir_beside(out: str | Path) -> Path:
     """A fresh hidden directory beside ``out`` to build it in, with the mode the umask gives
-    (mkdtemp's 0700 would otherwise stick to ``out`` once renamed onto it)."""
+    (mkdtemp's 0700 would otherwise stick to ``out`` once renamed onto it). Leftovers of a
+    killed earlier run beside ``out`` are removed first."""
     out = Path(out)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    remove_stale_temps(out)
+    tmp = Path(tempfile.mkdtemp(prefix=_temp_prefix(out), suffix=".tmp", dir=out.parent))
     tmp.chmod(0o777 & ~_umask())
     return tmp
 
@@ -45,16 +91,29 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    remove_stale_temps(target)
+    fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target), suffix=".tmp", dir=target.parent)
     os.fchmod(fd, 0o666 & ~_umask())
     os.close(fd)
     tmp_path = Path(tmp)
     try:
         yield tmp_path
         os.replace(tmp_path, target)
+    except OSError as exc:
+        raise _naming(exc, target) from None
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
+
+
+def _naming(exc: OSError, target: Path) -> Exception:
+    """A system error while writing ``target`` (a full disk: the write itself fails, with no
+    file name), as one that names ``target`` rather than its temporary file."""
+    if exc.errno == errno.ENOSPC:
+        return InputError(target, "free space on its disk to write it", "the disk full (ENOSPC)")
+    if exc.filename is None or ".tmp" in str(exc.filename):
+        return OSError(exc.errno, exc.strerror or str(exc), str(target))
+    return exc
 
 
 def write_text(target: str | Path, text: str) -> None:
@@ -129,6 +188,28 @@ def read_lines(path: str | Path, allow_empty_lines: bool = False) -> list[str]:
             if not line.strip():
                 raise InputError(path, "a non-empty line", "an empty line", line=number)
     return lines
+
+
+def read_npy(path: str | Path, what: str = "a .npy array", mmap_mode: str | None = None):
+    """A .npy array, never unpickled (a pickled .npy could run code, and holds no numbers):
+    a missing, pickled or unreadable file is an InputError naming it."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(path, what, "no such file")
+    try:
+        array = np.load(path, mmap_mode=mmap_mode, allow_pickle=False)
+    except ValueError as exc:
+        if "pickle" in str(exc) or "Python objects" in str(exc):
+            found = "a pickled array of Python objects (not loaded: allow_pickle=False)"
+        else:
+            found = f"unreadable data ({exc})"
+        raise InputError(path, what, found) from None
+    except (OSError, EOFError) as exc:
+        raise InputError(path, what, f"unreadable data ({exc})") from None
+    if not isinstance(array, np.ndarray):  # an .npz archive under a .npy name
+        array.close()
+        raise InputError(path, what, "an .npz archive")
+    return array
 
 
 def sha256_file(path: str | Path) -> str:

@@ -65,22 +65,23 @@ def run_eval(args) -> None:
 
     from mlmm.errors import InputError
     from mlmm.evaluation import check_finite, retrieval_metrics
-    from mlmm.io import refuse_overwrite, write_json
+    from mlmm.io import read_npy, refuse_overwrite, write_json
     from mlmm.provenance import Timer, provenance
 
     refuse_overwrite(args.out, [args.images, args.captions])
     arrays = {}
     for name in ("images", "captions"):
         path = getattr(args, name)
-        if not path.is_file():
-            raise InputError(path, f"a .npy array of {name[:-1]} embeddings", "no such file")
-        try:
-            arrays[name] = np.load(path, allow_pickle=False)
-        except ValueError as exc:
-            raise InputError(path, "a .npy array", f"unreadable data ({exc})") from None
-        if arrays[name].ndim != 2:
-            raise InputError(path, "a 2-d array", f"shape {arrays[name].shape}")
+        arrays[name] = read_npy(path, f"a .npy array of {name[:-1]} embeddings")
+        shape = arrays[name].shape
+        if arrays[name].ndim != 2 or shape[0] == 0:
+            raise InputError(path, "a 2-d array with at least one row", f"shape {shape}")
         check_finite(arrays[name], str(path))
+    if args.chunk is not None and args.chunk < 1:
+        raise InputError("--chunk", "a positive number of captions per block", str(args.chunk))
+    # float32 and float64 arrays (a float64 export) are compared in the wider of the two types
+    common = np.result_type(arrays["images"].dtype, arrays["captions"].dtype, np.float32)
+    arrays = {name: array.astype(common, copy=False) for name, array in arrays.items()}
     n, m = arrays["images"].shape[0], arrays["captions"].shape[0]
     if args.per_image < 1 or m != n * args.per_image:
         raise InputError(args.captions, f"{n} x {args.per_image} rows", f"{m} rows")

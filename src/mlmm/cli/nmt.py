@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from mlmm.errors import InputError
-from mlmm.io import refuse_overwrite
+from mlmm.io import read_npy, refuse_overwrite
 
 
 def register(subparsers) -> None:
@@ -196,7 +196,6 @@ def parse_feature_spec(spec: str) -> tuple[str, str, Path]:
 
 
 def run_features(args) -> None:
-    import numpy as np
 
     from mlmm.nbest import check_feature_name, check_parallel, read_nbest, write_nbest
     from mlmm.nmt.features import EmbeddingScorer, add_features
@@ -210,7 +209,7 @@ def run_features(args) -> None:
         name, eq, path = spec.partition("=")
         if not (eq and name and path):
             raise InputError("--images", "NAME=NPY", repr(spec))
-        images[name] = np.load(path)
+        images[name] = read_npy(path, "a .npy array of image features (--images NAME=NPY)")
     scorers = [
         (name, EmbeddingScorer(model, kind, args.tgt, args.src, images.get(name)))
         for name, kind, model in specs

@@ -33,6 +33,7 @@ import tarfile
 import tempfile
 import urllib.parse
 import zipfile
+import zlib
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -99,7 +100,7 @@ def _load_json(path: Path) -> Any:
         return json.loads(data)
     except FileNotFoundError:
         raise InputError(path, "an existing file", "no such file") from None
-    except (json.JSONDecodeError, UnicodeDecodeError, zipfile.BadZipFile) as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError, zipfile.BadZipFile, zlib.error) as exc:
         raise InputError(path, "a JSON document", f"unreadable data ({exc})") from None
 
 
@@ -569,8 +570,12 @@ def fetch_images(
                             timeout)  # fmt: skip
             if not zipfile.is_zipfile(source.path):
                 raise InputError(archive, "a zip archive of COCO images", "another format")
-            with zipfile.ZipFile(source.path) as handle:
-                handle.extractall(tmp)
+            try:
+                with zipfile.ZipFile(source.path) as handle:
+                    handle.extractall(tmp)
+            except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
+                expected = "a readable zip archive of COCO images"
+                raise InputError(source.path, expected, f"a corrupt member ({exc})") from None
             sources.append(source)
         shutil.rmtree(tmp / ".downloads", ignore_errors=True)
         write_text(tmp / MARKER, manifest_text({_name(s.given): s.sha256 for s in sources}))

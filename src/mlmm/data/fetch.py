@@ -15,6 +15,7 @@ timeout per read and a tqdm progress bar.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import urllib.parse
@@ -25,7 +26,8 @@ from pathlib import Path, PurePosixPath
 from tqdm import tqdm
 
 from mlmm.errors import InputError
-from mlmm.io import atomic_path, read_lines, sha256_file, write_text
+from mlmm.fingerprint import stale
+from mlmm.io import atomic_path, read_lines, sha256_file, write_json, write_text
 
 MARKER = "MANIFEST.sha256"
 _LINE = re.compile(r"^([0-9a-f]{64}) [ *](.+)$")
@@ -84,7 +86,26 @@ class _ResumingDownloader:
 
     def __init__(self, target: Path, timeout: float, progress: bool):
         self.part = target.with_name(target.name + ".part")
+        self.origin = target.with_name(target.name + ".part.json")  # the part's URL, validator
         self.timeout, self.progress = timeout, progress
+
+    def _resumable_bytes(self, url: str) -> tuple[int, dict]:
+        """Bytes of an earlier attempt to continue, and the headers asking for the rest: none
+        when the part came from another URL (one line says so). ``If-Range`` with the part's
+        ETag or Last-Modified makes a server whose file changed send all of it again."""
+        if not self.part.is_file():
+            return 0, {}
+        recorded = (
+            json.loads(self.origin.read_text(encoding="utf-8")) if self.origin.is_file() else {}
+        )
+        if stale(self.part, {"url": recorded.get("url")}, {"url": url}):
+            self.part.unlink()
+            return 0, {}
+        done = self.part.stat().st_size
+        headers = {"Range": f"bytes={done}-"} if done else {}
+        if done and recorded.get("validator"):
+            headers["If-Range"] = recorded["validator"]
+        return done, headers
 
     def __call__(self, url: str, output_file: str, pooch_obj, check_only: bool = False):
         import requests
@@ -95,8 +116,7 @@ class _ResumingDownloader:
                 raise InputError(url, "a reachable URL of a file", "no such file")
             shutil.copyfile(source, output_file)
             return
-        done = self.part.stat().st_size if self.part.is_file() else 0
-        headers = {"Range": f"bytes={done}-"} if done else {}
+        done, headers = self._resumable_bytes(url)
         with requests.get(url, stream=True, timeout=self.timeout, headers=headers) as response:
             if response.status_code in _FINAL_HTTP:
                 status = f"HTTP {response.status_code} {response.reason}"
@@ -105,6 +125,10 @@ class _ResumingDownloader:
                 response.raise_for_status()
                 if response.status_code != 206:  # the server ignored the range: start over
                     done = 0
+                    validator = response.headers.get("ETag") or response.headers.get(
+                        "Last-Modified"
+                    )
+                    write_json(self.origin, {"url": url, "validator": validator})
                 size = int(response.headers.get("Content-Length", 0)) or None
                 total = size + done if size else None
                 with (
@@ -120,6 +144,7 @@ class _ResumingDownloader:
                         f"connection closed after {self.part.stat().st_size} of {total} bytes"
                     )
         shutil.move(self.part, output_file)
+        self.origin.unlink(missing_ok=True)
 
 
 def download(

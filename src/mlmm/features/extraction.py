@@ -33,6 +33,7 @@ from tqdm import tqdm
 from mlmm.errors import InputError
 from mlmm.features.backbones import FeatureNet, build_trunk, get_backbone, make_transform
 from mlmm.features.decoding import DECODERS, FileBytes, ImageRows, collate_lists, device_batch
+from mlmm.fingerprint import files_digest, stale
 from mlmm.io import atomic_path, read_lines, sha256_file, write_json, write_npy, write_text
 from mlmm.provenance import Timer, provenance
 
@@ -133,28 +134,40 @@ def bad_image_error(images_dir: Path, split: Path, bad: list[tuple[int, str, str
     )
 
 
-def _load_shards(work: Path, fingerprint: dict, n_shards: int) -> dict[int, list]:
-    """Finished shards of an earlier run with the same fingerprint: {shard: bad rows}."""
+def _load_shards(
+    work: Path, settings: dict, shard_images: list[list[Path]], threads: int
+) -> dict[int, list]:
+    """Finished shards of an earlier run with the same settings and the same image bytes:
+    {shard: bad rows}. Anything else (other settings, or an image of a finished shard replaced
+    under the same name) discards the work directory, with one line saying why."""
     state = work / "state.json"
-    if work.exists() and (
-        not state.is_file() or json.loads(state.read_text(encoding="utf-8")) != fingerprint
-    ):
-        print(f"discarding {work}: made with other settings")
-        shutil.rmtree(work)
+    if work.exists():
+        recorded = json.loads(state.read_text(encoding="utf-8")) if state.is_file() else None
+        if stale(work, recorded, settings):
+            shutil.rmtree(work)
     if not work.exists():
         work.mkdir(parents=True)
-        write_json(state, fingerprint)
-    done = {}
-    for k in range(n_shards):
+        write_json(state, settings)
+    done, recorded, current = {}, {}, {}
+    for k, paths in enumerate(shard_images):
         array, meta = work / f"shard-{k:05d}.npy", work / f"shard-{k:05d}.json"
         if array.is_file() and meta.is_file():
-            done[k] = [tuple(b) for b in json.loads(meta.read_text(encoding="utf-8"))["bad"]]
+            shard = json.loads(meta.read_text(encoding="utf-8"))
+            done[k] = [tuple(b) for b in shard["bad"]]
+            recorded[f"images of shard {k}"] = shard.get("images")
+            current[f"images of shard {k}"] = files_digest(paths, threads)
+    if stale(work, recorded, current):
+        shutil.rmtree(work)
+        work.mkdir(parents=True)
+        write_json(state, settings)
+        done = {}
     return done
 
 
-def _save_shard(work: Path, k: int, features: np.ndarray, bad: list) -> None:
-    """Bad-row list first, array last: a shard counts as finished once its array exists."""
-    write_json(work / f"shard-{k:05d}.json", {"bad": bad})
+def _save_shard(work: Path, k: int, features: np.ndarray, bad: list, images: list[Path]) -> None:
+    """Bad-row list and the digest of the shard's image files first, array last: a shard
+    counts as finished once its array exists."""
+    write_json(work / f"shard-{k:05d}.json", {"bad": bad, "images": files_digest(images)})
     write_npy(work / f"shard-{k:05d}.npy", features)
 
 
@@ -212,7 +225,7 @@ def extract(
         raise bad_image_error(images, split, precheck)
 
     n, n_shards = len(names), -(-len(names) // shard_size)
-    fingerprint = {
+    work_settings = {  # of the shards in OUT.work; the images' bytes are recorded shard by shard
         "backbone": backbone,
         "weights": weights,
         "dtype": dtype,
@@ -222,7 +235,8 @@ def extract(
         "images": str(images.resolve()),
         "split_sha256": sha256_file(split),
     }
-    done = _load_shards(outputs.work, fingerprint, n_shards)
+    shard_images = [paths[k * shard_size : (k + 1) * shard_size] for k in range(n_shards)]
+    done = _load_shards(outputs.work, work_settings, shard_images, threads=max(workers, 1))
     todo = [k for k in range(n_shards) if k not in done]
     rows = [r for k in todo for r in range(k * shard_size, min(n, (k + 1) * shard_size))]
 
@@ -275,7 +289,7 @@ def extract(
             if error:
                 bad.append((row, names[row], error))
             if len(filled) == len(array):
-                _save_shard(outputs.work, k, array.astype(dtype), bad)
+                _save_shard(outputs.work, k, array.astype(dtype), bad, shard_images[k])
                 done[k] = bad
                 del buffers[k]
         bar.update(len(batch_rows))

@@ -22,7 +22,7 @@ import scipy.sparse as sp
 
 from mlmm.data.multi30k import image_list, task_dir
 from mlmm.errors import InputError
-from mlmm.io import read_lines
+from mlmm.io import read_lines, read_npy
 from mlmm.ted.bow import count_matrix, vocabulary
 from mlmm.ted.corpus import find_topics, read_pair
 
@@ -50,9 +50,7 @@ def read_captions(root: str | Path, split: str, language: str) -> list[list[str]
 def read_features(features: str | Path, backbone: str, split: str, n_images: int) -> np.ndarray:
     """`features/backbone/split.npy` as float32, checked to have one row per image."""
     path = Path(features) / backbone / f"{split}.npy"
-    if not path.is_file():
-        raise InputError(path, f"image features of {split} (mlmm features)", "no such file")
-    array = np.load(path)
+    array = read_npy(path, f"image features of {split} (mlmm features)")
     if array.ndim != 2 or array.shape[0] != n_images:
         raise InputError(
             path, f"a 2-d array of {n_images} rows (images of {split})", f"shape {array.shape}"

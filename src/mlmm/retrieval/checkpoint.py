@@ -1,20 +1,25 @@
 """Resumable checkpoints of a training run: every part's state in one ``checkpoint.pt``.
 
-Written atomically every ``checkpoint_every`` steps; a run finds its own checkpoint (same
-record and seed) and resumes where it stopped, ending as an uninterrupted run ends on CPU.
+Written atomically every ``checkpoint_every`` steps with the run's fingerprint (its config,
+seed and the contents of its features, captions, word vectors and lexicons: ``Run``); a run
+resumes only its own checkpoint, ending as an uninterrupted run ends on CPU. A checkpoint made
+from other inputs (say, features fixed after a crash) is deleted and training starts over.
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import torch
 
+from mlmm.fingerprint import stale
 from mlmm.io import atomic_path
 
 
 def save(run, path: Path) -> None:
     state = {
+        "fingerprint": run.fingerprint,
         "record": run.record,
         "seed": run.seed,
         "step": run.step,
@@ -35,12 +40,18 @@ def save(run, path: Path) -> None:
 
 
 def restore(run, path: Path) -> bool:
-    """Load ``path`` into ``run``; False when there is none, or it belongs to another record."""
+    """Load ``path`` into ``run``; False when there is none, or it was made from other inputs
+    (then it is deleted, and one line says which inputs changed)."""
     if not path.is_file():
         return False
-    state = torch.load(path, map_location=run.device, weights_only=False)
-    if state["record"] != run.record or state["seed"] != run.seed:
-        return False  # a checkpoint of another configuration: start afresh
+    try:
+        state = torch.load(path, map_location=run.device, weights_only=False)
+    except Exception as exc:  # noqa: BLE001 (a damaged file of any kind: train afresh)
+        state = {}
+        print(f"{path.name}: unreadable ({type(exc).__name__}), starting over", file=sys.stderr)
+    if stale(path.name, state.get("fingerprint"), run.fingerprint):
+        path.unlink()
+        return False
     run.step, run.history, run.losses = state["step"], state["history"], state["losses"]
     run.model.load_state_dict(state["model"])
     run.optimizer.load_state_dict(state["optimizer"])

@@ -20,6 +20,7 @@ import torch
 from mlmm.data import multi30k
 from mlmm.data.vocab import Vocabulary
 from mlmm.errors import InputError
+from mlmm.io import read_npy
 from mlmm.retrieval.config import languages
 
 Captions = dict[str, list[list[list[str]]]]
@@ -29,13 +30,21 @@ def features_path(features_root: str | Path, backbone: str, split: str) -> Path:
     return Path(features_root) / backbone / f"{split}.npy"
 
 
+def feature_columns(path: Path) -> int | None:
+    """The width of a 2-d feature array, read from its header only (None when there is no
+    such 2-d array yet; loading it says why)."""
+    try:
+        feats = read_npy(path, "an image feature array", mmap_mode="r")
+    except InputError:
+        return None
+    return int(feats.shape[1]) if feats.ndim == 2 else None
+
+
 def load_features(
     features_root: str | Path, backbone: str, split: str, n_images: int
 ) -> np.ndarray:
     path = features_path(features_root, backbone, split)
-    if not path.is_file():
-        raise InputError(path, "an image feature array (rule extract_features)", "no such file")
-    feats = np.load(path, mmap_mode="r")
+    feats = read_npy(path, "an image feature array (rule extract_features)", mmap_mode="r")
     if feats.ndim != 2 or feats.shape[0] != n_images:
         raise InputError(path, f"{n_images} rows (one per image of {split})", f"{feats.shape}")
     out = np.array(feats, dtype=np.float32)

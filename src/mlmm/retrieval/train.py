@@ -26,6 +26,7 @@ from tqdm import tqdm
 from mlmm import evaluation
 from mlmm.data import multi30k
 from mlmm.errors import InputError
+from mlmm.fingerprint import value_digest
 from mlmm.io import atomic_path, write_json, write_text
 from mlmm.provenance import Timer, provenance
 from mlmm.retrieval import checkpoint
@@ -34,6 +35,8 @@ from mlmm.retrieval.config import languages, select_languages
 from mlmm.retrieval.data import (
     Vocabularies,
     eval_set,
+    feature_columns,
+    features_path,
     load_features,
     pad,
     training_sets,
@@ -86,9 +89,8 @@ class Run:
             vocabulary_captions(paths.data_root, record, sets.vocabulary), record
         )
         n_train = len(multi30k.image_list(paths.data_root, "train"))
-        self.features = torch.from_numpy(
-            load_features(paths.features_root, record["backbone"], "train", n_train)
-        ).to(self.device)
+        train_features = load_features(paths.features_root, record["backbone"], "train", n_train)
+        self.features = torch.from_numpy(train_features).to(self.device)
         self.model = build_model(record, self.features.shape[1], self.vocabs).to(self.device)
         if record["word_embeddings"] != "random":
             load_vectors(self.model, self.vocabs, self.langs, record, paths.vectors)
@@ -114,6 +116,25 @@ class Run:
             record["validation"],
             self.select_langs,
         )
+        check_feature_dims(paths, record, train_features.shape[1])
+        # What checkpoint.pt was made from: a checkpoint of other inputs is not resumed.
+        self.fingerprint = {
+            "config": value_digest({"record": record, "seed": seed}),
+            "train features": value_digest(train_features),
+            "validation features": value_digest(self.val.features),
+            "captions": value_digest(
+                [sets.c2i]
+                + [c for c in (sets.c2c, sets.vocabulary) if c is not sets.c2i]  # often c2i
+                + [self.val.captions]
+            ),
+            "vocabularies": value_digest(
+                {name: vocab.counts for name, vocab in self.vocabs.vocabs.items()}
+            ),
+            "initial weights (word vectors)": value_digest(self.model.state_dict()),
+            "alignment lexicons": value_digest(
+                None if self.alignment is None else [self.alignment.train, self.alignment.gold]
+            ),
+        }
 
     # ------------------------------------------------------------------ the training step
     def _embed(self, text: Text) -> torch.Tensor:
@@ -372,6 +393,19 @@ class Run:
         }
         with atomic_path(self.out / "model.pt") as tmp:
             torch.save(saved, tmp)
+
+
+def check_feature_dims(paths: Paths, record: dict, train_dim: int) -> None:
+    """Every split's features have the training features' width, checked before training (a
+    test split of another width would otherwise fail after it, leaving checkpoint.pt)."""
+    for split in {record["validation"]["split"], record["test"]["split"]}:
+        path = features_path(paths.features_root, record["backbone"], split)
+        dim = feature_columns(path)
+        if dim is not None and dim != train_dim:
+            train = features_path(paths.features_root, record["backbone"], "train")
+            raise InputError(
+                path, f"{train_dim} columns, as the training features {train}", f"{dim} columns"
+            )
 
 
 def write_history(path: Path, history: list[dict]) -> None:

@@ -18,6 +18,7 @@ import shutil
 import tarfile
 import urllib.request
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -171,7 +172,7 @@ def check_archive(archive: Path) -> None:
             with tarfile.open(archive) as handle:
                 for _ in handle:  # reads every member's data through to the end
                     pass
-    except (tarfile.TarError, EOFError, OSError, zipfile.BadZipFile) as exc:
+    except (tarfile.TarError, EOFError, OSError, zipfile.BadZipFile, zlib.error) as exc:
         raise InputError(
             archive, "a complete .zip or .tar(.gz) archive of ted-cldc", f"{exc} (truncated?)"
         ) from None

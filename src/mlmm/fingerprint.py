@@ -1,0 +1,101 @@
+"""Fingerprints of what a resumable artefact was made from: a resume never trusts stale work.
+
+A resumable artefact (a retrieval ``checkpoint.pt``, the finished shards of a feature
+extraction) records a fingerprint: a named digest of each of its inputs' contents (the bytes of
+files, the values of arrays) and of the settings that shape it. Before resuming, the run
+computes the fingerprint again; if any part differs, the artefact is discarded, one line says
+which inputs changed, and the work starts over. Clocks are not part of it, contents are:
+a file replaced under the same name does not resume.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mlmm.io import sha256_file
+
+Fingerprint = dict[str, str]
+
+
+def _update(digest, value: Any) -> None:
+    """Feed ``value`` to ``digest`` canonically (type-tagged, dict keys sorted): equal values give
+    equal bytes whatever their order of construction."""
+    if isinstance(value, Mapping | list | tuple):
+        try:  # plain data (caption lists, config records): serialised in C, one update
+            text = json.dumps(value, sort_keys=True, allow_nan=True)
+        except (TypeError, ValueError):  # arrays, tensors, sets, mixed keys: walked below
+            pass
+        else:
+            digest.update(b"j" + text.encode() + b";")
+            return
+    if isinstance(value, Mapping):
+        digest.update(b"{")
+        for key in sorted(value, key=str):
+            _update(digest, str(key))
+            _update(digest, value[key])
+        digest.update(b"}")
+    elif isinstance(value, set | frozenset):
+        _update(digest, sorted(value, key=repr))
+    elif isinstance(value, list | tuple):
+        digest.update(b"[%d" % len(value))
+        for item in value:
+            _update(digest, item)
+        digest.update(b"]")
+    elif isinstance(value, np.ndarray | np.generic):
+        array = np.ascontiguousarray(value)
+        digest.update(f"a{array.dtype.str}{array.shape}".encode())
+        digest.update(array.view(np.uint8).reshape(-1) if array.size else b"")
+    elif hasattr(value, "detach") and hasattr(value, "cpu"):  # a torch tensor
+        _update(digest, value.detach().cpu().contiguous().numpy())
+    elif isinstance(value, Path):
+        _update(digest, str(value))
+    else:  # str, int, float, bool, None
+        digest.update(json.dumps(value).encode() + b";")
+
+
+def value_digest(value: Any) -> str:
+    """sha256 of a value: nested dicts, lists, strings, numbers, numpy arrays, tensors."""
+    digest = hashlib.sha256()
+    _update(digest, value)
+    return digest.hexdigest()
+
+
+def files_digest(paths: Iterable[str | Path], threads: int = 1) -> str:
+    """sha256 over the names, sizes and sha256 of ``paths`` in order (a missing file counts as
+    such), read in ``threads`` threads; an image replaced under the same name changes it."""
+    paths = [Path(p) for p in paths]
+
+    def one(path: Path) -> tuple[str, int, str]:
+        if not path.is_file():
+            return (path.name, -1, "missing")
+        return (path.name, path.stat().st_size, sha256_file(path))
+
+    with ThreadPoolExecutor(max(1, threads)) as pool:
+        return value_digest(list(pool.map(one, paths)))
+
+
+def changed_parts(recorded: Mapping | None, current: Mapping) -> list[str]:
+    """Names of the parts of ``current`` that ``recorded`` lacks or records otherwise (all of
+    them when nothing was recorded, as for an artefact written before fingerprints)."""
+    recorded = recorded or {}
+    names = [name for name in current if recorded.get(name) != current[name]]
+    return names + [name for name in recorded if name not in current]
+
+
+def stale(artefact: str | Path, recorded: Mapping | None, current: Mapping) -> bool:
+    """True (after one line on stderr naming what changed) when ``artefact`` was made from
+    other inputs than ``current``; the caller then discards it and starts over."""
+    changed = changed_parts(recorded, current)
+    if changed:
+        what = "no fingerprint recorded" if not recorded else ", ".join(changed)
+        print(f"{artefact}: inputs changed since it was written ({what}), starting over",
+              file=sys.stderr)  # fmt: skip
+    return bool(changed)

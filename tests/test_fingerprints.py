@@ -1,0 +1,261 @@
+"""Nothing stale is resumed (issue 22, item 1): every resumable artefact records a fingerprint of
+its inputs' contents and settings (mlmm.fingerprint); a rerun whose inputs changed discards it,
+says so in one line, and ends as a fresh run ends."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_features import _die_after_first, make_images
+from test_features import run as extract_features
+from test_retrieval_train import make_world, section
+
+from mlmm.features import extraction
+from mlmm.fingerprint import changed_parts, files_digest, stale, value_digest
+from mlmm.retrieval.config import resolve_variant
+from mlmm.retrieval.train import Run, train_variant
+
+# ------------------------------------------------------------------------------ the module
+
+
+def test_value_digest_is_canonical_and_content_sensitive():
+    a = {"x": [1, 2.5, "s"], "y": np.arange(6, dtype=np.float32).reshape(2, 3), "z": {3, 1}}
+    b = {"z": {1, 3}, "y": np.arange(6, dtype=np.float32).reshape(2, 3), "x": [1, 2.5, "s"]}
+    assert value_digest(a) == value_digest(b)  # key and set order do not matter
+    changed = np.arange(6, dtype=np.float32).reshape(2, 3)
+    changed[1, 2] = np.nextafter(changed[1, 2], 10)  # one ulp in one value
+    assert value_digest({**a, "y": changed}) != value_digest(a)
+    # the same bytes under another dtype or shape are other contents
+    assert value_digest(a["y"]) != value_digest(a["y"].reshape(3, 2))
+    assert value_digest(a["y"]) != value_digest(a["y"].view(np.int32))
+    assert value_digest([1, 2]) != value_digest([[1, 2]]) != value_digest(["1", "2"])
+
+
+def test_files_digest_sees_a_file_replaced_under_the_same_name(tmp_path):
+    paths = [tmp_path / "a.jpg", tmp_path / "b.jpg"]
+    paths[0].write_bytes(b"first")
+    paths[1].write_bytes(b"second")
+    before = files_digest(paths, threads=2)
+    assert files_digest(paths) == before
+    paths[1].write_bytes(b"SECOND")  # same size, same name, other bytes
+    assert files_digest(paths) != before
+    paths[1].unlink()
+    assert files_digest(paths) != before
+
+
+def test_stale_names_the_changed_inputs_in_one_line(capsys):
+    current = {"config": "1", "train features": "2", "captions": "3"}
+    assert not stale("checkpoint.pt", dict(current), current)
+    assert capsys.readouterr().err == ""
+    assert stale("checkpoint.pt", {**current, "train features": "0"}, current)
+    assert capsys.readouterr().err == (
+        "checkpoint.pt: inputs changed since it was written (train features), starting over\n"
+    )
+    assert stale("checkpoint.pt", None, current)  # written before fingerprints existed
+    assert "no fingerprint recorded" in capsys.readouterr().err
+    assert changed_parts({"old": "1"}, {"new": "1"}) == ["new", "old"]
+
+
+# ------------------------------------------------------------------------------ retrieval
+
+VARIANT = {"epochs": 1, "checkpoint_every": 5, "early_stopping": {"every": 5, "patience": 20}}
+
+
+def test_retrieval_checkpoint_of_other_features_is_not_resumed(tmp_path, capsys):
+    """The issue's scenario: a run crashed after training (checkpoint.pt of its last step
+    left); the user fixes the training features; the rerun must train afresh, not report the
+    broken features' model."""
+    world = make_world(tmp_path / "world")
+    record = resolve_variant(section(mono=VARIANT), "mono")
+    train = world.features_root / "toy/train.npy"
+    good = np.load(train)
+    np.save(train, np.random.default_rng(1).permutation(good))  # rows scrambled: wrong
+    Run(record, 1, world, tmp_path / "run").train(progress=False)  # then the crash
+    assert (tmp_path / "run/checkpoint.pt").is_file()
+    capsys.readouterr()
+
+    np.save(train, good)  # the fix
+    fixed = train_variant(record, 1, world, tmp_path / "run", progress=False, threads=1)
+    err = capsys.readouterr().err
+    assert (
+        "checkpoint.pt: inputs changed since it was written (train features), starting over" in err
+    )
+    assert not fixed["timings"]["resumed"]
+    fresh = train_variant(record, 1, world, tmp_path / "fresh", progress=False, threads=1)
+    assert (
+        fixed["test"] == fresh["test"]
+        and fixed["history"][0]["loss"] == (fresh["history"][0]["loss"])
+    )
+
+
+def test_retrieval_checkpoint_of_the_same_inputs_is_resumed(tmp_path, capsys):
+    world = make_world(tmp_path / "world")
+    record = resolve_variant(section(mono=VARIANT), "mono")
+    Run(record, 1, world, tmp_path / "run").train(progress=False)
+    metrics = train_variant(record, 1, world, tmp_path / "run", progress=False, threads=1)
+    assert metrics["timings"]["resumed"]
+    assert "starting over" not in capsys.readouterr().err
+    # another seed is another run: its checkpoint is not this one's
+    Run(record, 1, world, tmp_path / "other").train(progress=False)
+    other = train_variant(record, 2, world, tmp_path / "other", progress=False, threads=1)
+    assert not other["timings"]["resumed"]
+    assert "(config" in capsys.readouterr().err
+
+
+def test_retrieval_checkpoint_of_other_captions_is_not_resumed(tmp_path, capsys):
+    world = make_world(tmp_path / "world")
+    record = resolve_variant(section(mono=VARIANT), "mono")
+    Run(record, 1, world, tmp_path / "run").train(progress=False)
+    for captions in (world.data_root / "data").glob("task*/tok/train.*"):  # rows reversed
+        lines = captions.read_text(encoding="utf-8").splitlines()
+        captions.write_text("\n".join(reversed(lines)) + "\n", encoding="utf-8")
+    metrics = train_variant(record, 1, world, tmp_path / "run", progress=False, threads=1)
+    assert not metrics["timings"]["resumed"]
+    assert "inputs changed since it was written (captions" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------ features
+
+
+def test_feature_shards_of_replaced_images_are_extracted_again(tmp_path, monkeypatch, capsys):
+    """The issue's scenario: extraction killed after its first shard; an image of that shard is
+    replaced under the same name; the rerun must not keep the old image's row."""
+    order = make_images(tmp_path, 6)
+    monkeypatch.setattr(extraction, "_save_shard", _die_after_first(extraction._save_shard))
+    with pytest.raises(KeyboardInterrupt):
+        extract_features(tmp_path, batch_size=2, shard_size=3, weights=None)
+    monkeypatch.undo()
+    assert (tmp_path / "out/val.work/shard-00000.npy").is_file()
+    first, last = tmp_path / "images" / order[0], tmp_path / "images" / order[-1]
+    first.write_bytes(last.read_bytes())  # same name, other picture
+    capsys.readouterr()
+
+    sidecar = extract_features(tmp_path, batch_size=2, shard_size=3, weights=None)
+    assert "val.work: inputs changed since it was written (images of shard 0)" in (
+        capsys.readouterr().err
+    )
+    assert sidecar["resumed_rows"] == 0 and sidecar["extracted_rows"] == 6
+    features = np.load(tmp_path / "out/val.npy")
+    np.testing.assert_array_equal(features[0], features[-1])  # the new picture's row
+
+
+def test_feature_shards_of_unchanged_images_are_resumed(tmp_path, monkeypatch, capsys):
+    make_images(tmp_path, 6)
+    monkeypatch.setattr(extraction, "_save_shard", _die_after_first(extraction._save_shard))
+    with pytest.raises(KeyboardInterrupt):
+        extract_features(tmp_path, batch_size=2, shard_size=3, weights=None)
+    monkeypatch.undo()
+    sidecar = extract_features(tmp_path, batch_size=2, shard_size=3, weights=None)
+    assert sidecar["resumed_rows"] == 3
+    assert "starting over" not in capsys.readouterr().err
+    sidecar = json.loads((tmp_path / "out/val.json").read_text(encoding="utf-8"))
+    assert sidecar["n"] == 6
+
+
+# ------------------------------------------------------------------------------ NMT, pivot
+# These trainers keep no resumable state (a killed run starts over: tests/test_resume.py), so
+# nothing of an earlier run may leak into a rerun on changed inputs either.
+
+
+def _same_files(a: Path, b: Path, names: list[str]) -> None:
+    import torch
+
+    for name in names:
+        x = torch.load(a / name, weights_only=False)
+        y = torch.load(b / name, weights_only=False)
+        state_x, state_y = x.get("state", x), y.get("state", y)
+        assert state_x.keys() == state_y.keys(), name
+        for key in state_x:
+            if isinstance(state_x[key], torch.Tensor):
+                assert torch.equal(state_x[key], state_y[key]), f"{name}: {key}"
+
+
+def test_nmt_rerun_on_changed_data_equals_a_fresh_run(tmp_path):
+    from test_nmt import _corpus
+
+    from mlmm.cli import main
+
+    def corpus(root: Path, seed: int) -> Path:
+        root.mkdir()
+        for split, n, offset in (("train", 40, 0), ("val", 6, 1)):
+            src, tgt = _corpus(n, seed + offset)
+            (root / f"{split}.lc.norm.tok.en").write_text("".join(" ".join(s) + "\n" for s in src))
+            (root / f"{split}.lc.norm.tok.de").write_text("".join(" ".join(t) + "\n" for t in tgt))
+        return root
+
+    def train(data: Path, out: Path) -> None:
+        argv = ["train-nmt", "--data", data, "--embedding", 8, "--hidden", 8, "--attention", 8,
+                "--batch-size", 8, "--max-epochs", 2, "--patience", 2, "--device", "cpu",
+                "--out", out / "model.pt", "--history", out / "history.csv",
+                "--metrics", out / "metrics.json"]  # fmt: skip
+        assert main([str(a) for a in argv]) == 0
+
+    old, new = corpus(tmp_path / "old", 0), corpus(tmp_path / "new", 10)
+    train(old, tmp_path / "run")
+    train(new, tmp_path / "run")  # the same outputs, other data
+    train(new, tmp_path / "fresh")
+    _same_files(tmp_path / "run", tmp_path / "fresh", ["model.pt"])
+
+
+def test_pivot_rerun_on_changed_features_equals_a_fresh_run(tmp_path):
+    from test_pivot import make_world
+
+    from mlmm.cli import main
+
+    coco, feats, ted = make_world(tmp_path / "world")
+
+    def train(out: Path) -> None:
+        argv = ["pivot-train", "--coco-root", coco, "--features", feats, "--hidden", 8,
+                "--epochs", 2, "--min-count", 1, "--model", "bridge", "--language", "de",
+                "--ted-root", ted, "--lambda", 1, "--device", "cpu", "--out", out]  # fmt: skip
+        assert main([str(a) for a in argv]) == 0
+
+    def scores(out: Path) -> dict:
+        return json.loads((out / "metrics.json").read_text(encoding="utf-8"))["test"]
+
+    train(tmp_path / "run")
+    before = scores(tmp_path / "run")
+    for array in sorted(Path(feats).rglob("*.npy")):  # the features change
+        np.save(array, np.load(array)[::-1].copy())
+    train(tmp_path / "run")
+    train(tmp_path / "fresh")
+    assert scores(tmp_path / "run") == scores(tmp_path / "fresh") != before
+
+
+# ------------------------------------------------------------------------------ downloads
+
+
+def test_a_partial_download_of_another_url_is_not_continued(tmp_path, capsys):
+    """``<target>.part`` records its URL: a rerun for another URL downloads from byte 0
+    instead of appending the new file's tail to the old file's head."""
+    import http.server
+    import threading
+
+    from test_data_fetch import _HalfThenRange
+
+    from mlmm.data.fetch import download
+    from mlmm.errors import InputError
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _HalfThenRange)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{httpd.server_address[1]}"
+    target = tmp_path / "vectors.vec"
+    _HalfThenRange.seen = []
+    try:
+        with pytest.raises(InputError):  # broken after half, no retry: the part is kept
+            download(f"{base}/old.vec", target, retries=0, progress=False)
+        assert (tmp_path / "vectors.vec.part").is_file()
+        capsys.readouterr()
+        download(f"{base}/new.vec", target, retries=1, progress=False)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert "vectors.vec.part: inputs changed since it was written (url), starting over" in (
+        capsys.readouterr().err
+    )
+    assert _HalfThenRange.seen[1] is None  # the new URL from byte 0, then its own rest
+    assert target.read_bytes() == _HalfThenRange.BODY
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["vectors.vec"]
