@@ -10,6 +10,7 @@ key, what the schema expects and what was found.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,18 @@ def _source(path: Sequence[Any], sources: Sequence[tuple[str, dict]]) -> str:
     return COMMAND_LINE
 
 
+def numbers(node: Any, path: Sequence[Any] = ()) -> list[tuple[list[Any], float]]:
+    """(key path, value) of every float in a nested record (a YAML ``.nan`` or ``.inf`` passes
+    every ``minimum``/``maximum`` of a JSON schema, so finiteness is checked on its own)."""
+    if isinstance(node, float):
+        return [(list(path), node)]
+    if isinstance(node, dict):
+        return [hit for key, value in node.items() for hit in numbers(value, [*path, key])]
+    if isinstance(node, list):
+        return [hit for i, value in enumerate(node) for hit in numbers(value, [*path, i])]
+    return []
+
+
 class _UniqueKeyLoader(yaml.SafeLoader):
     """PyYAML keeps the last of two equal keys without a word; a config file that names a key
     twice is refused instead (one of the two values is a mistake, and we cannot tell which)."""
@@ -146,6 +159,11 @@ def validate_config(
     validator_class = validators.validator_for(schema)
     validator = _with_defaults(validator_class)(schema)
     named = [*read_sources(sources), (COMMAND_LINE, dict(command_line or {}))]
+    for path, value in numbers(config):
+        if not math.isfinite(value):
+            raise InputError(
+                _source(path, named), "a finite number", repr(value), key=_dotted(path)
+            )
     errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
     if errors:
         error = jsonschema.exceptions.best_match(errors)

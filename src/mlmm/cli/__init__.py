@@ -15,6 +15,7 @@ import sys
 
 from mlmm import __version__
 from mlmm.errors import InputError
+from mlmm.schema import check_options
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        check_options(args)
         args.func(args)
     except InputError as exc:
         print(f"mlmm {args.command}: error: " + str(exc).replace("\n", " "), file=sys.stderr)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from mlmm.errors import InputError
 from mlmm.io import refuse_overwrite
+from mlmm.schema import checked_option
 
 
 def register(subparsers) -> None:
@@ -19,19 +20,20 @@ def register(subparsers) -> None:
     p.add_argument("--data", required=True, type=Path, help="directory of tokenised splits")
     p.add_argument("--src", default="en")
     p.add_argument("--tgt", default="de")
-    p.add_argument("--embedding", type=int, default=64)
-    p.add_argument("--hidden", type=int, default=128)
-    p.add_argument("--attention", type=int, default=128)
-    p.add_argument("--dropout", type=float, default=0.2)
+    checked_option(p, "--embedding", "nmt.model.embedding", type=int, default=64)
+    checked_option(p, "--hidden", "nmt.model.hidden", type=int, default=128)
+    checked_option(p, "--attention", "nmt.model.attention", type=int, default=128)
+    checked_option(p, "--dropout", "nmt.model.dropout", type=float, default=0.2)
     p.add_argument("--decoder", choices=["bahdanau", "cgru"], default="bahdanau")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-    p.add_argument("--min-count", type=int, default=1, help="rarer training words become <unk>")
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--lr", type=float, default=0.003)
-    p.add_argument("--max-epochs", type=int, default=20)
-    p.add_argument("--patience", type=int, default=3)
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--threads", type=int, default=1)
+    checked_option(p, "--min-count", "nmt.train.min_count", type=int, default=1,
+                   help="rarer training words become <unk>")
+    checked_option(p, "--batch-size", "nmt.train.batch_size", type=int, default=32)
+    checked_option(p, "--lr", "nmt.train.learning_rate", type=float, default=0.003)
+    checked_option(p, "--max-epochs", "nmt.train.max_epochs", type=int, default=20)
+    checked_option(p, "--patience", "nmt.train.patience", type=int, default=3)
+    checked_option(p, "--seed", "nmt.train.seed", type=int, default=1)
+    checked_option(p, "--threads", "nmt.threads", type=int, default=1)
     p.add_argument("--out", required=True, type=Path, help="model checkpoint (.pt)")
     p.add_argument("--history", required=True, type=Path, help="per-epoch CSV")
     p.add_argument("--metrics", required=True, type=Path, help="metrics JSON")
@@ -44,9 +46,9 @@ def register(subparsers) -> None:
     )
     p.add_argument("--model", required=True, type=Path)
     p.add_argument("--source", required=True, type=Path, help="tokenised source sentences")
-    p.add_argument("--beam", type=int, default=20)
+    checked_option(p, "--beam", "nmt.beam", type=int, default=20)
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-    p.add_argument("--threads", type=int, default=1)
+    checked_option(p, "--threads", "nmt.threads", type=int, default=1)
     p.add_argument("--out", required=True, type=Path)
     p.add_argument("--stats", type=Path, help="JSON with sentences/s of the beam search")
     p.set_defaults(func=run_nbest)
@@ -76,10 +78,10 @@ def register(subparsers) -> None:
     p.add_argument("--ref", required=True, type=Path, action="append",
                    help="reference file (repeat for several); line id+1 = sentence id")
     p.add_argument("--features", nargs="+", help="tune only these features (default: all)")
-    p.add_argument("--iters", type=int, default=60)
-    p.add_argument("--c", type=float, default=0.01)
-    p.add_argument("--decay", type=float, default=0.999)
-    p.add_argument("--seed", type=int, default=1)
+    checked_option(p, "--iters", "nmt.mira.iters", type=int, default=60)
+    checked_option(p, "--c", "nmt.mira.c", type=float, default=0.01)
+    checked_option(p, "--decay", "nmt.mira.decay", type=float, default=0.999)
+    checked_option(p, "--seed", "nmt.mira.seed", type=int, default=1)
     p.add_argument("--out", required=True, type=Path, help="weights file ('Name= w' lines)")
     p.add_argument("--history", type=Path, help="per-epoch CSV")
     p.set_defaults(func=run_mira)
@@ -105,7 +107,7 @@ def register(subparsers) -> None:
     p.add_argument("--meteor-jar", help="jar path, or 'pycocoevalcap' for the jar it ships")
     p.add_argument("--system", required=True, help="paper spelling of the system")
     p.add_argument("--variant-note", default="")
-    p.add_argument("--seed", type=int)
+    checked_option(p, "--seed", "$defs.cli_options.run_seed", type=int)
     p.add_argument("--out", required=True, type=Path)
     p.set_defaults(func=run_score)
 

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from mlmm.errors import InputError
+from mlmm.schema import checked_option
 from mlmm.ted import LANGUAGES, PIVOT
 
 
@@ -27,9 +28,18 @@ def _corpus_args(p: argparse.ArgumentParser) -> None:
 
 
 def _demo_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--train-docs", type=int, default=200, help="training talks per pair")
-    p.add_argument("--test-docs", type=int, default=50, help="test talks per pair")
+    checked_option(p, "--seed", "ted.demo.seed", type=int, default=1)
+    checked_option(
+        p,
+        "--train-docs",
+        "ted.demo.train_docs",
+        type=int,
+        default=200,
+        help="training talks per pair",
+    )
+    checked_option(
+        p, "--test-docs", "ted.demo.test_docs", type=int, default=50, help="test talks per pair"
+    )
 
 
 def _settings(args: argparse.Namespace) -> dict:
@@ -84,7 +94,9 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("ted-bow", help="bag-of-words matrices per language")
     p.add_argument("--index", type=Path, required=True, help="index.json of ted-fetch")
     p.add_argument("--out-dir", type=Path, required=True)
-    p.add_argument("--min-count", type=int, default=6, help="keep words seen this often")
+    checked_option(
+        p, "--min-count", "ted.min_count", type=int, default=6, help="keep words seen this often"
+    )
     p.add_argument(
         "--topics", nargs="+", default=None, help="topics to read (default: those in the corpus)"
     )
@@ -94,28 +106,28 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("ted-train", help="train Bridge CorrNet with one lambda")
     p.add_argument("--bow", type=Path, required=True)
     p.add_argument("--out-dir", type=Path, required=True)
-    p.add_argument("--lambda", dest="lam", type=float, required=True)
-    p.add_argument("--hidden", type=int, default=128)
-    p.add_argument("--epochs", type=int, default=10)
-    p.add_argument("--batch-size", type=int, default=20)
-    p.add_argument("--learning-rate", type=float, default=0.01)
+    checked_option(p, "--lambda", "ted.lambdas[]", dest="lam", type=float, required=True)
+    checked_option(p, "--hidden", "ted.hidden", type=int, default=128)
+    checked_option(p, "--epochs", "ted.epochs", type=int, default=10)
+    checked_option(p, "--batch-size", "ted.batch_size", type=int, default=20)
+    checked_option(p, "--learning-rate", "ted.learning_rate", type=float, default=0.01)
     p.add_argument("--input", choices=["binary", "count"], default="binary")
     p.add_argument(
         "--reconstruction", choices=["cross_entropy", "reference"], default="cross_entropy"
     )
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--threads", type=int, default=1)
+    checked_option(p, "--seed", "ted.seed", type=int, default=1)
+    checked_option(p, "--threads", "ted.threads", type=int, default=1)
     p.set_defaults(func=run_train)
 
     p = subparsers.add_parser("ted-tune", help="choose lambda per source language")
     p.add_argument("--bow", type=Path, required=True)
     p.add_argument("--runs", type=Path, nargs="+", required=True, help="ted-train directories")
     p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--validation-fraction", type=float, default=0.2)
-    p.add_argument("--perceptron-epochs", type=int, default=10)
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--jobs", type=int, default=1)
+    checked_option(p, "--validation-fraction", "ted.validation_fraction", type=float, default=0.2)
+    checked_option(p, "--perceptron-epochs", "ted.perceptron_epochs", type=int, default=10)
+    checked_option(p, "--seed", "ted.seed", type=int, default=1)
+    checked_option(p, "--jobs", "$defs.cli_options.jobs", type=int, default=1)
     p.set_defaults(func=run_tune)
 
     p = subparsers.add_parser("ted-classify", help="perceptrons of one training language")
@@ -123,13 +135,13 @@ def register(subparsers) -> None:
     p.add_argument("--tuning", type=Path, required=True)
     p.add_argument("--source", required=True)
     p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--perceptron-epochs", type=int, default=10)
+    checked_option(p, "--perceptron-epochs", "ted.perceptron_epochs", type=int, default=10)
     p.set_defaults(func=run_classify)
 
     p = subparsers.add_parser("ted-nb", help="monolingual Naive Bayes baseline (Table 3)")
     p.add_argument("--bow", type=Path, required=True)
     p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--jobs", type=int, default=1)
+    checked_option(p, "--jobs", "$defs.cli_options.jobs", type=int, default=1)
     p.set_defaults(func=run_nb)
 
     p = subparsers.add_parser("ted-tables", help="Rajendran 2016 Tables 1 and 3")
@@ -148,7 +160,7 @@ def register(subparsers) -> None:
     p.add_argument("--bow", type=Path, required=True)
     p.add_argument("--tuning", type=Path, required=True)
     p.add_argument("--words", nargs="+", required=True)
-    p.add_argument("--k", type=int, default=4)
+    checked_option(p, "--k", "ted.table4_k", type=int, default=4)
     p.add_argument("--out-dir", type=Path, required=True)
     p.set_defaults(func=run_neighbours)
 
