@@ -135,3 +135,123 @@ def test_a_checked_option_takes_the_range_of_its_config_key():
     assert value_error(0.5, node) is None
     assert value_error(float("nan"), node) == ("a finite number", "nan")
     assert subschema("ted.lambdas[]") == {"type": "number", "minimum": 0}
+
+
+# ------------------------------------------------------------------------------------------
+# outputs over inputs (issue 22): mlmm.io.guard_outputs before anything is read or written
+
+from test_bad_inputs import Case, check  # noqa: E402
+
+from mlmm.config import validate_config  # noqa: E402
+from mlmm.io import SHIPPED_PAPER_TABLES  # noqa: E402
+from mlmm.schema import SCHEMA_PATH  # noqa: E402
+
+
+def _files(root: Path, *names: str) -> dict[Path, bytes]:
+    """Stand-in inputs (the guard refuses before reading them) and their bytes, to stay."""
+    out = {}
+    for name in names:
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(f"input {name}\n".encode())
+        out[path] = path.read_bytes()
+    return out
+
+
+def test_nbest_output_over_its_source(tmp_path, capsys):
+    inputs = _files(tmp_path, "m.pt", "src.en")
+    argv = ["nbest", "--model", str(tmp_path / "m.pt"), "--source", str(tmp_path / "src.en"),
+            "--out", str(tmp_path / "src.en")]  # fmt: skip
+    check(Case(argv, ["src.en", "expected an output path other than the input"],
+               intact=inputs), capsys)  # fmt: skip
+
+
+def test_nbest_stats_over_the_model_through_a_symlink(tmp_path, capsys):
+    inputs = _files(tmp_path, "m.pt", "src.en")
+    (tmp_path / "link.json").symlink_to(tmp_path / "m.pt")
+    argv = ["nbest", "--model", str(tmp_path / "m.pt"), "--source", str(tmp_path / "src.en"),
+            "--out", str(tmp_path / "o.nbest"), "--stats", str(tmp_path / "link.json")]  # fmt: skip
+    check(Case(argv, ["link.json", "found the input itself"], [tmp_path / "o.nbest"], inputs),
+          capsys)  # fmt: skip
+
+
+def test_nbest_features_output_over_its_image_array(tmp_path, capsys):
+    inputs = _files(tmp_path, "dev.nbest", "src.en", "img.npy", "model.pt")
+    argv = ["nbest-features", "--nbest", str(tmp_path / "dev.nbest"),
+            "--source", str(tmp_path / "src.en"), "--images", f"v={tmp_path / 'img.npy'}",
+            "--feature", f"v=image:{tmp_path / 'model.pt'}", "--out", str(tmp_path / "img.npy")]
+    check(Case(argv, ["img.npy", "found the input itself"], intact=inputs), capsys)
+
+
+def test_train_nmt_outputs_inside_its_data_directory(tmp_path, capsys):
+    inputs = _files(tmp_path, "data/train.lc.norm.tok.en")
+    data = tmp_path / "data"
+    argv = ["train-nmt", "--data", str(data), "--out", str(data / "m.pt"),
+            "--history", str(tmp_path / "h.csv"), "--metrics", str(tmp_path / "m.json")]
+    says = ["m.pt", f"expected an output path outside the input directory {data}"]
+    check(Case(argv, says, [data / "m.pt", tmp_path / "h.csv"], inputs), capsys)
+
+
+def test_train_nmt_two_outputs_on_one_path(tmp_path, capsys):
+    argv = ["train-nmt", "--data", str(tmp_path / "data"), "--out", str(tmp_path / "m.pt"),
+            "--history", str(tmp_path / "h.csv"), "--metrics", str(tmp_path / "h.csv")]
+    check(Case(argv, ["h.csv", "expected distinct output paths"], [tmp_path / "h.csv"]), capsys)
+
+
+def test_ted_classify_output_over_its_tuning(tmp_path, capsys):
+    inputs = _files(tmp_path, "bow/meta.json", "tuning.json")
+    argv = ["ted-classify", "--bow", str(tmp_path / "bow"), "--tuning",
+            str(tmp_path / "tuning.json"), "--source", "fr", "--out", str(tmp_path / "bow")]
+    says = ["bow", "expected an output path other than the input"]
+    check(Case(argv, says, intact=inputs), capsys)
+
+
+def test_features_output_onto_an_image_it_reads(tmp_path, capsys):
+    inputs = _files(tmp_path, "images/a.jpg", "list.txt")
+    argv = ["features", "--backbone", "efficientnet_lite0", "--images", str(tmp_path / "images"),
+            "--split",
+            str(tmp_path / "list.txt"), "--out", str(tmp_path / "images/a.npy")]
+    says = ["a.npy", f"expected an output path outside the input directory {tmp_path / 'images'}"]
+    check(Case(argv, says, [tmp_path / "images/a.npy"], inputs), capsys)
+
+
+def test_retrieval_tables_into_the_paper_tables(tmp_path, capsys):
+    paper = tmp_path / "paper_tables"
+    inputs = _files(tmp_path, "paper_tables/kadar2018_table2.csv")
+    argv = ["retrieval-tables", "--record-json", "{}", "--runs", "--paper-tables", str(paper),
+            "--out", str(paper)]
+    check(Case(argv, ["expected an output path other than the input"], intact=inputs), capsys)
+
+
+def test_retrieval_tables_into_the_shipped_paper_tables(tmp_path, capsys):
+    csvs = {p: p.read_bytes() for p in SHIPPED_PAPER_TABLES.glob("*.csv")}
+    assert csvs
+    argv = ["retrieval-tables", "--record-json", "{}", "--runs", "--out",
+            str(SHIPPED_PAPER_TABLES)]  # fmt: skip
+    check(Case(argv, ["expected an output path other than the input"], intact=csvs), capsys)
+
+
+def test_ted_tables_into_the_paper_tables(tmp_path, capsys):
+    paper = tmp_path / "paper_tables"
+    inputs = _files(tmp_path, "paper_tables/rajendran2016_table1.csv", "cldc.json", "nb.json")
+    argv = ["ted-tables", "--cldc", str(tmp_path / "cldc.json"), "--nb", str(tmp_path / "nb.json"),
+            "--paper-tables", str(paper), "--out-dir", str(paper)]
+    check(Case(argv, ["expected an output path other than the input"], intact=inputs), capsys)
+
+
+def test_fetch_multi30k_with_its_manifest_inside_out(tmp_path, capsys):
+    inputs = _files(tmp_path, "copy/m.sha256", "mirror/a.txt")
+    argv = ["fetch-multi30k", "--manifest", str(tmp_path / "copy/m.sha256"),
+            "--mirror", str(tmp_path / "mirror"), "--out", str(tmp_path / "copy")]
+    says = ["copy", "expected an output path that does not hold the input", "m.sha256"]
+    check(Case(argv, says, [tmp_path / "copy/MANIFEST.sha256"], inputs), capsys)
+
+
+@pytest.mark.parametrize("paper", ["results/tables", "results/tables/paper", "results"])
+def test_paper_tables_where_the_workflow_writes_its_tables(paper, tmp_path, monkeypatch):
+    from mlmm.errors import InputError
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InputError, match="key 'paper_tables': expected a directory apart from"):
+        validate_config({"paper_tables": paper}, SCHEMA_PATH)
+    assert validate_config({"paper_tables": "mine"}, SCHEMA_PATH)["paper_tables"] == "mine"

@@ -169,6 +169,7 @@ def validate_config(
         error = jsonschema.exceptions.best_match(errors)
         expected, found, path = _expected(error)
         raise InputError(_source(path, named), expected, found, key=_dotted(path))
+    _check_paper_tables(config, named)
     retrieval = config.get("retrieval") or {}
     variants = retrieval.get("variants") or {}
     for index, name in enumerate(retrieval.get("run") or []):
@@ -180,6 +181,25 @@ def validate_config(
                 key=f"retrieval.run[{index}]",
             )
     return config
+
+
+def _check_paper_tables(config: dict, named: Sequence[tuple[str, dict]]) -> None:
+    """``paper_tables`` apart from ``<results>/tables``: the table jobs write there, and would
+    replace the papers' CSVs (the same names) with ours, then compare ours with ours."""
+    import os
+
+    paper = config.get("paper_tables")
+    if not paper:
+        return
+    tables = Path(config.get("results") or "results") / "tables"
+    mine, ours = Path(os.path.realpath(paper)), Path(os.path.realpath(tables))
+    if mine.is_relative_to(ours) or ours.is_relative_to(mine):
+        raise InputError(
+            _source(["paper_tables"], named),
+            f"a directory apart from {tables} (the workflow writes its tables there)",
+            repr(paper),
+            key="paper_tables",
+        )
 
 
 def validate_or_exit(

@@ -140,28 +140,65 @@ def sha256_file(path: str | Path) -> str:
     return digest.hexdigest()
 
 
-def refuse_overwrite(out: str | Path, inputs: list[str | Path | None], force: bool = False) -> None:
-    """InputError when ``out`` is one of ``inputs`` (same file, however spelt), unless ``force``.
+def _resolved(path: str | Path) -> Path:
+    """``path`` made absolute with every symlink followed (also for a path not there yet)."""
+    return Path(os.path.realpath(Path(path).expanduser()))
 
-    A command that writes its output over its input destroys the input before it has read it
-    all (or leaves the user with only the derived file), so it must be asked for explicitly.
-    """
-    if force:
-        return
-    target = Path(out)
-    for source in inputs:
-        if source is None:
-            continue
-        source = Path(source)
-        same = (
-            os.path.samefile(source, target)
-            if source.exists() and target.exists()
-            else source.resolve() == target.resolve()
-        )
-        if same:
-            raise InputError(
-                target, f"an output path other than the input {source}", "the input itself"
+
+def guard_outputs(outputs: list[str | Path | None], inputs: list[str | Path | None]) -> None:
+    """InputError unless every output path is apart from every input path and from the other
+    outputs: an output may not equal an input (however spelt: symlinks followed, hard links
+    compared by inode), hold one (a directory an input lies in, which the command would
+    replace) or lie inside one (writing into a directory the command reads, e.g. the papers'
+    tables or the images). Every command that writes calls this before reading anything, so a
+    wrong ``--out`` costs nothing; files it did not make are protected by markers and
+    ``--force`` (``claim_output_dir``)."""
+    outs = [Path(o) for o in outputs if o is not None]
+    ins = [Path(i) for i in inputs if i is not None]
+    for index, out in enumerate(outs):
+        target = _resolved(out)
+        for other in outs[:index]:
+            if _resolved(other) == target:
+                raise InputError(out, "distinct output paths", f"{other} named twice")
+        for source in ins:
+            real = _resolved(source)
+            same = real == target or (
+                source.exists() and out.exists() and os.path.samefile(source, out)
             )
+            if same:
+                raise InputError(
+                    out, f"an output path other than the input {source}", "the input itself"
+                )
+            if real.is_relative_to(target):
+                raise InputError(
+                    out,
+                    f"an output path that does not hold the input {source}",
+                    "a directory the input lies in",
+                )
+            if target.is_relative_to(real):
+                raise InputError(
+                    out,
+                    f"an output path outside the input directory {source}",
+                    "a path inside it",
+                )
+
+
+# The papers' numbers shipped in the checkout: an input of every table command (the default of
+# paper_tables), whatever --paper-tables says.
+SHIPPED_PAPER_TABLES = Path(__file__).resolve().parents[2] / "resources" / "paper_tables"
+
+
+def table_outputs(stem_or_dir: str | Path, inputs: list, stem: bool = False) -> None:
+    """``guard_outputs`` for a table command: the papers' tables (given and shipped) are
+    inputs, and a stem's .csv/.md/.tex are its outputs."""
+    path = Path(stem_or_dir)
+    outs = [path.with_suffix(s) for s in (".csv", ".md", ".tex")] if stem else [path]
+    guard_outputs(outs, [*inputs, SHIPPED_PAPER_TABLES])
+
+
+def refuse_overwrite(out: str | Path, inputs: list[str | Path | None]) -> None:
+    """``guard_outputs([out], inputs)`` for a command with one output."""
+    guard_outputs([out], inputs)
 
 
 def tree_hashes(root: str | Path, skip: tuple[str, ...] = ()) -> dict[str, str]:

@@ -82,7 +82,9 @@ def register(subparsers) -> None:
 def run_fetch(args) -> None:
     from mlmm.data.fetch import fetch
     from mlmm.data.prepare import check_fetch_target, validate
+    from mlmm.io import guard_outputs
 
+    guard_outputs([args.out], [args.manifest, args.mirror])
     if check_fetch_target(args.out, args.manifest, args.force):
         print(f"{args.out}: already a verified copy of {args.manifest}; nothing fetched")
         return
@@ -122,7 +124,9 @@ def run_vocab(args) -> None:
 
 def run_table(args) -> None:
     from mlmm.data.prepare import write_kadar_table1
+    from mlmm.io import table_outputs
 
+    table_outputs(args.out, [args.root, args.paper_tables or None], stem=True)
     paper_tables = args.paper_tables or None
     for path in write_kadar_table1(args.root, args.min_count, paper_tables, args.out, args.demo):
         print(path)

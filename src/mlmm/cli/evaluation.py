@@ -122,8 +122,10 @@ def _runs(args):
 
 
 def run_tables(args) -> None:
+    from mlmm.io import table_outputs
     from mlmm.report import build_tables
 
+    table_outputs(args.out, [*args.runs, args.paper_tables])
     runs = _runs(args)
     for path in build_tables(runs, args.paper_tables, args.out):
         print(path)

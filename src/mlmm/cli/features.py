@@ -95,11 +95,11 @@ def run(args: argparse.Namespace) -> None:
     from mlmm.errors import InputError
     from mlmm.features import extract  # torch is heavy: import only when the command runs
     from mlmm.features.extraction import Outputs
-    from mlmm.io import read_lines, refuse_overwrite
+    from mlmm.io import guard_outputs, read_lines
 
     outputs = Outputs(Path(args.out))
-    for written in (outputs.array, outputs.sidecar, outputs.image_list, outputs.skipped):
-        refuse_overwrite(written, [args.split])
+    written = [outputs.array, outputs.sidecar, outputs.image_list, outputs.skipped, outputs.work]
+    guard_outputs(written, [args.split, args.images])
     if not read_lines(args.split):
         raise InputError(args.split, "at least one image name", "an empty list")
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from mlmm.errors import InputError
-from mlmm.io import refuse_overwrite
+from mlmm.io import guard_outputs, refuse_overwrite, table_outputs
 from mlmm.schema import checked_option
 
 
@@ -135,6 +135,7 @@ def run_train(args) -> None:
     from mlmm.nmt.train import TrainConfig, train
     from mlmm.provenance import Timer, provenance
 
+    guard_outputs([args.out, args.history, args.metrics], [args.data])
     torch.set_num_threads(args.threads)
     split = {s: {lang: _tokenised(args.data / f"{s}.lc.norm.tok.{lang}")
                  for lang in (args.src, args.tgt)} for s in ("train", "val")}
@@ -172,6 +173,7 @@ def run_nbest(args) -> None:
     from mlmm.nmt.model import load_translator
     from mlmm.nmt.search import nbest_lists
 
+    guard_outputs([args.out, args.stats], [args.model, args.source])
     torch.set_num_threads(args.threads)
     from mlmm.features.extraction import resolve_device
 
@@ -203,8 +205,9 @@ def run_features(args) -> None:
     from mlmm.nbest import check_feature_name, check_parallel, read_nbest, write_nbest
     from mlmm.nmt.features import EmbeddingScorer, add_features
 
-    refuse_overwrite(args.out, [args.nbest, args.source])
     specs = [parse_feature_spec(s) for s in args.feature]
+    image_paths = [spec.partition("=")[2] or None for spec in args.images]
+    guard_outputs([args.out], [args.nbest, args.source, *image_paths, *(m for *_, m in specs)])
     for name, _, _ in specs:
         check_feature_name(name)
     images = {}
@@ -231,9 +234,7 @@ def run_mira(args) -> None:
     from mlmm.nbest import read_nbest, read_references, write_weights
     from mlmm.rerank import mira, nbest_stats
 
-    refuse_overwrite(args.out, [args.nbest, *args.ref])
-    if args.history:
-        refuse_overwrite(args.history, [args.nbest, *args.ref, args.out])
+    guard_outputs([args.out, args.history], [args.nbest, *args.ref])
     nbest = read_nbest(args.nbest)
     if args.features:
         nbest = nbest.select(args.features)
@@ -292,5 +293,6 @@ def run_score(args) -> None:
 def run_table(args) -> None:
     from mlmm.nmt.table import table3
 
+    table_outputs(args.out, [*args.metrics, args.paper_tables], stem=True)
     notes = table3(args.metrics, args.paper_tables, args.out)
     print("\n".join(notes))

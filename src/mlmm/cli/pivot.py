@@ -92,7 +92,10 @@ def run_train(args: argparse.Namespace) -> None:
 
 
 def run_table(args: argparse.Namespace) -> None:
+    from mlmm.io import table_outputs
     from mlmm.pivot.table import table5
+
+    table_outputs(args.out, [*args.runs, args.paper_tables], stem=True)
 
     table5(args.runs, args.paper_tables, args.out)
     print(f"wrote {args.out}.csv/.md/.tex")

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from mlmm.errors import InputError
+from mlmm.io import guard_outputs, table_outputs
 from mlmm.schema import checked_option
 from mlmm.ted import LANGUAGES, PIVOT
 
@@ -197,6 +198,7 @@ def run_fetch(args: argparse.Namespace) -> None:
 
 
 def run_bow(args: argparse.Namespace) -> None:
+    guard_outputs([args.out_dir], [args.index])
     import json
 
     from mlmm.io import read_lines
@@ -216,6 +218,7 @@ def run_bow(args: argparse.Namespace) -> None:
 
 
 def run_train(args: argparse.Namespace) -> None:
+    guard_outputs([args.out_dir], [args.bow])
     from mlmm.ted.experiment import train_stage
 
     metrics = train_stage(args.bow, args.out_dir, _settings(args), threads=args.threads)
@@ -223,6 +226,7 @@ def run_train(args: argparse.Namespace) -> None:
 
 
 def run_tune(args: argparse.Namespace) -> None:
+    guard_outputs([args.out], [args.bow, *args.runs])
     import json
 
     from mlmm.ted.experiment import tune_stage
@@ -236,6 +240,7 @@ def run_tune(args: argparse.Namespace) -> None:
 
 
 def run_classify(args: argparse.Namespace) -> None:
+    guard_outputs([args.out], [args.bow, args.tuning])
     from mlmm.ted.experiment import classify_stage
 
     result = classify_stage(args.bow, args.tuning, args.source, args.out, _settings(args))
@@ -243,6 +248,7 @@ def run_classify(args: argparse.Namespace) -> None:
 
 
 def run_nb(args: argparse.Namespace) -> None:
+    guard_outputs([args.out], [args.bow])
     from mlmm.ted.experiment import nb_stage
 
     result = nb_stage(args.bow, args.out, jobs=args.jobs)
@@ -250,6 +256,7 @@ def run_nb(args: argparse.Namespace) -> None:
 
 
 def run_tables(args: argparse.Namespace) -> None:
+    table_outputs(args.out_dir, [*args.cldc, args.nb, args.paper_tables])
     from mlmm.ted.report import table1, table3
 
     table1(args.cldc, args.paper_tables, args.out_dir)
@@ -257,12 +264,14 @@ def run_tables(args: argparse.Namespace) -> None:
 
 
 def run_heatmap(args: argparse.Namespace) -> None:
+    guard_outputs([Path(f"{args.out}.png"), Path(f"{args.out}.pdf")], [args.table])
     from mlmm.ted.report import heatmap
 
     heatmap(args.table, args.out)
 
 
 def run_neighbours(args: argparse.Namespace) -> None:
+    guard_outputs([args.out_dir], [args.bow, args.tuning])
     import json
 
     from mlmm.ted.report import neighbours
