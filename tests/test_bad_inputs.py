@@ -259,10 +259,11 @@ def test_eval_retrieval_output_over_input(tmp_path: Path, capsys) -> None:
 def test_output_where_a_directory_cannot_be_made(tmp_path: Path, capsys) -> None:
     images = tmp_path / "i.npy"
     np.save(images, np.eye(3, dtype=np.float32))
-    out = tmp_path / "i.npy" / "o.json"  # the parent is a file
+    (tmp_path / "notes").write_text("a file, not a directory\n")
+    out = tmp_path / "notes" / "o.json"  # the parent is a file (not an input: guard_outputs)
     argv = ["eval-retrieval", "--images", str(images), "--captions", str(images),
             "--per-image", "1", "--out", str(out)]  # fmt: skip
-    check(Case(argv, ["i.npy", "expected an accessible path"], [out]), capsys)
+    check(Case(argv, ["notes", "expected an accessible path"], [out]), capsys)
 
 
 def test_gzip_reader_reports_an_unreadable_file_as_such(tmp_path: Path, capsys) -> None:

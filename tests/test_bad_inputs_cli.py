@@ -188,7 +188,7 @@ def test_train_nmt_outputs_inside_its_data_directory(tmp_path, capsys):
     data = tmp_path / "data"
     argv = ["train-nmt", "--data", str(data), "--out", str(data / "m.pt"),
             "--history", str(tmp_path / "h.csv"), "--metrics", str(tmp_path / "m.json")]
-    says = ["m.pt", f"expected an output path outside the input directory {data}"]
+    says = ["m.pt", f"expected an output path outside the input {data}"]
     check(Case(argv, says, [data / "m.pt", tmp_path / "h.csv"], inputs), capsys)
 
 
@@ -211,7 +211,7 @@ def test_features_output_onto_an_image_it_reads(tmp_path, capsys):
     argv = ["features", "--backbone", "efficientnet_lite0", "--images", str(tmp_path / "images"),
             "--split",
             str(tmp_path / "list.txt"), "--out", str(tmp_path / "images/a.npy")]
-    says = ["a.npy", f"expected an output path outside the input directory {tmp_path / 'images'}"]
+    says = ["a.npy", f"expected an output path outside the input {tmp_path / 'images'}"]
     check(Case(argv, says, [tmp_path / "images/a.npy"], inputs), capsys)
 
 
@@ -255,3 +255,125 @@ def test_paper_tables_where_the_workflow_writes_its_tables(paper, tmp_path, monk
     with pytest.raises(InputError, match="key 'paper_tables': expected a directory apart from"):
         validate_config({"paper_tables": paper}, SCHEMA_PATH)
     assert validate_config({"paper_tables": "mine"}, SCHEMA_PATH)["paper_tables"] == "mine"
+
+
+# ------------------------------------------------------------------------------------------
+# wrong input, plausible numbers (issue 22): feature arrays, n-best images, MIRA weights
+
+import numpy as np  # noqa: E402
+
+from mlmm.arrays import check_feature_rows  # noqa: E402
+from mlmm.errors import InputError  # noqa: E402
+from mlmm.nbest import NBestList, write_nbest  # noqa: E402
+from mlmm.retrieval.data import load_features  # noqa: E402
+
+VAL, TEST = ["v1.jpg", "v2.jpg", "v3.jpg"], ["t1.jpg", "t2.jpg", "t3.jpg"]
+
+
+def _features(root: Path, split: str, names: list[str]) -> Path:
+    """An array as mlmm features writes it: <split>.npy and the list copy <split>.txt."""
+    (root / "bb").mkdir(parents=True, exist_ok=True)
+    rows = np.arange(1, 3 * len(names) + 1, dtype=np.float32).reshape(len(names), 3)
+    np.save(root / "bb" / f"{split}.npy", rows)
+    (root / "bb" / f"{split}.txt").write_text("".join(f"{n}\n" for n in names))
+    return root / "bb" / f"{split}.npy"
+
+
+def test_swapped_val_and_test_features_are_refused(tmp_path):
+    _features(tmp_path / "made", "test", TEST)
+    (tmp_path / "bb").mkdir()
+    for suffix in (".npy", ".txt"):  # the user copied test's array over val's
+        (tmp_path / "bb" / f"val{suffix}").write_bytes(
+            (tmp_path / "made/bb" / f"test{suffix}").read_bytes()
+        )
+    with pytest.raises(InputError) as error:
+        load_features(tmp_path, "bb", "val", VAL)
+    assert str(error.value) == (
+        f"{tmp_path / 'bb/val.txt'}, line 1: expected 'v1.jpg' (row 1 of the val image list: "
+        "rows in list order), found 't1.jpg'"
+    )
+
+
+def test_reordered_feature_rows_are_refused(tmp_path):
+    _features(tmp_path, "val", VAL[::-1])
+    with pytest.raises(InputError, match=r"val\.txt, line 1: expected 'v1.jpg' .* found 'v3.jpg'"):
+        load_features(tmp_path, "bb", "val", VAL)
+
+
+def test_a_feature_array_without_its_list_copy_is_refused(tmp_path):
+    _features(tmp_path, "val", VAL)
+    (tmp_path / "bb/val.txt").unlink()
+    with pytest.raises(InputError, match=r"val\.txt: expected the image list copy written beside"):
+        load_features(tmp_path, "bb", "val", VAL)
+    _features(tmp_path, "val", VAL)
+    assert load_features(tmp_path, "bb", "val", VAL).shape == (3, 3)  # the copy matches
+
+
+ROW_DAMAGE = {
+    "all-zero row": (lambda a: a.__setitem__(1, 0.0) or a,
+                     "expected rows with a non-zero norm", "1 all-zero row(s) of 3 (first: row 1)"),
+    "tiny row": (lambda a: a.__setitem__(2, 1e-30) or a,
+                 "expected row norms within [1e-15, 1e+15]", "(first: row 2, norm 1.73e-30)"),
+    "huge row": (lambda a: a.__setitem__(0, 1e30) or a,
+                 "expected row norms within [1e-15, 1e+15]", "(first: row 0, norm 1.73e+30)"),
+    "zero width": (lambda a: a[:, :0], "expected a 2-d array with at least one column",
+                   "shape (3, 0)"),
+    "complex": (lambda a: a.astype(np.complex64) + 1j, "expected a real-valued array",
+                "complex64 values"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("damage", list(ROW_DAMAGE), ids=list(ROW_DAMAGE))
+def test_feature_rows_that_would_tie_are_refused(damage, tmp_path):
+    change, expected, found = ROW_DAMAGE[damage]
+    path = _features(tmp_path, "val", VAL)
+    rows = change(np.load(path).astype(np.float64))
+    np.save(path, rows)
+    with pytest.raises(InputError) as error:
+        load_features(tmp_path, "bb", "val", VAL)
+    assert str(path) in str(error.value) and expected in str(error.value), error.value
+    assert found in str(error.value), error.value
+
+
+def test_check_feature_rows_keeps_ordinary_features():
+    rows = np.array([[0.1, 2.0], [300.0, -4.0]], dtype=np.float64)
+    out = check_feature_rows(rows, "x.npy")
+    assert out.dtype == np.float32 and np.allclose(out, rows)
+
+
+def _two_sentences(tmp_path: Path) -> tuple[Path, Path]:
+    nbest = NBestList(
+        [("NMT", 1)], [0, 1], [["a b", "a"], ["c"]],
+        [np.array([[-1.0], [-2.0]]), np.array([[-1.0]])], [np.zeros(2), np.zeros(1)],
+    )  # fmt: skip
+    write_nbest(tmp_path / "l.nbest", nbest)
+    (tmp_path / "src.en").write_text("x y\nz\n")
+    return tmp_path / "l.nbest", tmp_path / "src.en"
+
+
+def test_nbest_features_images_with_more_rows_than_sentences(tmp_path, capsys):
+    nbest, source = _two_sentences(tmp_path)
+    np.save(tmp_path / "img.npy", np.ones((3, 4), dtype=np.float32))
+    argv = ["nbest-features", "--nbest", str(nbest), "--source", str(source),
+            "--images", f"v={tmp_path / 'img.npy'}", "--out", str(tmp_path / "o.nbest")]
+    says = ["img.npy: expected 2 rows, one per sentence of", "found 3 rows"]
+    check(Case(argv, says, [tmp_path / "o.nbest"]), capsys)
+
+
+def test_nbest_features_images_with_an_all_zero_row(tmp_path, capsys):
+    nbest, source = _two_sentences(tmp_path)
+    images = np.ones((2, 4), dtype=np.float32)
+    images[1] = 0
+    np.save(tmp_path / "img.npy", images)
+    argv = ["nbest-features", "--nbest", str(nbest), "--source", str(source),
+            "--images", f"v={tmp_path / 'img.npy'}", "--out", str(tmp_path / "o.nbest")]
+    check(Case(argv, ["img.npy", "non-zero norm", "row 1"], [tmp_path / "o.nbest"]), capsys)
+
+
+def test_rerank_with_an_empty_weights_file(tmp_path, capsys):
+    nbest, _ = _two_sentences(tmp_path)
+    (tmp_path / "w.txt").write_text("")
+    argv = ["rerank", "--nbest", str(nbest), "--weights", str(tmp_path / "w.txt"),
+            "--out", str(tmp_path / "1best")]
+    says = ["w.txt: expected at least one 'Name= w ...' line", "found an empty file"]
+    check(Case(argv, says, [tmp_path / "1best"]), capsys)

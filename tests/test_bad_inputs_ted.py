@@ -78,9 +78,17 @@ def _talk_on_one_side(root: Path) -> tuple[Path, list[str]]:
     return root / "en-fr/test", [str(root / "en-fr/test"), "expected the same talks", "found"]
 
 
+def _no_negatives(root: Path) -> tuple[Path, list[str]]:
+    negative = root / "fr-en/train/art/negative"
+    for talk in negative.glob("*.ted"):  # every talk positive for art
+        talk.rename(root / "fr-en/train/art/positive" / talk.name)
+    return negative, [str(negative), "expected at least one negative talk of art", "found none"]
+
+
 @pytest.mark.parametrize(
     "damage",
-    [_non_utf8, _empty, _markup_only, _missing_topic, _positive_and_negative, _talk_on_one_side],
+    [_non_utf8, _empty, _markup_only, _missing_topic, _positive_and_negative, _talk_on_one_side,
+     _no_negatives],
 )
 def test_ted_bow_refuses_a_damaged_corpus(damage, fresh, tmp_path, capsys):
     _, says = damage(fresh)

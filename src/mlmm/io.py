@@ -178,7 +178,7 @@ def guard_outputs(outputs: list[str | Path | None], inputs: list[str | Path | No
             if target.is_relative_to(real):
                 raise InputError(
                     out,
-                    f"an output path outside the input directory {source}",
+                    f"an output path outside the input {source}",
                     "a path inside it",
                 )
 

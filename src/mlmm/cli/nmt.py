@@ -202,6 +202,7 @@ def parse_feature_spec(spec: str) -> tuple[str, str, Path]:
 def run_features(args) -> None:
     import numpy as np
 
+    from mlmm.arrays import check_feature_rows
     from mlmm.nbest import check_feature_name, check_parallel, read_nbest, write_nbest
     from mlmm.nmt.features import EmbeddingScorer, add_features
 
@@ -210,18 +211,23 @@ def run_features(args) -> None:
     guard_outputs([args.out], [args.nbest, args.source, *image_paths, *(m for *_, m in specs)])
     for name, _, _ in specs:
         check_feature_name(name)
+    nbest, sources = read_nbest(args.nbest), _tokenised(args.source)
+    check_parallel(args.source, sources, nbest.ids)
     images = {}
     for spec in args.images:
         name, eq, path = spec.partition("=")
         if not (eq and name and path):
             raise InputError("--images", "NAME=NPY", repr(spec))
-        images[name] = np.load(path)
+        images[name] = check_feature_rows(np.load(path), path)
+        if len(images[name]) != len(sources):  # row i is the image of sentence i
+            raise InputError(
+                path, f"{len(sources)} rows, one per sentence of {args.nbest}",
+                f"{len(images[name])} rows",
+            )  # fmt: skip
     scorers = [
         (name, EmbeddingScorer(model, kind, args.tgt, args.src, images.get(name)))
         for name, kind, model in specs
     ]
-    nbest, sources = read_nbest(args.nbest), _tokenised(args.source)
-    check_parallel(args.source, sources, nbest.ids)
     nbest = add_features(nbest, sources, scorers)
     write_nbest(args.out, nbest)
     print(f"features: {nbest.columns}")

@@ -76,9 +76,9 @@ class Run:
         torch.manual_seed(seed)
         sets = training_sets(paths.data_root, record, seed)
         self.vocabs = Vocabularies.build(sets.vocabulary, record)
-        n_train = len(multi30k.image_list(paths.data_root, "train"))
+        train_names = multi30k.image_list(paths.data_root, "train")
         self.features = torch.from_numpy(
-            load_features(paths.features_root, record["backbone"], "train", n_train)
+            load_features(paths.features_root, record["backbone"], "train", train_names)
         ).to(self.device)
         self.model = build_model(record, self.features.shape[1], self.vocabs).to(self.device)
         if record["word_embeddings"] != "random":

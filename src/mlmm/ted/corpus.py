@@ -110,6 +110,13 @@ def read_side(root: Path, pair_dir: str, split: str, code: str, topics: list[str
     labels = np.zeros((len(ids), len(topics)), dtype=bool)
     for row, doc in enumerate(ids):
         labels[row, sorted(positive[doc])] = True
+    for t, topic in enumerate(topics):
+        if labels[:, t].all():  # predicting "positive" everywhere would score F1 1.0
+            raise InputError(
+                base / topic / "negative",
+                f"at least one negative talk of {topic} ({len(ids)} talks)",
+                "none: every talk positive",
+            )
     return Side(ids=ids, tokens=[texts[d] for d in ids], labels=labels)
 
 
