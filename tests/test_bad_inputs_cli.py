@@ -377,3 +377,28 @@ def test_rerank_with_an_empty_weights_file(tmp_path, capsys):
             "--out", str(tmp_path / "1best")]
     says = ["w.txt: expected at least one 'Name= w ...' line", "found an empty file"]
     check(Case(argv, says, [tmp_path / "1best"]), capsys)
+
+
+def test_prepare_coco_output_holding_its_annotations(tmp_path, capsys):
+    inputs = _files(tmp_path, "coco/annotations/dataset_coco.json", "ja.json", "mic/images.txt")
+    argv = ["prepare-coco", "--karpathy", str(tmp_path / "coco/annotations/dataset_coco.json"),
+            "--japanese", str(tmp_path / "ja.json"), "https://example.org/ja_val.json",
+            "--mic", str(tmp_path / "mic"), "--pivot-split", "karpathy",
+            "--out", str(tmp_path / "coco")]  # fmt: skip
+    says = ["coco", "expected an output path that does not hold the input", "dataset_coco.json"]
+    check(Case(argv, says, intact=inputs), capsys)
+
+
+def test_local_paths_keeps_paths_and_file_urls_only(tmp_path):
+    from mlmm.io import local_paths
+
+    given = [str(tmp_path / "a.zip"), (tmp_path / "b.zip").as_uri(), "https://x.org/c.zip", None]
+    assert local_paths(given) == [str(tmp_path / "a.zip"), str(tmp_path / "b.zip")]
+
+
+def test_retrieval_vectors_over_the_english_vectors(tmp_path, capsys):
+    inputs = _files(tmp_path, "vec/wiki.en.align.vec", "muse/en-ja.txt")
+    argv = ["retrieval-vectors", "--out", str(tmp_path / "vec"), "--languages", "en",
+            "--onto", str(tmp_path / "vec/wiki.en.align.vec"), "--muse", str(tmp_path / "muse"),
+            "--dim", "4", "--train-fraction", "0.8"]  # fmt: skip
+    check(Case(argv, ["wiki.en.align.vec", "found the input itself"], intact=inputs), capsys)

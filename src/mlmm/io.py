@@ -196,6 +196,23 @@ def table_outputs(stem_or_dir: str | Path, inputs: list, stem: bool = False) -> 
     guard_outputs(outs, [*inputs, SHIPPED_PAPER_TABLES])
 
 
+def local_paths(locations: list[str | Path | None]) -> list[str | Path]:
+    """The local ones of paths-or-URLs (``file://`` URLs as paths): inputs for the guard."""
+    from urllib.parse import urlparse
+    from urllib.request import url2pathname
+
+    out: list[str | Path] = []
+    for location in locations:
+        if location is None:
+            continue
+        parsed = urlparse(str(location))
+        if parsed.scheme == "file":
+            out.append(url2pathname(parsed.path))
+        elif len(parsed.scheme) <= 1:  # a path (a one-letter scheme: a Windows drive)
+            out.append(location)
+    return out
+
+
 def refuse_overwrite(out: str | Path, inputs: list[str | Path | None]) -> None:
     """``guard_outputs([out], inputs)`` for a command with one output."""
     guard_outputs([out], inputs)

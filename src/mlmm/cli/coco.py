@@ -88,7 +88,11 @@ def register(subparsers) -> None:
 
 def run_prepare(args) -> None:
     from mlmm.data.coco import prepare_coco
+    from mlmm.io import guard_outputs, local_paths
 
+    guard_outputs(
+        [args.out, args.download_dir], local_paths([args.karpathy, *args.japanese, args.mic])
+    )
     logging.basicConfig(format="mlmm prepare-coco: %(levelname)s: %(message)s")
     counts = prepare_coco(
         args.out,
@@ -114,7 +118,9 @@ def _hashes(pairs: list[tuple[str, str]]) -> dict[str, str]:
 
 def run_fetch_images(args) -> None:
     from mlmm.data.coco import fetch_images
+    from mlmm.io import guard_outputs, local_paths
 
+    guard_outputs([args.out, args.download_dir], local_paths(args.archives))
     logging.basicConfig(format="mlmm fetch-coco-images: %(levelname)s: %(message)s")
     sources = fetch_images(
         args.archives,

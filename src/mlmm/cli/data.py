@@ -116,8 +116,10 @@ def run_manifest(args) -> None:
 
 
 def run_vocab(args) -> None:
-    from mlmm.data.prepare import write_vocabularies
+    from mlmm.data.prepare import expected_files, write_vocabularies
+    from mlmm.io import guard_outputs
 
+    guard_outputs([args.out], [args.root / rel for rel in expected_files()])
     for path in write_vocabularies(args.root, args.out, args.min_count):
         print(path)
 

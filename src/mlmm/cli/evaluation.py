@@ -132,8 +132,10 @@ def run_tables(args) -> None:
 
 
 def run_figures(args) -> None:
+    from mlmm.io import guard_outputs
     from mlmm.report import build_figures
 
+    guard_outputs([args.out], args.runs)
     runs = _runs(args)
     for path in build_figures(runs, args.out):
         print(path)

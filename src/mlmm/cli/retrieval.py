@@ -137,9 +137,12 @@ def _section(args) -> dict:
 
 
 def run_train(args) -> None:
+    from mlmm.io import guard_outputs
     from mlmm.retrieval.config import resolve_variant
     from mlmm.retrieval.train import Paths, train_variant
 
+    inputs = [args.data_root, args.features_root, args.vectors, args.muse, args.sts]
+    guard_outputs([args.out], [*inputs, *(args.config or [])])
     record = resolve_variant(_section(args), args.variant)
     if args.device:
         record["device"] = args.device
@@ -152,8 +155,11 @@ def run_train(args) -> None:
 
 
 def run_vectors(args) -> None:
+    from mlmm.io import guard_outputs
     from mlmm.retrieval.align import derive_demo, derive_onto_english, download
 
+    written = [args.out / f"wiki.{lang}.align.vec" for lang in args.languages]
+    guard_outputs(written, [args.data_root, args.muse, args.onto, args.vec])
     if args.onto:
         for lang in args.languages:
             derive_onto_english(
