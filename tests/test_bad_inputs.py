@@ -26,6 +26,7 @@ from mlmm.cli import build_parser, main
 from mlmm.data.fetch import MARKER, make_manifest
 from mlmm.data.prepare import expected_files
 from mlmm.nbest import NBestList, write_nbest
+from mlmm.schema import check_options
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -506,7 +507,8 @@ def test_every_scheduled_mlmm_command_parses(config: list[str], tmp_path: Path) 
     assert len(commands) > 20
     parser = build_parser()
     for argv in commands:
-        parser.parse_args(argv)  # SystemExit (argparse's "invalid choice") fails the test
+        args = parser.parse_args(argv)  # SystemExit (argparse's "invalid choice") fails it
+        check_options(args)  # the schema's ranges, as `mlmm` checks them before running
     if config:
         backbones = {a[a.index("--backbone") + 1] for a in commands if "--backbone" in a}
         assert {"alexnet_fc6", "resnet50", "vgg19", "resnet152"} <= backbones

@@ -402,3 +402,33 @@ def test_retrieval_vectors_over_the_english_vectors(tmp_path, capsys):
             "--onto", str(tmp_path / "vec/wiki.en.align.vec"), "--muse", str(tmp_path / "muse"),
             "--dim", "4", "--train-fraction", "0.8"]  # fmt: skip
     check(Case(argv, ["wiki.en.align.vec", "found the input itself"], intact=inputs), capsys)
+
+
+# ------------------------------------------------------------------------------------------
+# nothing a command did not write is replaced without --force (mlmm.cli.declare_outputs)
+
+
+def test_an_output_file_no_command_wrote_needs_force(tmp_path, capsys):
+    from mlmm.cli import main
+
+    nbest, _ = _two_sentences(tmp_path)
+    thesis = tmp_path / "thesis.txt"
+    thesis.write_text("two years of work\n")
+    argv = ["rerank", "--nbest", str(nbest), "--out", str(thesis)]
+    says = ["thesis.txt: expected no file, or one an mlmm command wrote and nobody changed",
+            "found a file no mlmm command wrote; pass --force to replace it"]  # fmt: skip
+    check(Case(argv, says, intact={thesis: b"two years of work\n"}), capsys)
+    assert main([*argv, "--force"]) == 0  # asked for
+    assert thesis.read_text() == "a b\nc\n"
+    assert main(argv) == 0  # ours now (.thesis.txt.mlmm-written): a rerun replaces it
+    thesis.write_text("a b\nc\nmy note\n")  # edited since
+    check(Case(argv, ["found an edited file; pass --force"]), capsys)
+
+
+def test_a_table_stem_no_command_wrote_needs_force(tmp_path, capsys):
+    metrics = _files(tmp_path, "s.json")
+    mine = tmp_path / "t.md"
+    mine.write_text("my table\n")
+    argv = ["nmt-table", "--metrics", *map(str, metrics), "--out", str(tmp_path / "t")]
+    check(Case(argv, ["t.md", "found a file no mlmm command wrote"], [tmp_path / "t.csv"],
+               {mine: b"my table\n"}), capsys)  # fmt: skip

@@ -145,14 +145,20 @@ def _resolved(path: str | Path) -> Path:
     return Path(os.path.realpath(Path(path).expanduser()))
 
 
-def guard_outputs(outputs: list[str | Path | None], inputs: list[str | Path | None]) -> None:
+def guard_outputs(
+    outputs: list[str | Path | None],
+    inputs: list[str | Path | None],
+    force: bool | None = None,
+) -> None:
     """InputError unless every output path is apart from every input path and from the other
     outputs: an output may not equal an input (however spelt: symlinks followed, hard links
     compared by inode), hold one (a directory an input lies in, which the command would
     replace) or lie inside one (writing into a directory the command reads, e.g. the papers'
     tables or the images). Every command that writes calls this before reading anything, so a
-    wrong ``--out`` costs nothing; files it did not make are protected by markers and
-    ``--force`` (``claim_output_dir``)."""
+    wrong ``--out`` costs nothing. ``force`` given (True or False): the outputs are files whose
+    writing is recorded (``mlmm.cli.declare_outputs``), and an existing one no mlmm command
+    wrote is replaced only with ``force`` (``claim_output_files``); directories are protected
+    by their own markers (``claim_output_dir``)."""
     outs = [Path(o) for o in outputs if o is not None]
     ins = [Path(i) for i in inputs if i is not None]
     for index, out in enumerate(outs):
@@ -181,6 +187,8 @@ def guard_outputs(outputs: list[str | Path | None], inputs: list[str | Path | No
                     f"an output path outside the input {source}",
                     "a path inside it",
                 )
+    if force is not None:
+        claim_output_files(outs, force)
 
 
 # The papers' numbers shipped in the checkout: an input of every table command (the default of
@@ -188,12 +196,17 @@ def guard_outputs(outputs: list[str | Path | None], inputs: list[str | Path | No
 SHIPPED_PAPER_TABLES = Path(__file__).resolve().parents[2] / "resources" / "paper_tables"
 
 
-def table_outputs(stem_or_dir: str | Path, inputs: list, stem: bool = False) -> None:
+TABLE_SUFFIXES = (".csv", ".md", ".tex", ".html")  # mlmm.tables.write_table
+
+
+def table_outputs(
+    stem_or_dir: str | Path, inputs: list, stem: bool = False, force: bool | None = None
+) -> None:
     """``guard_outputs`` for a table command: the papers' tables (given and shipped) are
     inputs, and a stem's .csv/.md/.tex are its outputs."""
     path = Path(stem_or_dir)
-    outs = [path.with_suffix(s) for s in (".csv", ".md", ".tex")] if stem else [path]
-    guard_outputs(outs, [*inputs, SHIPPED_PAPER_TABLES])
+    outs = [path.with_suffix(s) for s in TABLE_SUFFIXES] if stem else [path]
+    guard_outputs(outs, [*inputs, SHIPPED_PAPER_TABLES], force)
 
 
 def local_paths(locations: list[str | Path | None]) -> list[str | Path]:
@@ -213,9 +226,43 @@ def local_paths(locations: list[str | Path | None]) -> list[str | Path]:
     return out
 
 
-def refuse_overwrite(out: str | Path, inputs: list[str | Path | None]) -> None:
-    """``guard_outputs([out], inputs)`` for a command with one output."""
-    guard_outputs([out], inputs)
+def refuse_overwrite(
+    out: str | Path, inputs: list[str | Path | None], force: bool | None = None
+) -> None:
+    """``guard_outputs([out], inputs, force)`` for a command with one output."""
+    guard_outputs([out], inputs, force)
+
+
+def _written_record(path: Path) -> Path:
+    return path.with_name(f".{path.name}.mlmm-written")
+
+
+def mark_written(paths: list[Path]) -> None:
+    """Record beside each written file (``.NAME.mlmm-written``: its sha256) that a command of
+    ours wrote it, so that a rerun may replace it (``claim_output_files``)."""
+    for path in paths:
+        if path.is_file():
+            write_text(_written_record(path), sha256_file(path) + "\n")
+
+
+def claim_output_files(paths: list[Path], force: bool = False) -> None:
+    """Refuse to replace an existing output file that no command of ours wrote, or that was
+    edited since (its ``.NAME.mlmm-written`` record missing or naming another hash), unless
+    ``force``: ``--out thesis.txt`` must not silently destroy the thesis."""
+    for path in paths:
+        if not path.exists() or force:
+            continue
+        if path.is_dir():
+            raise InputError(path, "a file path (or no such path)", "a directory")
+        record = _written_record(path)
+        recorded = record.read_text(encoding="utf-8").strip() if record.is_file() else None
+        if recorded != sha256_file(path):
+            found = "a file no mlmm command wrote" if recorded is None else "an edited file"
+            raise InputError(
+                path,
+                f"no file, or one an mlmm command wrote and nobody changed ({record.name})",
+                f"{found}; pass --force to replace it",
+            )
 
 
 def tree_hashes(root: str | Path, skip: tuple[str, ...] = ()) -> dict[str, str]:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mlmm.cli import declare_outputs
+from mlmm.io import TABLE_SUFFIXES
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -50,6 +53,7 @@ def register(subparsers) -> None:
     )
     p.add_argument("root", type=Path, help="directory holding data/task1 and data/task2")
     p.add_argument("--out", required=True, type=Path, help="manifest file to write")
+    declare_outputs(p, "out")
     p.set_defaults(func=run_manifest)
 
     p = subparsers.add_parser(
@@ -76,6 +80,7 @@ def register(subparsers) -> None:
     p.add_argument(
         "--demo", action="store_true", help="the copy is the demo world: say so in the notes"
     )
+    declare_outputs(p, "out", suffixes=TABLE_SUFFIXES)
     p.set_defaults(func=run_table)
 
 
@@ -111,7 +116,7 @@ def run_manifest(args) -> None:
     from mlmm.data.prepare import expected_files
     from mlmm.io import refuse_overwrite, write_text
 
-    refuse_overwrite(args.out, [args.root / rel for rel in expected_files()])
+    refuse_overwrite(args.out, [args.root / rel for rel in expected_files()], args.force)
     write_text(args.out, make_manifest(args.root, expected_files()))
 
 
@@ -128,7 +133,7 @@ def run_table(args) -> None:
     from mlmm.data.prepare import write_kadar_table1
     from mlmm.io import table_outputs
 
-    table_outputs(args.out, [args.root, args.paper_tables or None], stem=True)
+    table_outputs(args.out, [args.root, args.paper_tables or None], stem=True, force=args.force)
     paper_tables = args.paper_tables or None
     for path in write_kadar_table1(args.root, args.min_count, paper_tables, args.out, args.demo):
         print(path)

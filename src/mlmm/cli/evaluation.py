@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mlmm.cli import declare_outputs
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -19,6 +21,7 @@ def register(subparsers) -> None:
     p.add_argument("--similarity", choices=["cosine", "order"], default="cosine")
     p.add_argument("--chunk", type=int, default=None, help="captions per score block")
     p.add_argument("--out", required=True, type=Path, help="metrics JSON")
+    declare_outputs(p, "out")
     p.set_defaults(func=run_eval)
 
     p = subparsers.add_parser(
@@ -68,7 +71,7 @@ def run_eval(args) -> None:
     from mlmm.io import refuse_overwrite, write_json
     from mlmm.provenance import Timer, provenance
 
-    refuse_overwrite(args.out, [args.images, args.captions])
+    refuse_overwrite(args.out, [args.images, args.captions], args.force)
     arrays = {}
     for name in ("images", "captions"):
         path = getattr(args, name)

@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from mlmm.cli import declare_outputs
 from mlmm.errors import InputError
-from mlmm.io import guard_outputs, refuse_overwrite, table_outputs
+from mlmm.io import TABLE_SUFFIXES, guard_outputs, refuse_overwrite, table_outputs
 from mlmm.schema import checked_option
 
 
@@ -37,6 +38,7 @@ def register(subparsers) -> None:
     p.add_argument("--out", required=True, type=Path, help="model checkpoint (.pt)")
     p.add_argument("--history", required=True, type=Path, help="per-epoch CSV")
     p.add_argument("--metrics", required=True, type=Path, help="metrics JSON")
+    declare_outputs(p, "out", "history", "metrics")
     p.set_defaults(func=run_train)
 
     p = subparsers.add_parser(
@@ -51,6 +53,7 @@ def register(subparsers) -> None:
     checked_option(p, "--threads", "nmt.threads", type=int, default=1)
     p.add_argument("--out", required=True, type=Path)
     p.add_argument("--stats", type=Path, help="JSON with sentences/s of the beam search")
+    declare_outputs(p, "out", "stats")
     p.set_defaults(func=run_nbest)
 
     p = subparsers.add_parser(
@@ -67,6 +70,7 @@ def register(subparsers) -> None:
     p.add_argument("--src", default="en")
     p.add_argument("--tgt", default="de")
     p.add_argument("--out", required=True, type=Path)
+    declare_outputs(p, "out")
     p.set_defaults(func=run_features)
 
     p = subparsers.add_parser(
@@ -84,6 +88,7 @@ def register(subparsers) -> None:
     checked_option(p, "--seed", "nmt.mira.seed", type=int, default=1)
     p.add_argument("--out", required=True, type=Path, help="weights file ('Name= w' lines)")
     p.add_argument("--history", type=Path, help="per-epoch CSV")
+    declare_outputs(p, "out", "history")
     p.set_defaults(func=run_mira)
 
     p = subparsers.add_parser(
@@ -94,6 +99,7 @@ def register(subparsers) -> None:
     p.add_argument("--nbest", required=True, type=Path)
     p.add_argument("--weights", type=Path)
     p.add_argument("--out", required=True, type=Path)
+    declare_outputs(p, "out")
     p.set_defaults(func=run_rerank)
 
     p = subparsers.add_parser(
@@ -109,6 +115,7 @@ def register(subparsers) -> None:
     p.add_argument("--variant-note", default="")
     checked_option(p, "--seed", "$defs.cli_options.run_seed", type=int)
     p.add_argument("--out", required=True, type=Path)
+    declare_outputs(p, "out")
     p.set_defaults(func=run_score)
 
     p = subparsers.add_parser(
@@ -117,6 +124,7 @@ def register(subparsers) -> None:
     p.add_argument("--metrics", required=True, nargs="+", type=Path)
     p.add_argument("--paper-tables", help="directory of the paper tables (optional)")
     p.add_argument("--out", required=True, type=Path, help="output stem (.csv/.md/.tex added)")
+    declare_outputs(p, "out", suffixes=TABLE_SUFFIXES)
     p.set_defaults(func=run_table)
 
 
@@ -135,7 +143,7 @@ def run_train(args) -> None:
     from mlmm.nmt.train import TrainConfig, train
     from mlmm.provenance import Timer, provenance
 
-    guard_outputs([args.out, args.history, args.metrics], [args.data])
+    guard_outputs([args.out, args.history, args.metrics], [args.data], args.force)
     torch.set_num_threads(args.threads)
     split = {s: {lang: _tokenised(args.data / f"{s}.lc.norm.tok.{lang}")
                  for lang in (args.src, args.tgt)} for s in ("train", "val")}
@@ -173,7 +181,7 @@ def run_nbest(args) -> None:
     from mlmm.nmt.model import load_translator
     from mlmm.nmt.search import nbest_lists
 
-    guard_outputs([args.out, args.stats], [args.model, args.source])
+    guard_outputs([args.out, args.stats], [args.model, args.source], args.force)
     torch.set_num_threads(args.threads)
     from mlmm.features.extraction import resolve_device
 
@@ -208,7 +216,8 @@ def run_features(args) -> None:
 
     specs = [parse_feature_spec(s) for s in args.feature]
     image_paths = [spec.partition("=")[2] or None for spec in args.images]
-    guard_outputs([args.out], [args.nbest, args.source, *image_paths, *(m for *_, m in specs)])
+    inputs = [args.nbest, args.source, *image_paths, *(m for *_, m in specs)]
+    guard_outputs([args.out], inputs, args.force)
     for name, _, _ in specs:
         check_feature_name(name)
     nbest, sources = read_nbest(args.nbest), _tokenised(args.source)
@@ -240,7 +249,7 @@ def run_mira(args) -> None:
     from mlmm.nbest import read_nbest, read_references, write_weights
     from mlmm.rerank import mira, nbest_stats
 
-    guard_outputs([args.out, args.history], [args.nbest, *args.ref])
+    guard_outputs([args.out, args.history], [args.nbest, *args.ref], args.force)
     nbest = read_nbest(args.nbest)
     if args.features:
         nbest = nbest.select(args.features)
@@ -261,7 +270,7 @@ def run_rerank(args) -> None:
     from mlmm.nbest import read_nbest, read_weights, weight_vector
     from mlmm.rerank import rerank
 
-    refuse_overwrite(args.out, [args.nbest, args.weights])
+    refuse_overwrite(args.out, [args.nbest, args.weights], args.force)
     nbest = read_nbest(args.nbest)
     if args.weights:
         weights = read_weights(args.weights)
@@ -279,7 +288,7 @@ def run_score(args) -> None:
     from mlmm.nmt.metrics import meteor_modules, mt_metrics, resolve_meteor_jar
     from mlmm.provenance import provenance
 
-    refuse_overwrite(args.out, [args.hyp, args.ref])
+    refuse_overwrite(args.out, [args.hyp, args.ref], args.force)
     hyps = read_lines(args.hyp, allow_empty_lines=True)
     refs = read_lines(args.ref)
     if len(hyps) != len(refs):
@@ -299,6 +308,6 @@ def run_score(args) -> None:
 def run_table(args) -> None:
     from mlmm.nmt.table import table3
 
-    table_outputs(args.out, [*args.metrics, args.paper_tables], stem=True)
+    table_outputs(args.out, [*args.metrics, args.paper_tables], stem=True, force=args.force)
     notes = table3(args.metrics, args.paper_tables, args.out)
     print("\n".join(notes))

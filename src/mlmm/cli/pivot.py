@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from mlmm.cli import declare_outputs
+from mlmm.io import TABLE_SUFFIXES
 from mlmm.pivot import LANGUAGES, MODELS
 from mlmm.schema import checked_option
 
@@ -67,6 +69,7 @@ def register(subparsers) -> None:
     p.add_argument("--runs", type=Path, nargs="+", required=True, help="pivot-train outputs")
     p.add_argument("--paper-tables", default=None)
     p.add_argument("--out", type=Path, required=True, help="output stem (no suffix)")
+    declare_outputs(p, "out", suffixes=TABLE_SUFFIXES)
     p.set_defaults(func=run_table)
 
 
@@ -95,7 +98,7 @@ def run_table(args: argparse.Namespace) -> None:
     from mlmm.io import table_outputs
     from mlmm.pivot.table import table5
 
-    table_outputs(args.out, [*args.runs, args.paper_tables], stem=True)
+    table_outputs(args.out, [*args.runs, args.paper_tables], stem=True, force=args.force)
 
     table5(args.runs, args.paper_tables, args.out)
     print(f"wrote {args.out}.csv/.md/.tex")

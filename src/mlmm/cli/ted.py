@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from mlmm.cli import declare_outputs
 from mlmm.errors import InputError
 from mlmm.io import guard_outputs, table_outputs
 from mlmm.schema import checked_option
@@ -129,6 +130,7 @@ def register(subparsers) -> None:
     checked_option(p, "--perceptron-epochs", "ted.perceptron_epochs", type=int, default=10)
     checked_option(p, "--seed", "ted.seed", type=int, default=1)
     checked_option(p, "--jobs", "$defs.cli_options.jobs", type=int, default=1)
+    declare_outputs(p, "out")
     p.set_defaults(func=run_tune)
 
     p = subparsers.add_parser("ted-classify", help="perceptrons of one training language")
@@ -137,12 +139,14 @@ def register(subparsers) -> None:
     p.add_argument("--source", required=True)
     p.add_argument("--out", type=Path, required=True)
     checked_option(p, "--perceptron-epochs", "ted.perceptron_epochs", type=int, default=10)
+    declare_outputs(p, "out")
     p.set_defaults(func=run_classify)
 
     p = subparsers.add_parser("ted-nb", help="monolingual Naive Bayes baseline (Table 3)")
     p.add_argument("--bow", type=Path, required=True)
     p.add_argument("--out", type=Path, required=True)
     checked_option(p, "--jobs", "$defs.cli_options.jobs", type=int, default=1)
+    declare_outputs(p, "out")
     p.set_defaults(func=run_nb)
 
     p = subparsers.add_parser("ted-tables", help="Rajendran 2016 Tables 1 and 3")
@@ -155,6 +159,7 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("ted-heatmap", help="heatmap of Table 1 (PNG and PDF)")
     p.add_argument("--table", type=Path, required=True, help="rajendran2016_table1.csv")
     p.add_argument("--out", type=Path, required=True, help="output stem (no suffix)")
+    declare_outputs(p, "out", suffixes=(".png", ".pdf"))
     p.set_defaults(func=run_heatmap)
 
     p = subparsers.add_parser("ted-neighbours", help="Table 4: nearest words of English words")
@@ -226,7 +231,7 @@ def run_train(args: argparse.Namespace) -> None:
 
 
 def run_tune(args: argparse.Namespace) -> None:
-    guard_outputs([args.out], [args.bow, *args.runs])
+    guard_outputs([args.out], [args.bow, *args.runs], args.force)
     import json
 
     from mlmm.ted.experiment import tune_stage
@@ -240,7 +245,7 @@ def run_tune(args: argparse.Namespace) -> None:
 
 
 def run_classify(args: argparse.Namespace) -> None:
-    guard_outputs([args.out], [args.bow, args.tuning])
+    guard_outputs([args.out], [args.bow, args.tuning], args.force)
     from mlmm.ted.experiment import classify_stage
 
     result = classify_stage(args.bow, args.tuning, args.source, args.out, _settings(args))
@@ -248,7 +253,7 @@ def run_classify(args: argparse.Namespace) -> None:
 
 
 def run_nb(args: argparse.Namespace) -> None:
-    guard_outputs([args.out], [args.bow])
+    guard_outputs([args.out], [args.bow], args.force)
     from mlmm.ted.experiment import nb_stage
 
     result = nb_stage(args.bow, args.out, jobs=args.jobs)
@@ -264,7 +269,9 @@ def run_tables(args: argparse.Namespace) -> None:
 
 
 def run_heatmap(args: argparse.Namespace) -> None:
-    guard_outputs([Path(f"{args.out}.png"), Path(f"{args.out}.pdf")], [args.table])
+    guard_outputs(
+        [args.out.with_suffix(".png"), args.out.with_suffix(".pdf")], [args.table], args.force
+    )
     from mlmm.ted.report import heatmap
 
     heatmap(args.table, args.out)
