@@ -432,3 +432,25 @@ def test_a_table_stem_no_command_wrote_needs_force(tmp_path, capsys):
     argv = ["nmt-table", "--metrics", *map(str, metrics), "--out", str(tmp_path / "t")]
     check(Case(argv, ["t.md", "found a file no mlmm command wrote"], [tmp_path / "t.csv"],
                {mine: b"my table\n"}), capsys)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["eval-retrieval", "--images", "i.npy", "--captions", "c.npy", "--per-image", "0",
+          "--out", "OUT/o.json"], "--per-image: expected a number >= 1, found 0"),
+        (["features", "--backbone", "efficientnet_lite0", "--images", "d", "--split", "l.txt",
+          "--out", "OUT/a.npy", "--shard-size", "0"], "--shard-size: expected a number >= 1"),
+        (["multi30k-vocab", "--root", "r", "--out", "OUT/v", "--min-count", "0"],
+         "--min-count: expected a number >= 1, found 0"),
+        (["retrieval-vectors", "--out", "OUT/v", "--languages", "de", "--dim", "4",
+          "--train-fraction", "1.5"], "--train-fraction: expected a number < 1, found 1.5"),
+    ],
+    ids=["eval per-image 0", "features shard 0", "vocab min-count 0", "vectors fraction 1.5"],
+)  # fmt: skip
+def test_options_of_the_other_commands_are_checked_too(argv, says, tmp_path, capsys,
+                                                       monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "OUT").mkdir()
+    assert says in one_line_error(argv, capsys)
+    assert not any((tmp_path / "OUT").iterdir())

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from mlmm.cli import declare_outputs
 from mlmm.io import TABLE_SUFFIXES
+from mlmm.schema import checked_option
 
 
 def register(subparsers) -> None:
@@ -21,7 +22,9 @@ def register(subparsers) -> None:
     source.add_argument("--mirror", type=Path, help="local directory holding the manifest paths")
     source.add_argument("--url", help="base URL, e.g. the upstream repository's raw-file URL")
     p.add_argument("--out", required=True, type=Path, help="directory to write the copy into")
-    p.add_argument("--retries", type=int, default=4, help="download retries per file")
+    checked_option(
+        p, "--retries", "multi30k.retries", type=int, default=4, help="download retries per file"
+    )
     p.add_argument(
         "--force",
         action="store_true",
@@ -64,7 +67,9 @@ def register(subparsers) -> None:
     )
     p.add_argument("--root", required=True, type=Path, help="the verified Multi30K copy")
     p.add_argument("--out", required=True, type=Path, help="vocabulary directory")
-    p.add_argument("--min-count", type=int, default=4, help="keep words seen >= N times")
+    checked_option(
+        p, "--min-count", "vocab.min_count", type=int, default=4, help="keep words seen >= N times"
+    )
     p.set_defaults(func=run_vocab)
 
     p = subparsers.add_parser(
@@ -74,7 +79,9 @@ def register(subparsers) -> None:
         "and the vocabulary sizes of Section 4, written as STEM.csv/.md/.tex.",
     )
     p.add_argument("--root", required=True, type=Path, help="the verified Multi30K copy")
-    p.add_argument("--min-count", type=int, default=4, help="keep words seen >= N times")
+    checked_option(
+        p, "--min-count", "vocab.min_count", type=int, default=4, help="keep words seen >= N times"
+    )
     p.add_argument("--paper-tables", default="", help="directory of the paper tables (optional)")
     p.add_argument("--out", required=True, type=Path, help="output stem (no suffix)")
     p.add_argument(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mlmm.cli import declare_outputs
+from mlmm.schema import checked_option
 
 
 def register(subparsers) -> None:
@@ -16,8 +17,23 @@ def register(subparsers) -> None:
     )
     p.add_argument("--images", required=True, type=Path, help="(n, d) .npy image embeddings")
     p.add_argument("--captions", required=True, type=Path, help="(n*k, d) .npy caption embeddings")
-    p.add_argument("--per-image", required=True, type=int, metavar="K", help="captions per image")
-    p.add_argument("--folds", type=int, default=1, help="5 = COCO 1K protocol (mean of 5 folds)")
+    checked_option(
+        p,
+        "--per-image",
+        "$defs.cli_options.per_image",
+        required=True,
+        type=int,
+        metavar="K",
+        help="captions per image",
+    )
+    checked_option(
+        p,
+        "--folds",
+        "$defs.cli_options.folds",
+        type=int,
+        default=1,
+        help="5 = COCO 1K protocol (mean of 5 folds)",
+    )
     p.add_argument("--similarity", choices=["cosine", "order"], default="cosine")
     p.add_argument("--chunk", type=int, default=None, help="captions per score block")
     p.add_argument("--out", required=True, type=Path, help="metrics JSON")
@@ -120,7 +136,15 @@ def _runs(args):
     from mlmm.report import load_runs, read_section
 
     if args.record_json is not None:
-        return load_runs(args.runs, json.loads(args.record_json), "--record-json")
+        from mlmm.errors import InputError
+        from mlmm.schema import validate_record
+
+        try:
+            section = json.loads(args.record_json)
+        except ValueError as exc:
+            raise InputError("--record-json", "a JSON object", f"invalid JSON ({exc})") from None
+        validate_record(section, "retrieval", "--record-json")
+        return load_runs(args.runs, section, "--record-json")
     return load_runs(args.runs, read_section(args.config), " + ".join(map(str, args.config)))
 
 

@@ -71,8 +71,10 @@ def register(subparsers) -> None:
         required=True,
         help="config retrieval.vectors.dim",
     )
-    v.add_argument(
+    checked_option(
+        v,
         "--train-fraction",
+        "$defs.variant.alignment.train_fraction",
         type=float,
         required=True,
         help="MUSE split of the demo derivation (config alignment.train_fraction)",
@@ -89,7 +91,13 @@ def register(subparsers) -> None:
         help="with --onto: the language's own fastText vectors (e.g. cc.ja.300.vec.gz); "
         "without it, derived from the training captions under --data-root",
     )
-    v.add_argument("--limit", type=int, help="with --vec: read only its first LIMIT words")
+    checked_option(
+        v,
+        "--limit",
+        "$defs.cli_options.limit",
+        type=int,
+        help="with --vec: read only its first LIMIT words",
+    )
     v.set_defaults(func=run_vectors)
 
     m = subparsers.add_parser(
