@@ -26,6 +26,7 @@ from mlmm.cli import build_parser, main
 from mlmm.data.fetch import MARKER, make_manifest
 from mlmm.data.prepare import expected_files
 from mlmm.nbest import NBestList, write_nbest
+from mlmm.schema import check_options
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -259,10 +260,11 @@ def test_eval_retrieval_output_over_input(tmp_path: Path, capsys) -> None:
 def test_output_where_a_directory_cannot_be_made(tmp_path: Path, capsys) -> None:
     images = tmp_path / "i.npy"
     np.save(images, np.eye(3, dtype=np.float32))
-    out = tmp_path / "i.npy" / "o.json"  # the parent is a file
+    (tmp_path / "notes").write_text("a file, not a directory\n")
+    out = tmp_path / "notes" / "o.json"  # the parent is a file (not an input: guard_outputs)
     argv = ["eval-retrieval", "--images", str(images), "--captions", str(images),
             "--per-image", "1", "--out", str(out)]  # fmt: skip
-    check(Case(argv, ["i.npy", "expected an accessible path"], [out]), capsys)
+    check(Case(argv, ["notes", "expected an accessible path"], [out]), capsys)
 
 
 def test_gzip_reader_reports_an_unreadable_file_as_such(tmp_path: Path, capsys) -> None:
@@ -505,7 +507,8 @@ def test_every_scheduled_mlmm_command_parses(config: list[str], tmp_path: Path) 
     assert len(commands) > 20
     parser = build_parser()
     for argv in commands:
-        parser.parse_args(argv)  # SystemExit (argparse's "invalid choice") fails the test
+        args = parser.parse_args(argv)  # SystemExit (argparse's "invalid choice") fails it
+        check_options(args)  # the schema's ranges, as `mlmm` checks them before running
     if config:
         backbones = {a[a.index("--backbone") + 1] for a in commands if "--backbone" in a}
         assert {"alexnet_fc6", "resnet50", "vgg19", "resnet152"} <= backbones

@@ -78,9 +78,17 @@ def _talk_on_one_side(root: Path) -> tuple[Path, list[str]]:
     return root / "en-fr/test", [str(root / "en-fr/test"), "expected the same talks", "found"]
 
 
+def _no_negatives(root: Path) -> tuple[Path, list[str]]:
+    negative = root / "fr-en/train/art/negative"
+    for talk in negative.glob("*.ted"):  # every talk positive for art
+        talk.rename(root / "fr-en/train/art/positive" / talk.name)
+    return negative, [str(negative), "expected at least one negative talk of art", "found none"]
+
+
 @pytest.mark.parametrize(
     "damage",
-    [_non_utf8, _empty, _markup_only, _missing_topic, _positive_and_negative, _talk_on_one_side],
+    [_non_utf8, _empty, _markup_only, _missing_topic, _positive_and_negative, _talk_on_one_side,
+     _no_negatives],
 )
 def test_ted_bow_refuses_a_damaged_corpus(damage, fresh, tmp_path, capsys):
     _, says = damage(fresh)
@@ -147,3 +155,71 @@ def test_ted_fetch_demo_replaces_its_own_unedited_corpus(tmp_path, capsys):
     talk.write_text("edited_fr\n", encoding="utf-8")
     capsys.readouterr()
     check(Case(argv, ["an edited file", "--force"], intact={talk: b"edited_fr\n"}), capsys)
+
+
+# ------------------------------------------------------------------------------------------
+# outputs over inputs (issue 22): ted-fetch --source url keeps what it did not make
+
+
+def _url_argv(archive: Path, out: Path, *extra: str) -> list[str]:
+    return ["ted-fetch", "--source", "url", "--url", archive.as_uri(), "--out-dir", str(out),
+            "--languages", "fr", *extra]  # fmt: skip
+
+
+def test_ted_fetch_url_keeps_a_users_unpacked_corpus(corpus, tmp_path, capsys):
+    archive = tmp_path / "ted-cldc.tar.gz"
+    _tar_gz(corpus, archive)
+    out = tmp_path / "out"
+    mine = out / "unpacked" / "my-notes.txt"
+    mine.parent.mkdir(parents=True)
+    mine.write_text("mine\n", encoding="utf-8")
+    says = [str(out / "unpacked"), "without .mlmm-ted-fetch.sha256", "--force"]
+    check(Case(_url_argv(archive, out), says, [out / "index.json"], {mine: b"mine\n"}), capsys)
+    assert main(_url_argv(archive, out, "--force")) == 0  # asked for: replaced
+    assert not mine.exists()
+
+
+def test_ted_fetch_url_keeps_a_users_archive(corpus, tmp_path, capsys):
+    archive = tmp_path / "ted-cldc.tar.gz"
+    _tar_gz(corpus, archive)
+    out = tmp_path / "out"
+    theirs = out / "download" / "ted-cldc.tar.gz"
+    theirs.parent.mkdir(parents=True)
+    theirs.write_bytes(b"the user's own archive")
+    says = [str(out / "download"), "--force"]
+    intact = {theirs: b"the user's own archive"}
+    check(Case(_url_argv(archive, out), says, [out / "index.json"], intact), capsys)
+
+
+def test_ted_fetch_url_reruns_over_its_own_download(corpus, tmp_path, capsys):
+    archive = tmp_path / "ted-cldc.tar.gz"
+    _tar_gz(corpus, archive)
+    out = tmp_path / "out"
+    assert main(_url_argv(archive, out)) == 0
+    (out / "index.json").unlink()
+    assert main(_url_argv(archive, out)) == 0  # unedited download and corpus of ours: replaced
+    assert (out / "index.json").is_file()
+
+
+def test_ted_fetch_url_of_an_archive_inside_its_output(corpus, tmp_path, capsys):
+    out = tmp_path / "out"
+    archive = out / "download" / "ted-cldc.tar.gz"
+    archive.parent.mkdir(parents=True)
+    _tar_gz(corpus, archive)
+    data = archive.read_bytes()
+    says = [str(out / "download"), "expected an output path that does not hold the input"]
+    check(Case(_url_argv(archive, out), says, [out / "index.json"], {archive: data}), capsys)
+
+
+def test_ted_fetch_path_with_two_corpora_is_refused(corpus, tmp_path, capsys):
+    top = tmp_path / "corpora"
+    shutil.copytree(corpus, top / "ted-cldc-2014")
+    shutil.copytree(corpus, top / "ted-cldc-old")
+    out = tmp_path / "out"
+    argv = ["ted-fetch", "--source", "path", "--path", str(top), "--out-dir", str(out),
+            "--languages", "fr"]  # fmt: skip
+    says = [str(top), "expected one TED CLDC tree (a fr-en/ directory)",
+            "found 2: ted-cldc-2014, ted-cldc-old"]  # fmt: skip
+    check(Case(argv, says, [out / "index.json"]), capsys)
+    argv[4] = str(top / "ted-cldc-old")  # the one meant, named: fine
+    assert main(argv) == 0

@@ -106,8 +106,10 @@ def test_nan_feature_rows_are_refused(tmp_path):
     feats[3, 0] = np.inf
     (tmp_path / "bb").mkdir()
     np.save(tmp_path / "bb/train.npy", feats)
-    with pytest.raises(InputError, match=r"train\.npy.*2 rows \(first: row 2\)"):
-        load_features(tmp_path, "bb", "train", 4)
+    names = ["a.jpg", "b.jpg", "c.jpg", "d.jpg"]
+    (tmp_path / "bb/train.txt").write_text("".join(f"{n}\n" for n in names))
+    with pytest.raises(InputError, match=r"train\.npy.*2 of 4 rows \(first: row 2\)"):
+        load_features(tmp_path, "bb", "train", names)
 
 
 @pytest.fixture(scope="module")

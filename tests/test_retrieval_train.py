@@ -94,6 +94,9 @@ def _save_features(root: Path, split: str, attrs: np.ndarray, projection, rng) -
     feats = (onehot @ projection + 0.3 * rng.normal(size=(n, 24))).astype(np.float32)
     (root / "features/toy").mkdir(parents=True, exist_ok=True)
     np.save(root / "features/toy" / f"{split}.npy", feats)
+    # the copy of the split's image list that mlmm features writes beside its array
+    names = (root / "data/task1/image_splits" / f"{split}.txt").read_text(encoding="utf-8")
+    (root / "features/toy" / f"{split}.txt").write_text(names, encoding="utf-8")
 
 
 def make_world(root: Path, seed: int = 0) -> Paths:

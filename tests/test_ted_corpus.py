@@ -47,8 +47,10 @@ def test_reads_aligned_sides_with_labels(tmp_path):
 def test_corpus_code_maps_directory_names(tmp_path):
     write_talk(tmp_path, "pb-en", "test", "1", {"art"}, "casa_pb")
     write_talk(tmp_path, "en-pb", "test", "1", {"art"}, "house_en")
+    write_talk(tmp_path, "pb-en", "test", "2", set(), "rua_pb")  # art needs a negative talk
+    write_talk(tmp_path, "en-pb", "test", "2", set(), "street_en")
     portuguese, _ = read_pair(tmp_path, "pt-br", "test", TOPICS, {"pt-br": "pb"})
-    assert portuguese.tokens == [["casa"]]
+    assert portuguese.tokens == [["casa"], ["rua"]]
     assert find_root(tmp_path, ["pt-br"], {"pt-br": "pb"}) == tmp_path
 
 

@@ -10,6 +10,7 @@ key, what the schema expects and what was found.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,18 @@ def _source(path: Sequence[Any], sources: Sequence[tuple[str, dict]]) -> str:
     return COMMAND_LINE
 
 
+def numbers(node: Any, path: Sequence[Any] = ()) -> list[tuple[list[Any], float]]:
+    """(key path, value) of every float in a nested record (a YAML ``.nan`` or ``.inf`` passes
+    every ``minimum``/``maximum`` of a JSON schema, so finiteness is checked on its own)."""
+    if isinstance(node, float):
+        return [(list(path), node)]
+    if isinstance(node, dict):
+        return [hit for key, value in node.items() for hit in numbers(value, [*path, key])]
+    if isinstance(node, list):
+        return [hit for i, value in enumerate(node) for hit in numbers(value, [*path, i])]
+    return []
+
+
 class _UniqueKeyLoader(yaml.SafeLoader):
     """PyYAML keeps the last of two equal keys without a word; a config file that names a key
     twice is refused instead (one of the two values is a mistake, and we cannot tell which)."""
@@ -146,11 +159,17 @@ def validate_config(
     validator_class = validators.validator_for(schema)
     validator = _with_defaults(validator_class)(schema)
     named = [*read_sources(sources), (COMMAND_LINE, dict(command_line or {}))]
+    for path, value in numbers(config):
+        if not math.isfinite(value):
+            raise InputError(
+                _source(path, named), "a finite number", repr(value), key=_dotted(path)
+            )
     errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
     if errors:
         error = jsonschema.exceptions.best_match(errors)
         expected, found, path = _expected(error)
         raise InputError(_source(path, named), expected, found, key=_dotted(path))
+    _check_paper_tables(config, named)
     retrieval = config.get("retrieval") or {}
     variants = retrieval.get("variants") or {}
     for index, name in enumerate(retrieval.get("run") or []):
@@ -162,6 +181,25 @@ def validate_config(
                 key=f"retrieval.run[{index}]",
             )
     return config
+
+
+def _check_paper_tables(config: dict, named: Sequence[tuple[str, dict]]) -> None:
+    """``paper_tables`` apart from ``<results>/tables``: the table jobs write there, and would
+    replace the papers' CSVs (the same names) with ours, then compare ours with ours."""
+    import os
+
+    paper = config.get("paper_tables")
+    if not paper:
+        return
+    tables = Path(config.get("results") or "results") / "tables"
+    mine, ours = Path(os.path.realpath(paper)), Path(os.path.realpath(tables))
+    if mine.is_relative_to(ours) or ours.is_relative_to(mine):
+        raise InputError(
+            _source(["paper_tables"], named),
+            f"a directory apart from {tables} (the workflow writes its tables there)",
+            repr(paper),
+            key="paper_tables",
+        )
 
 
 def validate_or_exit(

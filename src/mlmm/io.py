@@ -221,27 +221,128 @@ def sha256_file(path: str | Path) -> str:
     return digest.hexdigest()
 
 
-def refuse_overwrite(out: str | Path, inputs: list[str | Path | None], force: bool = False) -> None:
-    """InputError when ``out`` is one of ``inputs`` (same file, however spelt), unless ``force``.
+def _resolved(path: str | Path) -> Path:
+    """``path`` made absolute with every symlink followed (also for a path not there yet)."""
+    return Path(os.path.realpath(Path(path).expanduser()))
 
-    A command that writes its output over its input destroys the input before it has read it
-    all (or leaves the user with only the derived file), so it must be asked for explicitly.
-    """
-    if force:
-        return
-    target = Path(out)
-    for source in inputs:
-        if source is None:
+
+def guard_outputs(
+    outputs: list[str | Path | None],
+    inputs: list[str | Path | None],
+    force: bool | None = None,
+) -> None:
+    """InputError unless every output path is apart from every input path and from the other
+    outputs: an output may not equal an input (however spelt: symlinks followed, hard links
+    compared by inode), hold one (a directory an input lies in, which the command would
+    replace) or lie inside one (writing into a directory the command reads, e.g. the papers'
+    tables or the images). Every command that writes calls this before reading anything, so a
+    wrong ``--out`` costs nothing. ``force`` given (True or False): the outputs are files whose
+    writing is recorded (``mlmm.cli.declare_outputs``), and an existing one no mlmm command
+    wrote is replaced only with ``force`` (``claim_output_files``); directories are protected
+    by their own markers (``claim_output_dir``)."""
+    outs = [Path(o) for o in outputs if o is not None]
+    ins = [Path(i) for i in inputs if i is not None]
+    for index, out in enumerate(outs):
+        target = _resolved(out)
+        for other in outs[:index]:
+            if _resolved(other) == target:
+                raise InputError(out, "distinct output paths", f"{other} named twice")
+        for source in ins:
+            real = _resolved(source)
+            same = real == target or (
+                source.exists() and out.exists() and os.path.samefile(source, out)
+            )
+            if same:
+                raise InputError(
+                    out, f"an output path other than the input {source}", "the input itself"
+                )
+            if real.is_relative_to(target):
+                raise InputError(
+                    out,
+                    f"an output path that does not hold the input {source}",
+                    "a directory the input lies in",
+                )
+            if target.is_relative_to(real):
+                raise InputError(
+                    out,
+                    f"an output path outside the input {source}",
+                    "a path inside it",
+                )
+    if force is not None:
+        claim_output_files(outs, force)
+
+
+# The papers' numbers shipped in the checkout: an input of every table command (the default of
+# paper_tables), whatever --paper-tables says.
+SHIPPED_PAPER_TABLES = Path(__file__).resolve().parents[2] / "resources" / "paper_tables"
+
+
+TABLE_SUFFIXES = (".csv", ".md", ".tex", ".html")  # mlmm.tables.write_table
+
+
+def table_outputs(
+    stem_or_dir: str | Path, inputs: list, stem: bool = False, force: bool | None = None
+) -> None:
+    """``guard_outputs`` for a table command: the papers' tables (given and shipped) are
+    inputs, and a stem's .csv/.md/.tex are its outputs."""
+    path = Path(stem_or_dir)
+    outs = [path.with_suffix(s) for s in TABLE_SUFFIXES] if stem else [path]
+    guard_outputs(outs, [*inputs, SHIPPED_PAPER_TABLES], force)
+
+
+def local_paths(locations: list[str | Path | None]) -> list[str | Path]:
+    """The local ones of paths-or-URLs (``file://`` URLs as paths): inputs for the guard."""
+    from urllib.parse import urlparse
+    from urllib.request import url2pathname
+
+    out: list[str | Path] = []
+    for location in locations:
+        if location is None:
             continue
-        source = Path(source)
-        same = (
-            os.path.samefile(source, target)
-            if source.exists() and target.exists()
-            else source.resolve() == target.resolve()
-        )
-        if same:
+        parsed = urlparse(str(location))
+        if parsed.scheme == "file":
+            out.append(url2pathname(parsed.path))
+        elif len(parsed.scheme) <= 1:  # a path (a one-letter scheme: a Windows drive)
+            out.append(location)
+    return out
+
+
+def refuse_overwrite(
+    out: str | Path, inputs: list[str | Path | None], force: bool | None = None
+) -> None:
+    """``guard_outputs([out], inputs, force)`` for a command with one output."""
+    guard_outputs([out], inputs, force)
+
+
+def _written_record(path: Path) -> Path:
+    return path.with_name(f".{path.name}.mlmm-written")
+
+
+def mark_written(paths: list[Path]) -> None:
+    """Record beside each written file (``.NAME.mlmm-written``: its sha256) that a command of
+    ours wrote it, so that a rerun may replace it (``claim_output_files``)."""
+    for path in paths:
+        if path.is_file():
+            write_text(_written_record(path), sha256_file(path) + "\n")
+
+
+def claim_output_files(paths: list[Path], force: bool = False) -> None:
+    """Refuse to replace an existing output file that no command of ours wrote, or that was
+    edited since (its ``.NAME.mlmm-written`` record missing or naming another hash), unless
+    ``force``: ``--out thesis.txt`` must not silently destroy the thesis."""
+    for path in paths:
+        if not path.exists() or force:
+            continue
+        if path.is_dir():
+            raise InputError(path, "a file path (or no such path)", "a directory")
+        record = _written_record(path)
+        recorded = record.read_text(encoding="utf-8").strip() if record.is_file() else None
+        if recorded != sha256_file(path):
+            found = "a file no mlmm command wrote" if recorded is None else "an edited file"
             raise InputError(
-                target, f"an output path other than the input {source}", "the input itself"
+                path,
+                f"no file, or one an mlmm command wrote and nobody changed ({record.name})",
+                f"{found}; pass --force to replace it",
             )
 
 

@@ -216,6 +216,8 @@ def read_weights(path: str | Path) -> dict[str, np.ndarray]:
             if name in weights:
                 raise InputError(path, "each feature once", f"{name!r} again", line=number)
             weights[name] = np.asarray(values, dtype=np.float64)
+    if not weights:  # all weights 0 would rerank every list to its first hypothesis
+        raise InputError(path, "at least one 'Name= w ...' line (mira's output)", "an empty file")
     return weights
 
 

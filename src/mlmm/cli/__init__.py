@@ -15,6 +15,38 @@ import sys
 
 from mlmm import __version__
 from mlmm.errors import InputError
+from mlmm.io import mark_written
+from mlmm.schema import check_options
+
+OUTPUTS = "_declared_outputs"  # the parser default holding [(dest, suffixes)]
+
+
+def declare_outputs(parser: argparse.ArgumentParser, *dests: str, suffixes=("",)) -> None:
+    """The options ``dests`` name files the command writes (with each of ``suffixes`` added
+    to a stem): ``main`` records them after the command succeeds (``mlmm.io.mark_written``),
+    and the command's ``guard_outputs(..., force=args.force)`` refuses to replace an existing
+    one that no mlmm command wrote unless ``--force`` (added here)."""
+    declared = list(parser.get_default(OUTPUTS) or [])
+    declared += [(dest, tuple(suffixes)) for dest in dests]
+    if not declared[: -len(dests)]:
+        parser.add_argument(
+            "--force", action="store_true", help="replace output files no mlmm command wrote"
+        )
+    parser.set_defaults(**{OUTPUTS: declared})
+
+
+def _declared_paths(args: argparse.Namespace) -> list:
+    from pathlib import Path
+
+    declared = getattr(args, OUTPUTS, None) or []
+    if hasattr(args, OUTPUTS):
+        delattr(args, OUTPUTS)
+    paths = []
+    for dest, suffixes in declared:
+        value = getattr(args, dest, None)
+        if value is not None:
+            paths += [Path(value).with_suffix(s) if s else Path(value) for s in suffixes]
+    return paths
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,7 +65,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        check_options(args)
+        outputs = _declared_paths(args)
         args.func(args)
+        mark_written(outputs)
     except InputError as exc:
         print(f"mlmm {args.command}: error: " + str(exc).replace("\n", " "), file=sys.stderr)
         return 2

@@ -6,6 +6,8 @@ import argparse
 import logging
 from pathlib import Path
 
+from mlmm.schema import checked_option
+
 
 def _digest(item: str) -> tuple[str, str]:
     name, sep, digest = item.rpartition("=")  # a URL may hold '=', a hex digest does not
@@ -60,7 +62,9 @@ def register(subparsers) -> None:
         help="keep downloaded inputs here and re-use those whose configured sha256 matches "
         "(default: a temporary directory)",
     )
-    p.add_argument("--retries", type=int, default=4, help="download retries per file")
+    checked_option(
+        p, "--retries", "multi30k.retries", type=int, default=4, help="download retries per file"
+    )
     p.add_argument(
         "--pivot-split",
         choices=["karpathy", "paper"],
@@ -82,13 +86,19 @@ def register(subparsers) -> None:
     f.add_argument("--sha256", nargs="*", default=[], type=_digest, metavar="NAME=SHA256")
     f.add_argument("--out", required=True, type=Path, help="image directory to create")
     f.add_argument("--download-dir", type=Path, help="keep the downloaded archives here")
-    f.add_argument("--retries", type=int, default=4, help="download retries per file")
+    checked_option(
+        f, "--retries", "multi30k.retries", type=int, default=4, help="download retries per file"
+    )
     f.set_defaults(func=run_fetch_images)
 
 
 def run_prepare(args) -> None:
     from mlmm.data.coco import prepare_coco
+    from mlmm.io import guard_outputs, local_paths
 
+    guard_outputs(
+        [args.out, args.download_dir], local_paths([args.karpathy, *args.japanese, args.mic])
+    )
     logging.basicConfig(format="mlmm prepare-coco: %(levelname)s: %(message)s")
     counts = prepare_coco(
         args.out,
@@ -114,7 +124,9 @@ def _hashes(pairs: list[tuple[str, str]]) -> dict[str, str]:
 
 def run_fetch_images(args) -> None:
     from mlmm.data.coco import fetch_images
+    from mlmm.io import guard_outputs, local_paths
 
+    guard_outputs([args.out, args.download_dir], local_paths(args.archives))
     logging.basicConfig(format="mlmm fetch-coco-images: %(levelname)s: %(message)s")
     sources = fetch_images(
         args.archives,

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mlmm.cli import declare_outputs
+from mlmm.io import TABLE_SUFFIXES
+from mlmm.schema import checked_option
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -18,7 +22,9 @@ def register(subparsers) -> None:
     source.add_argument("--mirror", type=Path, help="local directory holding the manifest paths")
     source.add_argument("--url", help="base URL, e.g. the upstream repository's raw-file URL")
     p.add_argument("--out", required=True, type=Path, help="directory to write the copy into")
-    p.add_argument("--retries", type=int, default=4, help="download retries per file")
+    checked_option(
+        p, "--retries", "multi30k.retries", type=int, default=4, help="download retries per file"
+    )
     p.add_argument(
         "--force",
         action="store_true",
@@ -50,6 +56,7 @@ def register(subparsers) -> None:
     )
     p.add_argument("root", type=Path, help="directory holding data/task1 and data/task2")
     p.add_argument("--out", required=True, type=Path, help="manifest file to write")
+    declare_outputs(p, "out")
     p.set_defaults(func=run_manifest)
 
     p = subparsers.add_parser(
@@ -60,7 +67,9 @@ def register(subparsers) -> None:
     )
     p.add_argument("--root", required=True, type=Path, help="the verified Multi30K copy")
     p.add_argument("--out", required=True, type=Path, help="vocabulary directory")
-    p.add_argument("--min-count", type=int, default=4, help="keep words seen >= N times")
+    checked_option(
+        p, "--min-count", "vocab.min_count", type=int, default=4, help="keep words seen >= N times"
+    )
     p.set_defaults(func=run_vocab)
 
     p = subparsers.add_parser(
@@ -70,19 +79,24 @@ def register(subparsers) -> None:
         "and the vocabulary sizes of Section 4, written as STEM.csv/.md/.tex.",
     )
     p.add_argument("--root", required=True, type=Path, help="the verified Multi30K copy")
-    p.add_argument("--min-count", type=int, default=4, help="keep words seen >= N times")
+    checked_option(
+        p, "--min-count", "vocab.min_count", type=int, default=4, help="keep words seen >= N times"
+    )
     p.add_argument("--paper-tables", default="", help="directory of the paper tables (optional)")
     p.add_argument("--out", required=True, type=Path, help="output stem (no suffix)")
     p.add_argument(
         "--demo", action="store_true", help="the copy is the demo world: say so in the notes"
     )
+    declare_outputs(p, "out", suffixes=TABLE_SUFFIXES)
     p.set_defaults(func=run_table)
 
 
 def run_fetch(args) -> None:
     from mlmm.data.fetch import fetch
     from mlmm.data.prepare import check_fetch_target, validate
+    from mlmm.io import guard_outputs
 
+    guard_outputs([args.out], [args.manifest, args.mirror])
     if check_fetch_target(args.out, args.manifest, args.force):
         print(f"{args.out}: already a verified copy of {args.manifest}; nothing fetched")
         return
@@ -109,20 +123,24 @@ def run_manifest(args) -> None:
     from mlmm.data.prepare import expected_files
     from mlmm.io import refuse_overwrite, write_text
 
-    refuse_overwrite(args.out, [args.root / rel for rel in expected_files()])
+    refuse_overwrite(args.out, [args.root / rel for rel in expected_files()], args.force)
     write_text(args.out, make_manifest(args.root, expected_files()))
 
 
 def run_vocab(args) -> None:
-    from mlmm.data.prepare import write_vocabularies
+    from mlmm.data.prepare import expected_files, write_vocabularies
+    from mlmm.io import guard_outputs
 
+    guard_outputs([args.out], [args.root / rel for rel in expected_files()])
     for path in write_vocabularies(args.root, args.out, args.min_count):
         print(path)
 
 
 def run_table(args) -> None:
     from mlmm.data.prepare import write_kadar_table1
+    from mlmm.io import table_outputs
 
+    table_outputs(args.out, [args.root, args.paper_tables or None], stem=True, force=args.force)
     paper_tables = args.paper_tables or None
     for path in write_kadar_table1(args.root, args.min_count, paper_tables, args.out, args.demo):
         print(path)

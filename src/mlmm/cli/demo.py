@@ -6,6 +6,8 @@ import argparse
 import time
 from pathlib import Path
 
+from mlmm.schema import checked_option
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -20,9 +22,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument("out", type=Path, metavar="OUT", help="output directory")
-    p.add_argument("--seed", type=int, default=1, help="random seed (default: %(default)s)")
-    p.add_argument(
+    checked_option(
+        p,
+        "--seed",
+        "demo_world.seed",
+        type=int,
+        default=1,
+        help="random seed (default: %(default)s)",
+    )
+    checked_option(
+        p,
         "--images",
+        "demo_world.images",
         type=int,
         default=1200,
         help="number of images, at least 30; 1/12 each go to val and test (default: %(default)s)",

@@ -6,6 +6,8 @@ import argparse
 import time
 from pathlib import Path
 
+from mlmm.schema import checked_option
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -23,7 +25,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument("out", type=Path, metavar="OUT", help="output directory")
-    p.add_argument("--seed", type=int, default=1, help="random seed (default: %(default)s)")
+    checked_option(
+        p,
+        "--seed",
+        "coco.demo.seed",
+        type=int,
+        default=1,
+        help="random seed (default: %(default)s)",
+    )
     p.add_argument(
         "--images",
         type=int,

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mlmm.cli import declare_outputs
+from mlmm.schema import checked_option
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -14,11 +17,27 @@ def register(subparsers) -> None:
     )
     p.add_argument("--images", required=True, type=Path, help="(n, d) .npy image embeddings")
     p.add_argument("--captions", required=True, type=Path, help="(n*k, d) .npy caption embeddings")
-    p.add_argument("--per-image", required=True, type=int, metavar="K", help="captions per image")
-    p.add_argument("--folds", type=int, default=1, help="5 = COCO 1K protocol (mean of 5 folds)")
+    checked_option(
+        p,
+        "--per-image",
+        "$defs.cli_options.per_image",
+        required=True,
+        type=int,
+        metavar="K",
+        help="captions per image",
+    )
+    checked_option(
+        p,
+        "--folds",
+        "$defs.cli_options.folds",
+        type=int,
+        default=1,
+        help="5 = COCO 1K protocol (mean of 5 folds)",
+    )
     p.add_argument("--similarity", choices=["cosine", "order"], default="cosine")
     p.add_argument("--chunk", type=int, default=None, help="captions per score block")
     p.add_argument("--out", required=True, type=Path, help="metrics JSON")
+    declare_outputs(p, "out")
     p.set_defaults(func=run_eval)
 
     p = subparsers.add_parser(
@@ -68,7 +87,7 @@ def run_eval(args) -> None:
     from mlmm.io import read_npy, refuse_overwrite, write_json
     from mlmm.provenance import Timer, provenance
 
-    refuse_overwrite(args.out, [args.images, args.captions])
+    refuse_overwrite(args.out, [args.images, args.captions], args.force)
     arrays = {}
     for name in ("images", "captions"):
         path = getattr(args, name)
@@ -118,21 +137,33 @@ def _runs(args):
     from mlmm.report import load_runs, read_section
 
     if args.record_json is not None:
-        return load_runs(args.runs, json.loads(args.record_json), "--record-json")
+        from mlmm.errors import InputError
+        from mlmm.schema import validate_record
+
+        try:
+            section = json.loads(args.record_json)
+        except ValueError as exc:
+            raise InputError("--record-json", "a JSON object", f"invalid JSON ({exc})") from None
+        validate_record(section, "retrieval", "--record-json")
+        return load_runs(args.runs, section, "--record-json")
     return load_runs(args.runs, read_section(args.config), " + ".join(map(str, args.config)))
 
 
 def run_tables(args) -> None:
+    from mlmm.io import table_outputs
     from mlmm.report import build_tables
 
+    table_outputs(args.out, [*args.runs, args.paper_tables])
     runs = _runs(args)
     for path in build_tables(runs, args.paper_tables, args.out):
         print(path)
 
 
 def run_figures(args) -> None:
+    from mlmm.io import guard_outputs
     from mlmm.report import build_figures
 
+    guard_outputs([args.out], args.runs)
     runs = _runs(args)
     for path in build_figures(runs, args.out):
         print(path)

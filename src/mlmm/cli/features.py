@@ -6,6 +6,8 @@ import argparse
 from collections.abc import Iterator
 from pathlib import Path
 
+from mlmm.schema import checked_option
+
 
 class BackboneNames:
     """The names of ``mlmm.features.backbones.BACKBONES``, as argparse ``choices``.
@@ -53,8 +55,10 @@ def register(subparsers) -> None:
     p.add_argument("--split", required=True, metavar="LIST", help="file with one image name a line")
     p.add_argument("--out", required=True, metavar="PATH", help="output array (.npy)")
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
-    p.add_argument(
+    checked_option(
+        p,
         "--batch-size",
+        "features.batch_size",
         type=int,
         default=None,
         help="images per batch (default: 256 GPU, 32 CPU; /10 for ten-crop)",
@@ -65,14 +69,18 @@ def register(subparsers) -> None:
                    help="model arithmetic (float32: TF32 on a GPU, as the papers' features)")
     p.add_argument("--decode", default="pil", choices=("pil", "torchvision"),
                    help="torchvision: batched JPEG decoding and resizing on the device (nvJPEG)")
-    p.add_argument(
+    checked_option(
+        p,
         "--workers",
+        "features.workers",
         type=int,
         default=None,
         help="image-decoding processes (default: cores - 1 on a GPU, up to 2 on CPU)",
     )
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
-    p.add_argument("--shard-size", type=int, default=1024, help="rows per resumable shard")
+    checked_option(p, "--threads", "features.threads", type=int, default=None,
+                   help="torch CPU threads (default: torch's)")
+    checked_option(p, "--shard-size", "features.shard_size", type=int, default=1024,
+                   help="rows per resumable shard")
     p.add_argument(
         "--on-bad-image",
         default="error",
@@ -95,11 +103,11 @@ def run(args: argparse.Namespace) -> None:
     from mlmm.errors import InputError
     from mlmm.features import extract  # torch is heavy: import only when the command runs
     from mlmm.features.extraction import Outputs
-    from mlmm.io import read_lines, refuse_overwrite
+    from mlmm.io import guard_outputs, read_lines
 
     outputs = Outputs(Path(args.out))
-    for written in (outputs.array, outputs.sidecar, outputs.image_list, outputs.skipped):
-        refuse_overwrite(written, [args.split])
+    written = [outputs.array, outputs.sidecar, outputs.image_list, outputs.skipped, outputs.work]
+    guard_outputs(written, [args.split, args.images])
     if not read_lines(args.split):
         raise InputError(args.split, "at least one image name", "an empty list")
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from mlmm.cli import declare_outputs
 from mlmm.errors import InputError
-from mlmm.io import read_npy, refuse_overwrite
+from mlmm.io import TABLE_SUFFIXES, guard_outputs, read_npy, refuse_overwrite, table_outputs
+from mlmm.schema import checked_option
 
 
 def register(subparsers) -> None:
@@ -19,22 +21,24 @@ def register(subparsers) -> None:
     p.add_argument("--data", required=True, type=Path, help="directory of tokenised splits")
     p.add_argument("--src", default="en")
     p.add_argument("--tgt", default="de")
-    p.add_argument("--embedding", type=int, default=64)
-    p.add_argument("--hidden", type=int, default=128)
-    p.add_argument("--attention", type=int, default=128)
-    p.add_argument("--dropout", type=float, default=0.2)
+    checked_option(p, "--embedding", "nmt.model.embedding", type=int, default=64)
+    checked_option(p, "--hidden", "nmt.model.hidden", type=int, default=128)
+    checked_option(p, "--attention", "nmt.model.attention", type=int, default=128)
+    checked_option(p, "--dropout", "nmt.model.dropout", type=float, default=0.2)
     p.add_argument("--decoder", choices=["bahdanau", "cgru"], default="bahdanau")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-    p.add_argument("--min-count", type=int, default=1, help="rarer training words become <unk>")
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--lr", type=float, default=0.003)
-    p.add_argument("--max-epochs", type=int, default=20)
-    p.add_argument("--patience", type=int, default=3)
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--threads", type=int, default=1)
+    checked_option(p, "--min-count", "nmt.train.min_count", type=int, default=1,
+                   help="rarer training words become <unk>")
+    checked_option(p, "--batch-size", "nmt.train.batch_size", type=int, default=32)
+    checked_option(p, "--lr", "nmt.train.learning_rate", type=float, default=0.003)
+    checked_option(p, "--max-epochs", "nmt.train.max_epochs", type=int, default=20)
+    checked_option(p, "--patience", "nmt.train.patience", type=int, default=3)
+    checked_option(p, "--seed", "nmt.train.seed", type=int, default=1)
+    checked_option(p, "--threads", "nmt.threads", type=int, default=1)
     p.add_argument("--out", required=True, type=Path, help="model checkpoint (.pt)")
     p.add_argument("--history", required=True, type=Path, help="per-epoch CSV")
     p.add_argument("--metrics", required=True, type=Path, help="metrics JSON")
+    declare_outputs(p, "out", "history", "metrics")
     p.set_defaults(func=run_train)
 
     p = subparsers.add_parser(
@@ -44,11 +48,12 @@ def register(subparsers) -> None:
     )
     p.add_argument("--model", required=True, type=Path)
     p.add_argument("--source", required=True, type=Path, help="tokenised source sentences")
-    p.add_argument("--beam", type=int, default=20)
+    checked_option(p, "--beam", "nmt.beam", type=int, default=20)
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-    p.add_argument("--threads", type=int, default=1)
+    checked_option(p, "--threads", "nmt.threads", type=int, default=1)
     p.add_argument("--out", required=True, type=Path)
     p.add_argument("--stats", type=Path, help="JSON with sentences/s of the beam search")
+    declare_outputs(p, "out", "stats")
     p.set_defaults(func=run_nbest)
 
     p = subparsers.add_parser(
@@ -65,6 +70,7 @@ def register(subparsers) -> None:
     p.add_argument("--src", default="en")
     p.add_argument("--tgt", default="de")
     p.add_argument("--out", required=True, type=Path)
+    declare_outputs(p, "out")
     p.set_defaults(func=run_features)
 
     p = subparsers.add_parser(
@@ -76,12 +82,13 @@ def register(subparsers) -> None:
     p.add_argument("--ref", required=True, type=Path, action="append",
                    help="reference file (repeat for several); line id+1 = sentence id")
     p.add_argument("--features", nargs="+", help="tune only these features (default: all)")
-    p.add_argument("--iters", type=int, default=60)
-    p.add_argument("--c", type=float, default=0.01)
-    p.add_argument("--decay", type=float, default=0.999)
-    p.add_argument("--seed", type=int, default=1)
+    checked_option(p, "--iters", "nmt.mira.iters", type=int, default=60)
+    checked_option(p, "--c", "nmt.mira.c", type=float, default=0.01)
+    checked_option(p, "--decay", "nmt.mira.decay", type=float, default=0.999)
+    checked_option(p, "--seed", "nmt.mira.seed", type=int, default=1)
     p.add_argument("--out", required=True, type=Path, help="weights file ('Name= w' lines)")
     p.add_argument("--history", type=Path, help="per-epoch CSV")
+    declare_outputs(p, "out", "history")
     p.set_defaults(func=run_mira)
 
     p = subparsers.add_parser(
@@ -92,6 +99,7 @@ def register(subparsers) -> None:
     p.add_argument("--nbest", required=True, type=Path)
     p.add_argument("--weights", type=Path)
     p.add_argument("--out", required=True, type=Path)
+    declare_outputs(p, "out")
     p.set_defaults(func=run_rerank)
 
     p = subparsers.add_parser(
@@ -105,8 +113,9 @@ def register(subparsers) -> None:
     p.add_argument("--meteor-jar", help="jar path, or 'pycocoevalcap' for the jar it ships")
     p.add_argument("--system", required=True, help="paper spelling of the system")
     p.add_argument("--variant-note", default="")
-    p.add_argument("--seed", type=int)
+    checked_option(p, "--seed", "$defs.cli_options.run_seed", type=int)
     p.add_argument("--out", required=True, type=Path)
+    declare_outputs(p, "out")
     p.set_defaults(func=run_score)
 
     p = subparsers.add_parser(
@@ -115,6 +124,7 @@ def register(subparsers) -> None:
     p.add_argument("--metrics", required=True, nargs="+", type=Path)
     p.add_argument("--paper-tables", help="directory of the paper tables (optional)")
     p.add_argument("--out", required=True, type=Path, help="output stem (.csv/.md/.tex added)")
+    declare_outputs(p, "out", suffixes=TABLE_SUFFIXES)
     p.set_defaults(func=run_table)
 
 
@@ -133,6 +143,7 @@ def run_train(args) -> None:
     from mlmm.nmt.train import TrainConfig, train
     from mlmm.provenance import Timer, provenance
 
+    guard_outputs([args.out, args.history, args.metrics], [args.data], args.force)
     torch.set_num_threads(args.threads)
     split = {s: {lang: _tokenised(args.data / f"{s}.lc.norm.tok.{lang}")
                  for lang in (args.src, args.tgt)} for s in ("train", "val")}
@@ -170,6 +181,7 @@ def run_nbest(args) -> None:
     from mlmm.nmt.model import load_translator
     from mlmm.nmt.search import nbest_lists
 
+    guard_outputs([args.out, args.stats], [args.model, args.source], args.force)
     torch.set_num_threads(args.threads)
     from mlmm.features.extraction import resolve_device
 
@@ -197,25 +209,35 @@ def parse_feature_spec(spec: str) -> tuple[str, str, Path]:
 
 def run_features(args) -> None:
 
+    from mlmm.arrays import check_feature_rows
     from mlmm.nbest import check_feature_name, check_parallel, read_nbest, write_nbest
     from mlmm.nmt.features import EmbeddingScorer, add_features
 
-    refuse_overwrite(args.out, [args.nbest, args.source])
     specs = [parse_feature_spec(s) for s in args.feature]
+    image_paths = [spec.partition("=")[2] or None for spec in args.images]
+    inputs = [args.nbest, args.source, *image_paths, *(m for *_, m in specs)]
+    guard_outputs([args.out], inputs, args.force)
     for name, _, _ in specs:
         check_feature_name(name)
+    nbest, sources = read_nbest(args.nbest), _tokenised(args.source)
+    check_parallel(args.source, sources, nbest.ids)
     images = {}
     for spec in args.images:
         name, eq, path = spec.partition("=")
         if not (eq and name and path):
             raise InputError("--images", "NAME=NPY", repr(spec))
-        images[name] = read_npy(path, "a .npy array of image features (--images NAME=NPY)")
+        images[name] = check_feature_rows(
+            read_npy(path, "a .npy array of image features (--images NAME=NPY)"), path
+        )
+        if len(images[name]) != len(sources):  # row i is the image of sentence i
+            raise InputError(
+                path, f"{len(sources)} rows, one per sentence of {args.nbest}",
+                f"{len(images[name])} rows",
+            )  # fmt: skip
     scorers = [
         (name, EmbeddingScorer(model, kind, args.tgt, args.src, images.get(name)))
         for name, kind, model in specs
     ]
-    nbest, sources = read_nbest(args.nbest), _tokenised(args.source)
-    check_parallel(args.source, sources, nbest.ids)
     nbest = add_features(nbest, sources, scorers)
     write_nbest(args.out, nbest)
     print(f"features: {nbest.columns}")
@@ -228,9 +250,7 @@ def run_mira(args) -> None:
     from mlmm.nbest import read_nbest, read_references, write_weights
     from mlmm.rerank import mira, nbest_stats
 
-    refuse_overwrite(args.out, [args.nbest, *args.ref])
-    if args.history:
-        refuse_overwrite(args.history, [args.nbest, *args.ref, args.out])
+    guard_outputs([args.out, args.history], [args.nbest, *args.ref], args.force)
     nbest = read_nbest(args.nbest)
     if args.features:
         nbest = nbest.select(args.features)
@@ -251,7 +271,7 @@ def run_rerank(args) -> None:
     from mlmm.nbest import read_nbest, read_weights, weight_vector
     from mlmm.rerank import rerank
 
-    refuse_overwrite(args.out, [args.nbest, args.weights])
+    refuse_overwrite(args.out, [args.nbest, args.weights], args.force)
     nbest = read_nbest(args.nbest)
     if args.weights:
         weights = read_weights(args.weights)
@@ -269,7 +289,7 @@ def run_score(args) -> None:
     from mlmm.nmt.metrics import meteor_modules, mt_metrics, resolve_meteor_jar
     from mlmm.provenance import provenance
 
-    refuse_overwrite(args.out, [args.hyp, args.ref])
+    refuse_overwrite(args.out, [args.hyp, args.ref], args.force)
     hyps = read_lines(args.hyp, allow_empty_lines=True)
     refs = read_lines(args.ref)
     if len(hyps) != len(refs):
@@ -289,5 +309,6 @@ def run_score(args) -> None:
 def run_table(args) -> None:
     from mlmm.nmt.table import table3
 
+    table_outputs(args.out, [*args.metrics, args.paper_tables], stem=True, force=args.force)
     notes = table3(args.metrics, args.paper_tables, args.out)
     print("\n".join(notes))

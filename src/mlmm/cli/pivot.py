@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from mlmm.cli import declare_outputs
+from mlmm.io import TABLE_SUFFIXES
 from mlmm.pivot import LANGUAGES, MODELS
+from mlmm.schema import checked_option
 
 
 def register(subparsers) -> None:
@@ -27,20 +30,37 @@ def register(subparsers) -> None:
     )
     p.add_argument("--language", choices=LANGUAGES, default=None, help="caption language X")
     p.add_argument("--model", choices=MODELS, required=True)
-    p.add_argument("--lambda", dest="lam", type=float, default=0.0, help="correlation weight")
-    p.add_argument("--hidden", type=int, default=200)
-    p.add_argument("--epochs", type=int, default=20)
-    p.add_argument("--batch-size", type=int, default=20)
-    p.add_argument("--learning-rate", type=float, default=0.01)
+    checked_option(
+        p,
+        "--lambda",
+        "pivot.lambdas[]",
+        dest="lam",
+        type=float,
+        default=0.0,
+        help="correlation weight",
+    )
+    checked_option(p, "--hidden", "pivot.hidden", type=int, default=200)
+    checked_option(p, "--epochs", "pivot.epochs", type=int, default=20)
+    checked_option(p, "--batch-size", "pivot.batch_size", type=int, default=20)
+    checked_option(p, "--learning-rate", "pivot.learning_rate", type=float, default=0.01)
     p.add_argument("--input", choices=["binary", "count"], default="binary")
     p.add_argument(
         "--reconstruction", choices=["cross_entropy", "reference"], default="cross_entropy"
     )
-    p.add_argument("--min-count", type=int, default=6, help="keep words seen this often")
-    p.add_argument("--validation-fraction", type=float, default=0.1)
-    p.add_argument("--validation-max", type=int, default=1000, help="cap on held-out items")
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--threads", type=int, default=1)
+    checked_option(
+        p, "--min-count", "pivot.min_count", type=int, default=6, help="keep words seen this often"
+    )
+    checked_option(p, "--validation-fraction", "pivot.validation_fraction", type=float, default=0.1)
+    checked_option(
+        p,
+        "--validation-max",
+        "pivot.validation_max",
+        type=int,
+        default=1000,
+        help="cap on held-out items",
+    )
+    checked_option(p, "--seed", "pivot.seed", type=int, default=1)
+    checked_option(p, "--threads", "pivot.threads", type=int, default=1)
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument("--out", type=Path, required=True, help="run directory")
     p.set_defaults(func=run_train)
@@ -49,6 +69,7 @@ def register(subparsers) -> None:
     p.add_argument("--runs", type=Path, nargs="+", required=True, help="pivot-train outputs")
     p.add_argument("--paper-tables", default=None)
     p.add_argument("--out", type=Path, required=True, help="output stem (no suffix)")
+    declare_outputs(p, "out", suffixes=TABLE_SUFFIXES)
     p.set_defaults(func=run_table)
 
 
@@ -74,7 +95,10 @@ def run_train(args: argparse.Namespace) -> None:
 
 
 def run_table(args: argparse.Namespace) -> None:
+    from mlmm.io import table_outputs
     from mlmm.pivot.table import table5
+
+    table_outputs(args.out, [*args.runs, args.paper_tables], stem=True, force=args.force)
 
     table5(args.runs, args.paper_tables, args.out)
     print(f"wrote {args.out}.csv/.md/.tex")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from mlmm.schema import checked_option
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -23,7 +25,7 @@ def register(subparsers) -> None:
     )
     source.add_argument("--record-json", help="the retrieval section as JSON (used by Snakemake)")
     p.add_argument("--variant", required=True)
-    p.add_argument("--seed", type=int, required=True)
+    checked_option(p, "--seed", "$defs.cli_options.run_seed", type=int, required=True)
     p.add_argument("--out", type=Path, required=True)
     p.add_argument(
         "--data-root",
@@ -38,8 +40,13 @@ def register(subparsers) -> None:
     p.add_argument("--muse", type=Path, help="directory of MUSE en-<lang>.txt dictionaries")
     p.add_argument("--sts", type=Path, help="directory of <year>/STS.{input,gs}.images.txt")
     p.add_argument("--device", help="override the variant's device (auto, cpu, cuda)")
-    p.add_argument(
-        "--threads", type=int, required=True, help="torch CPU threads (config retrieval.threads)"
+    checked_option(
+        p,
+        "--threads",
+        "retrieval.threads",
+        type=int,
+        required=True,
+        help="torch CPU threads (config retrieval.threads)",
     )
     p.add_argument("--no-progress", action="store_true", help="no tqdm bar")
     p.set_defaults(func=run_train)
@@ -56,9 +63,18 @@ def register(subparsers) -> None:
     v.add_argument("--url", help="e.g. https://dl.fbaipublicfiles.com/fasttext/vectors-aligned")
     v.add_argument("--data-root", type=Path, help="Multi30K/COCO root (demo derivation)")
     v.add_argument("--muse", type=Path, help="directory of MUSE en-<lang>.txt (demo derivation)")
-    v.add_argument("--dim", type=int, required=True, help="config retrieval.vectors.dim")
-    v.add_argument(
+    checked_option(
+        v,
+        "--dim",
+        "retrieval.vectors.dim",
+        type=int,
+        required=True,
+        help="config retrieval.vectors.dim",
+    )
+    checked_option(
+        v,
         "--train-fraction",
+        "$defs.variant.alignment.train_fraction",
         type=float,
         required=True,
         help="MUSE split of the demo derivation (config alignment.train_fraction)",
@@ -75,7 +91,13 @@ def register(subparsers) -> None:
         help="with --onto: the language's own fastText vectors (e.g. cc.ja.300.vec.gz); "
         "without it, derived from the training captions under --data-root",
     )
-    v.add_argument("--limit", type=int, help="with --vec: read only its first LIMIT words")
+    checked_option(
+        v,
+        "--limit",
+        "$defs.cli_options.limit",
+        type=int,
+        help="with --vec: read only its first LIMIT words",
+    )
     v.set_defaults(func=run_vectors)
 
     m = subparsers.add_parser(
@@ -98,25 +120,37 @@ def register(subparsers) -> None:
 
 
 def _section(args) -> dict:
-    if args.record_json is not None:
-        return json.loads(args.record_json)
-    import yaml
-
+    """The retrieval section of --record-json or of the merged --config files, checked against
+    the workflow's schema like a Snakemake run (a one-line error naming the file and key)."""
+    from mlmm.config import read_sources, validate_config
     from mlmm.errors import InputError
     from mlmm.retrieval.config import merge_config
+    from mlmm.schema import SCHEMA_PATH, validate_record
 
+    if args.record_json is not None:
+        try:
+            section = json.loads(args.record_json)
+        except ValueError as exc:
+            raise InputError("--record-json", "a JSON object", f"invalid JSON ({exc})") from None
+        validate_record(section, "retrieval", "--record-json")
+        return section
     merged: dict = {}
     for path in args.config:
         if not path.is_file():
             raise InputError(path, "a config file", "no such file")
-        merged = merge_config(merged, yaml.safe_load(path.read_text(encoding="utf-8")) or {})
+    for _, data in read_sources(args.config):
+        merged = merge_config(merged, data)
+    validate_config(merged, SCHEMA_PATH, sources=args.config)
     return merged.get("retrieval") or {}
 
 
 def run_train(args) -> None:
+    from mlmm.io import guard_outputs
     from mlmm.retrieval.config import resolve_variant
     from mlmm.retrieval.train import Paths, train_variant
 
+    inputs = [args.data_root, args.features_root, args.vectors, args.muse, args.sts]
+    guard_outputs([args.out], [*inputs, *(args.config or [])])
     record = resolve_variant(_section(args), args.variant)
     if args.device:
         record["device"] = args.device
@@ -129,8 +163,11 @@ def run_train(args) -> None:
 
 
 def run_vectors(args) -> None:
+    from mlmm.io import guard_outputs
     from mlmm.retrieval.align import derive_demo, derive_onto_english, download
 
+    written = [args.out / f"wiki.{lang}.align.vec" for lang in args.languages]
+    guard_outputs(written, [args.data_root, args.muse, args.onto, args.vec])
     if args.onto:
         for lang in args.languages:
             derive_onto_english(

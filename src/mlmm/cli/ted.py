@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from mlmm.cli import declare_outputs
 from mlmm.errors import InputError
+from mlmm.io import guard_outputs, table_outputs
+from mlmm.schema import checked_option
 from mlmm.ted import LANGUAGES, PIVOT
 
 
@@ -27,9 +30,18 @@ def _corpus_args(p: argparse.ArgumentParser) -> None:
 
 
 def _demo_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--train-docs", type=int, default=200, help="training talks per pair")
-    p.add_argument("--test-docs", type=int, default=50, help="test talks per pair")
+    checked_option(p, "--seed", "ted.demo.seed", type=int, default=1)
+    checked_option(
+        p,
+        "--train-docs",
+        "ted.demo.train_docs",
+        type=int,
+        default=200,
+        help="training talks per pair",
+    )
+    checked_option(
+        p, "--test-docs", "ted.demo.test_docs", type=int, default=50, help="test talks per pair"
+    )
 
 
 def _settings(args: argparse.Namespace) -> dict:
@@ -84,7 +96,9 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("ted-bow", help="bag-of-words matrices per language")
     p.add_argument("--index", type=Path, required=True, help="index.json of ted-fetch")
     p.add_argument("--out-dir", type=Path, required=True)
-    p.add_argument("--min-count", type=int, default=6, help="keep words seen this often")
+    checked_option(
+        p, "--min-count", "ted.min_count", type=int, default=6, help="keep words seen this often"
+    )
     p.add_argument(
         "--topics", nargs="+", default=None, help="topics to read (default: those in the corpus)"
     )
@@ -94,28 +108,29 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("ted-train", help="train Bridge CorrNet with one lambda")
     p.add_argument("--bow", type=Path, required=True)
     p.add_argument("--out-dir", type=Path, required=True)
-    p.add_argument("--lambda", dest="lam", type=float, required=True)
-    p.add_argument("--hidden", type=int, default=128)
-    p.add_argument("--epochs", type=int, default=10)
-    p.add_argument("--batch-size", type=int, default=20)
-    p.add_argument("--learning-rate", type=float, default=0.01)
+    checked_option(p, "--lambda", "ted.lambdas[]", dest="lam", type=float, required=True)
+    checked_option(p, "--hidden", "ted.hidden", type=int, default=128)
+    checked_option(p, "--epochs", "ted.epochs", type=int, default=10)
+    checked_option(p, "--batch-size", "ted.batch_size", type=int, default=20)
+    checked_option(p, "--learning-rate", "ted.learning_rate", type=float, default=0.01)
     p.add_argument("--input", choices=["binary", "count"], default="binary")
     p.add_argument(
         "--reconstruction", choices=["cross_entropy", "reference"], default="cross_entropy"
     )
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--threads", type=int, default=1)
+    checked_option(p, "--seed", "ted.seed", type=int, default=1)
+    checked_option(p, "--threads", "ted.threads", type=int, default=1)
     p.set_defaults(func=run_train)
 
     p = subparsers.add_parser("ted-tune", help="choose lambda per source language")
     p.add_argument("--bow", type=Path, required=True)
     p.add_argument("--runs", type=Path, nargs="+", required=True, help="ted-train directories")
     p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--validation-fraction", type=float, default=0.2)
-    p.add_argument("--perceptron-epochs", type=int, default=10)
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--jobs", type=int, default=1)
+    checked_option(p, "--validation-fraction", "ted.validation_fraction", type=float, default=0.2)
+    checked_option(p, "--perceptron-epochs", "ted.perceptron_epochs", type=int, default=10)
+    checked_option(p, "--seed", "ted.seed", type=int, default=1)
+    checked_option(p, "--jobs", "$defs.cli_options.jobs", type=int, default=1)
+    declare_outputs(p, "out")
     p.set_defaults(func=run_tune)
 
     p = subparsers.add_parser("ted-classify", help="perceptrons of one training language")
@@ -123,13 +138,15 @@ def register(subparsers) -> None:
     p.add_argument("--tuning", type=Path, required=True)
     p.add_argument("--source", required=True)
     p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--perceptron-epochs", type=int, default=10)
+    checked_option(p, "--perceptron-epochs", "ted.perceptron_epochs", type=int, default=10)
+    declare_outputs(p, "out")
     p.set_defaults(func=run_classify)
 
     p = subparsers.add_parser("ted-nb", help="monolingual Naive Bayes baseline (Table 3)")
     p.add_argument("--bow", type=Path, required=True)
     p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--jobs", type=int, default=1)
+    checked_option(p, "--jobs", "$defs.cli_options.jobs", type=int, default=1)
+    declare_outputs(p, "out")
     p.set_defaults(func=run_nb)
 
     p = subparsers.add_parser("ted-tables", help="Rajendran 2016 Tables 1 and 3")
@@ -142,13 +159,14 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("ted-heatmap", help="heatmap of Table 1 (PNG and PDF)")
     p.add_argument("--table", type=Path, required=True, help="rajendran2016_table1.csv")
     p.add_argument("--out", type=Path, required=True, help="output stem (no suffix)")
+    declare_outputs(p, "out", suffixes=(".png", ".pdf"))
     p.set_defaults(func=run_heatmap)
 
     p = subparsers.add_parser("ted-neighbours", help="Table 4: nearest words of English words")
     p.add_argument("--bow", type=Path, required=True)
     p.add_argument("--tuning", type=Path, required=True)
     p.add_argument("--words", nargs="+", required=True)
-    p.add_argument("--k", type=int, default=4)
+    checked_option(p, "--k", "ted.table4_k", type=int, default=4)
     p.add_argument("--out-dir", type=Path, required=True)
     p.set_defaults(func=run_neighbours)
 
@@ -185,6 +203,7 @@ def run_fetch(args: argparse.Namespace) -> None:
 
 
 def run_bow(args: argparse.Namespace) -> None:
+    guard_outputs([args.out_dir], [args.index])
     import json
 
     from mlmm.io import read_lines
@@ -204,6 +223,7 @@ def run_bow(args: argparse.Namespace) -> None:
 
 
 def run_train(args: argparse.Namespace) -> None:
+    guard_outputs([args.out_dir], [args.bow])
     from mlmm.ted.experiment import train_stage
 
     metrics = train_stage(args.bow, args.out_dir, _settings(args), threads=args.threads)
@@ -211,6 +231,7 @@ def run_train(args: argparse.Namespace) -> None:
 
 
 def run_tune(args: argparse.Namespace) -> None:
+    guard_outputs([args.out], [args.bow, *args.runs], args.force)
     import json
 
     from mlmm.ted.experiment import tune_stage
@@ -224,6 +245,7 @@ def run_tune(args: argparse.Namespace) -> None:
 
 
 def run_classify(args: argparse.Namespace) -> None:
+    guard_outputs([args.out], [args.bow, args.tuning], args.force)
     from mlmm.ted.experiment import classify_stage
 
     result = classify_stage(args.bow, args.tuning, args.source, args.out, _settings(args))
@@ -231,6 +253,7 @@ def run_classify(args: argparse.Namespace) -> None:
 
 
 def run_nb(args: argparse.Namespace) -> None:
+    guard_outputs([args.out], [args.bow], args.force)
     from mlmm.ted.experiment import nb_stage
 
     result = nb_stage(args.bow, args.out, jobs=args.jobs)
@@ -238,6 +261,7 @@ def run_nb(args: argparse.Namespace) -> None:
 
 
 def run_tables(args: argparse.Namespace) -> None:
+    table_outputs(args.out_dir, [*args.cldc, args.nb, args.paper_tables])
     from mlmm.ted.report import table1, table3
 
     table1(args.cldc, args.paper_tables, args.out_dir)
@@ -245,12 +269,16 @@ def run_tables(args: argparse.Namespace) -> None:
 
 
 def run_heatmap(args: argparse.Namespace) -> None:
+    guard_outputs(
+        [args.out.with_suffix(".png"), args.out.with_suffix(".pdf")], [args.table], args.force
+    )
     from mlmm.ted.report import heatmap
 
     heatmap(args.table, args.out)
 
 
 def run_neighbours(args: argparse.Namespace) -> None:
+    guard_outputs([args.out_dir], [args.bow, args.tuning])
     import json
 
     from mlmm.ted.report import neighbours

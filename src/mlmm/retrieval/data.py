@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from mlmm.arrays import check_feature_rows, check_row_names
 from mlmm.data import multi30k
 from mlmm.data.vocab import Vocabulary
 from mlmm.errors import InputError
@@ -41,22 +43,17 @@ def feature_columns(path: Path) -> int | None:
 
 
 def load_features(
-    features_root: str | Path, backbone: str, split: str, n_images: int
+    features_root: str | Path, backbone: str, split: str, names: Sequence[str]
 ) -> np.ndarray:
+    """The split's feature array as float32, row i = image ``names[i]``: the list copy written
+    beside it must match ``names`` (swapped or reordered arrays are refused) and every row
+    must be finite with a usable norm (``mlmm.arrays``)."""
     path = features_path(features_root, backbone, split)
     feats = read_npy(path, "an image feature array (rule extract_features)", mmap_mode="r")
-    if feats.ndim != 2 or feats.shape[0] != n_images:
-        raise InputError(path, f"{n_images} rows (one per image of {split})", f"{feats.shape}")
-    out = np.array(feats, dtype=np.float32)
-    finite = np.isfinite(out).all(axis=1)
-    if not finite.all():
-        bad = np.flatnonzero(~finite)
-        raise InputError(
-            path,
-            "finite feature values",
-            f"NaN or inf in {len(bad)} rows (first: row {int(bad[0])})",
-        )
-    return out
+    if feats.ndim != 2 or feats.shape[0] != len(names):
+        raise InputError(path, f"{len(names)} rows (one per image of {split})", f"{feats.shape}")
+    check_row_names(path, names, split)
+    return check_feature_rows(np.asarray(feats), path)
 
 
 def split_captions(
@@ -287,7 +284,7 @@ def eval_set(root, features_root, backbone: str, spec: dict, langs: list[str]) -
             f"images: [{start}, {stop}]",
             key="images",
         )
-    feats = load_features(features_root, backbone, split, len(names))[start:stop]
+    feats = load_features(features_root, backbone, split, names)[start:stop]
     captions, per_image = {}, {}
     for lang in langs:
         per = split_captions(root, split, lang, spec["portion"])[start:stop]

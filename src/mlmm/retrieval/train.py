@@ -88,8 +88,10 @@ class Run:
         self.vocabs = Vocabularies.build(
             vocabulary_captions(paths.data_root, record, sets.vocabulary), record
         )
-        n_train = len(multi30k.image_list(paths.data_root, "train"))
-        train_features = load_features(paths.features_root, record["backbone"], "train", n_train)
+        train_names = multi30k.image_list(paths.data_root, "train")
+        train_features = load_features(
+            paths.features_root, record["backbone"], "train", train_names
+        )
         self.features = torch.from_numpy(train_features).to(self.device)
         self.model = build_model(record, self.features.shape[1], self.vocabs).to(self.device)
         if record["word_embeddings"] != "random":

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import shutil
 import tarfile
+import urllib.parse
 import urllib.request
 import zipfile
 import zlib
@@ -25,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from mlmm.errors import InputError
-from mlmm.io import claim_output_dir, mark_output_dir, read_lines, write_json
+from mlmm.io import claim_output_dir, guard_outputs, mark_output_dir, read_lines, write_json
 from mlmm.ted import PIVOT
 
 
@@ -110,6 +111,13 @@ def read_side(root: Path, pair_dir: str, split: str, code: str, topics: list[str
     labels = np.zeros((len(ids), len(topics)), dtype=bool)
     for row, doc in enumerate(ids):
         labels[row, sorted(positive[doc])] = True
+    for t, topic in enumerate(topics):
+        if labels[:, t].all():  # predicting "positive" everywhere would score F1 1.0
+            raise InputError(
+                base / topic / "negative",
+                f"at least one negative talk of {topic} ({len(ids)} talks)",
+                "none: every talk positive",
+            )
     return Side(ids=ids, tokens=[texts[d] for d in ids], labels=labels)
 
 
@@ -147,17 +155,30 @@ def check_layout(root: Path, languages: list[str], codes: dict[str, str] | None)
 
 
 def find_root(top: Path, languages: list[str], codes: dict[str, str] | None) -> Path:
-    """The directory under `top` (itself or up to three levels down) holding the pair dirs."""
+    """The directory under `top` (itself or up to three levels down) holding the pair dirs.
+
+    Two such trees under `top` (an old and a new copy side by side) are refused rather than
+    one picked by name: point ted.path at the one meant."""
     first = f"{corpus_code(languages[0], codes)}-{PIVOT}"
-    candidates = [top, *sorted(p for p in top.glob("**/") if len(p.relative_to(top).parts) <= 3)]
-    for candidate in candidates:
-        if (candidate / first).is_dir():
-            check_layout(candidate, languages, codes)
-            return candidate
+    if (top / first).is_dir():
+        check_layout(top, languages, codes)
+        return top
+    found = [
+        p
+        for p in sorted(top.glob("**/"))
+        if len(p.relative_to(top).parts) <= 3 and (p / first).is_dir()
+    ]
+    if len(found) > 1:
+        names = ", ".join(str(p.relative_to(top)) for p in found)
+        raise InputError(top, f"one TED CLDC tree (a {first}/ directory)", f"{len(found)}: {names}")
+    if found:
+        check_layout(found[0], languages, codes)
+        return found[0]
     raise InputError(top, f"a TED CLDC tree with a {first}/ directory", "none")
 
 
 DEMO_MARKER = ".mlmm-demo-ted.sha256"
+FETCH_MARKER = ".mlmm-ted-fetch.sha256"  # in download/ and unpacked/ of ted-fetch --source url
 
 
 def check_archive(archive: Path) -> None:
@@ -190,6 +211,7 @@ def unpack(archive: Path, dest: Path) -> None:
     else:
         with tarfile.open(archive) as handle:
             handle.extractall(partial, filter="data")
+    mark_output_dir(partial, FETCH_MARKER)
     if dest.exists():
         shutil.rmtree(dest)
     partial.replace(dest)
@@ -235,28 +257,38 @@ def fetch(
     elif source == "path":
         if not path:
             raise InputError("config.yaml", "ted.path set when ted.source is 'path'", "null")
+        guard_outputs([out_dir / "index.json"], [path])
         root = find_root(Path(path).expanduser().resolve(), languages, codes)
     elif source == "url":
         if not url:
             raise InputError("config.yaml", "ted.url set when ted.source is 'url'", "null")
-        download = out_dir / "download"
+        download, unpacked = out_dir / "download", out_dir / "unpacked"
+        local = urllib.parse.urlparse(url)
+        guard_outputs(
+            [download, unpacked, out_dir / "index.json"],
+            [urllib.request.url2pathname(local.path)] if local.scheme == "file" else [],
+        )
+        # a user's archive or unpacked corpus in OUT_DIR is not ours to replace
+        claim_output_dir(download, "TED download of ours", FETCH_MARKER, force=force)
+        claim_output_dir(unpacked, "TED corpus unpacked by us", FETCH_MARKER, force=force)
         download.mkdir(parents=True, exist_ok=True)
         archive = download / (url.rstrip("/").rsplit("/", 1)[-1] or "ted-cldc.tar.gz")
         partial = archive.with_name(archive.name + ".part")
         try:
             urllib.request.urlretrieve(url, partial)
         except OSError as exc:
+            partial.unlink(missing_ok=True)
             raise InputError(url, "a reachable URL", f"{exc}") from None
         partial.replace(archive)
         if not (zipfile.is_zipfile(archive) or tarfile.is_tarfile(archive)):
             archive.unlink()
             raise InputError(url, "a .zip or .tar(.gz) archive of ted-cldc", "another format")
-        unpacked = out_dir / "unpacked"
         try:
             unpack(archive, unpacked)
         except InputError:
             archive.unlink()  # a bad download is not kept as if it were good
             raise
+        mark_output_dir(download, FETCH_MARKER)
         root = find_root(unpacked, languages, codes)
     else:
         raise InputError("config.yaml", "ted.source one of demo, path, url", repr(source))

@@ -1,0 +1,85 @@
+"""Checks on image feature arrays that would otherwise give plausible numbers from wrong input.
+
+A feature array is read by row number: row i must be image i of the split's list. Extraction
+(``mlmm features``) writes a copy of the list it read beside the array (``<split>.txt``), so a
+reader compares that copy with the split's list: swapped val/test arrays or reordered rows are
+refused instead of scored. The rows themselves must carry a direction: an all-zero row (or one
+so tiny or huge that float32 similarities underflow or overflow) has no cosine with anything,
+so every image ties and the ranking is decided by index order; a complex array would silently
+lose its imaginary part; a zero-width array has no similarity at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from mlmm.errors import InputError
+
+# Row norms outside this range lose precision in float32 similarities (squares underflow
+# below ~1e-19 and overflow above ~1e19); real CNN features lie near 1 to 1e3.
+NORM_RANGE = (1e-15, 1e15)
+
+
+def check_feature_rows(array: np.ndarray, where: str | Path) -> np.ndarray:
+    """``array`` as float32 if it is a real (n, d>0) matrix of finite rows with usable norms;
+    otherwise an InputError naming the first offending row."""
+    if np.iscomplexobj(array):
+        raise InputError(where, "a real-valued array", f"{array.dtype} values")
+    if array.dtype.kind not in "fiub":
+        raise InputError(where, "a numeric array", f"dtype {array.dtype}")
+    if array.ndim != 2 or array.shape[1] == 0:
+        raise InputError(where, "a 2-d array with at least one column", f"shape {array.shape}")
+    wide = np.asarray(array, dtype=np.float64)
+    finite = np.isfinite(wide).all(axis=1)
+    if not finite.all():
+        bad = np.flatnonzero(~finite)
+        raise InputError(
+            where,
+            "finite values in every row",
+            f"NaN or inf in {len(bad)} of {len(wide)} rows (first: row {int(bad[0])})",
+        )
+    norms = np.linalg.norm(wide, axis=1)
+    low, high = NORM_RANGE
+    zero = np.flatnonzero(norms == 0)
+    if len(zero):
+        raise InputError(
+            where,
+            "rows with a non-zero norm (an all-zero row ties with every image)",
+            f"{len(zero)} all-zero row(s) of {len(wide)} (first: row {int(zero[0])})",
+        )
+    odd = np.flatnonzero((norms < low) | (norms > high))
+    if len(odd):
+        first = int(odd[0])
+        raise InputError(
+            where,
+            f"row norms within [{low:g}, {high:g}] (float32 similarities under- or overflow)",
+            f"{len(odd)} row(s) outside it (first: row {first}, norm {norms[first]:.3g})",
+        )
+    return np.array(array, dtype=np.float32)  # a writable copy (not a read-only memmap)
+
+
+def check_row_names(array_path: str | Path, names: Sequence[str], split: str) -> None:
+    """The list copy beside ``array_path`` (``<split>.txt``, written by ``mlmm features``)
+    must hold ``names`` (the split's image list) in order; an array without its copy is
+    refused too, since its rows cannot be matched to images."""
+    copy = Path(array_path).with_suffix(".txt")
+    if not copy.is_file():
+        raise InputError(
+            copy, f"the image list copy written beside {Path(array_path).name}", "no such file"
+        )
+    from mlmm.io import read_lines
+
+    rows = read_lines(copy)
+    for number, (row, name) in enumerate(zip(rows, names, strict=False), start=1):
+        if row != name:
+            raise InputError(
+                copy,
+                f"{name!r} (row {number} of the {split} image list: rows in list order)",
+                repr(row),
+                line=number,
+            )
+    if len(rows) != len(names):
+        raise InputError(copy, f"{len(names)} image names (the {split} list)", f"{len(rows)}")

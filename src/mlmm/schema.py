@@ -1,0 +1,123 @@
+"""The workflow's config schema as the one source of truth for every entry point.
+
+Snakemake validates config.yaml against ``workflow/schemas/config.schema.yaml``
+(``mlmm.config.validate_config``); a subcommand run by hand would otherwise accept values the
+schema forbids (``mira --iters 0``, ``--c nan``, ``nbest --beam 0``) and train nothing or crash.
+Each numeric option of a subcommand is therefore declared with ``checked_option``, naming the
+schema property it sets (``nmt.mira.iters``); ``check_options`` (called by ``mlmm.cli.main``
+after parsing) validates every given value against that property's sub-schema and turns the
+first failure into one InputError naming the option, what was expected and what was found.
+Options with no config key (``--jobs``) have their ranges in the schema's ``$defs/cli_options``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from mlmm.errors import InputError
+
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+CHECKS = "_schema_checks"  # the parser default holding {dest: (option, pointer)}
+
+
+@lru_cache(maxsize=1)
+def schema() -> dict:
+    """The parsed config schema (the checkout's copy, beside the package's sources)."""
+    if not SCHEMA_PATH.is_file():
+        raise InputError(SCHEMA_PATH, "the config schema of the mlmm checkout", "no such file")
+    return yaml.safe_load(SCHEMA_PATH.read_text(encoding="utf-8"))
+
+
+def _resolve(node: dict) -> dict:
+    """Follow ``$ref`` links (``#/$defs/...``) to the schema they name."""
+    while isinstance(node, dict) and "$ref" in node:
+        target: Any = schema()
+        for part in node["$ref"].removeprefix("#/").split("/"):
+            target = target[part]
+        node = target
+    return node
+
+
+def subschema(pointer: str) -> dict:
+    """The schema of a dotted config key: ``nmt.mira.iters``; ``ted.lambdas[]`` is an item of
+    the list ``ted.lambdas``; ``$defs.cli_options.jobs`` a definition."""
+    node: dict = schema()
+    parts = pointer.split(".")
+    if parts[0] == "$defs":
+        node, parts = schema()["$defs"], parts[1:]
+        node = {"properties": node}
+    for part in parts:
+        items = part.endswith("[]")
+        node = _resolve(node)
+        try:
+            node = _resolve(node["properties"][part.removesuffix("[]")])
+            if items:
+                node = _resolve(node["items"])
+        except KeyError:
+            raise KeyError(f"no config key {pointer!r} in {SCHEMA_PATH}") from None
+    return node
+
+
+def value_error(value: Any, node: dict) -> tuple[str, str] | None:
+    """(expected, found) when ``value`` breaks ``node`` (a non-finite number always does:
+    NaN passes every comparison of a JSON schema), else None."""
+    from mlmm.config import _expected
+
+    if isinstance(value, float) and not math.isfinite(value):
+        return "a finite number", repr(value)
+    node = {k: v for k, v in node.items() if k not in ("default", "description")}
+    validator = jsonschema.validators.validator_for(schema())({**node, "$defs": schema()["$defs"]})
+    errors = list(validator.iter_errors(value))
+    if not errors:
+        return None
+    expected, found, _ = _expected(jsonschema.exceptions.best_match(errors))
+    return expected, found
+
+
+def checked_option(parser: argparse.ArgumentParser, option: str, pointer: str, **kwargs):
+    """``parser.add_argument(option, **kwargs)``, its value checked against the schema of
+    ``pointer`` by ``check_options``; the option's default must satisfy it too (tested)."""
+    subschema(pointer)  # a misspelt pointer fails when the parser is built, not when used
+    action = parser.add_argument(option, **kwargs)
+    checks = dict(parser.get_default(CHECKS) or {})
+    checks[action.dest] = (option, pointer)
+    parser.set_defaults(**{CHECKS: checks})
+    return action
+
+
+def check_options(args: argparse.Namespace) -> None:
+    """Validate every schema-checked option of ``args`` (then drop the bookkeeping, so that
+    ``vars(args)`` in a provenance record holds options only)."""
+    checks = getattr(args, CHECKS, None) or {}
+    if hasattr(args, CHECKS):
+        delattr(args, CHECKS)
+    for dest, (option, pointer) in checks.items():
+        value = getattr(args, dest, None)
+        if value is None:
+            continue
+        problem = value_error(value, subschema(pointer))
+        if problem:
+            raise InputError(option, problem[0], problem[1])
+
+
+def validate_record(record: Any, pointer: str, where: str | Path) -> None:
+    """A config record a command reads itself (a JSON record, a section) checked against the
+    sub-schema of ``pointer``; the first problem names ``where`` and the key inside it."""
+    from mlmm.config import _dotted, _expected, numbers
+
+    for path, value in numbers(record):
+        if not math.isfinite(value):
+            raise InputError(where, "a finite number", repr(value), key=_dotted([pointer, *path]))
+    node = {k: v for k, v in subschema(pointer).items() if k != "default"}
+    validator = jsonschema.validators.validator_for(schema())({**node, "$defs": schema()["$defs"]})
+    errors = list(validator.iter_errors(record))
+    if errors:
+        expected, found, path = _expected(jsonschema.exceptions.best_match(errors))
+        raise InputError(where, expected, found, key=_dotted([pointer, *path]))
