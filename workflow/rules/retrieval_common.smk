@@ -52,9 +52,15 @@ MUSE_LANGUAGES = sorted(
     | set(ROTATED_VECTORS)
 )
 MUSE_SECTIONS = ["full", "0-5000", "5000-6500"]
+# alignment.mappings: two (AME-CMR's R_deen) also trains on MUSE's <lang>-en dictionaries
+MUSE_REVERSE = any(
+    record["word_embeddings"] == "ame" and record["alignment"]["mappings"] == "two"
+    for record in RETRIEVAL_RECORDS.values()
+)
 MUSE_FILES = [
-    MUSE_DOWNLOADS / f"en-{lang}{'' if section == 'full' else '.' + section}.txt"
+    MUSE_DOWNLOADS / f"{pair}{'' if section == 'full' else '.' + section}.txt"
     for lang in MUSE_LANGUAGES
+    for pair in ([f"en-{lang}", f"{lang}-en"] if MUSE_REVERSE else [f"en-{lang}"])
     for section in MUSE_SECTIONS
 ]
 RETRIEVAL_RUN_FILES = [

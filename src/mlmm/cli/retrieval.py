@@ -93,6 +93,11 @@ def register(subparsers) -> None:
         choices=["full", "0-5000", "5000-6500"],
         help="full: en-<lang>.txt; 0-5000 / 5000-6500: MUSE's train / test sections",
     )
+    m.add_argument(
+        "--reverse",
+        action="store_true",
+        help="also <lang>-en[.<section>].txt (alignment.mappings: two, AME-CMR's R_deen)",
+    )
     m.add_argument("--out", type=Path, required=True)
     m.set_defaults(func=run_fetch_muse)
 
@@ -154,4 +159,4 @@ def run_vectors(args) -> None:
 def run_fetch_muse(args) -> None:
     from mlmm.retrieval.align import download_lexicons
 
-    download_lexicons(args.url, args.languages, args.out, tuple(args.sections))
+    download_lexicons(args.url, args.languages, args.out, tuple(args.sections), args.reverse)

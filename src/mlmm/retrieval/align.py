@@ -107,15 +107,22 @@ def precision_at_1(
 
 
 def rcsls_loss(
-    src: torch.Tensor, tgt: torch.Tensor, pairs: torch.Tensor, mapping: torch.Tensor, knn: int
+    src: torch.Tensor,
+    tgt: torch.Tensor,
+    pairs: torch.Tensor,
+    mapping: torch.Tensor,
+    knn: int,
+    normalise: bool = True,
 ) -> torch.Tensor:
     """Joulin et al. (2018) relaxed CSLS over training pairs (rows of ``pairs`` = src, tgt ids).
 
     -2 cos(Wx_i, y_i) + mean of cos to the k nearest targets of Wx_i + mean of cos of y_i to
-    its k nearest mapped sources, averaged over the pairs.
+    its k nearest mapped sources, averaged over the pairs. ``normalise`` False: dot products of
+    the raw rows instead of cosines (AME-CMR ``ContrastiveLoss.rcsls`` on the fine-tuned table).
     """
-    mapped = _unit(src @ mapping.t())
-    targets = _unit(tgt)
+    unit = _unit if normalise else (lambda x: x)
+    mapped = unit(src @ mapping.t())
+    targets = unit(tgt)
     wx, y = mapped[pairs[:, 0]], targets[pairs[:, 1]]
     k_t, k_s = min(knn, targets.shape[0]), min(knn, mapped.shape[0])
     near_t = (wx @ targets.t()).topk(k_t, dim=1).values.mean(1)
@@ -262,12 +269,18 @@ def _fetch(url: str, target: Path) -> Path:
 MUSE_SECTIONS = {"full": "", "0-5000": ".0-5000", "5000-6500": ".5000-6500"}
 
 
-def lexicon_file(muse: Path, lang: str, section: str = "full") -> Path:
-    return Path(muse) / f"en-{lang}{MUSE_SECTIONS[section]}.txt"
+def lexicon_file(muse: Path, lang: str, section: str = "full", reverse: bool = False) -> Path:
+    """MUSE's en-<lang> dictionary file, or with ``reverse`` its <lang>-en one (AME-CMR's R_deen
+    trains on de-en.txt + de-en.5000-6500.txt)."""
+    pair = f"{lang}-en" if reverse else f"en-{lang}"
+    return Path(muse) / f"{pair}{MUSE_SECTIONS[section]}.txt"
 
 
-def alignment_lexicons(muse: Path, lang: str, alignment: dict) -> tuple[Lexicon, Lexicon]:
-    """(pairs RCSLS trains on, pairs the alignment ratio is measured on) for en-``lang``.
+def alignment_lexicons(
+    muse: Path, lang: str, alignment: dict, reverse: bool = False
+) -> tuple[Lexicon, Lexicon]:
+    """(pairs RCSLS trains on, pairs the alignment ratio is measured on) for en-``lang`` (with
+    ``reverse``: <lang>-en, source words in ``lang``).
 
     ``alignment["sections"]`` null: the full dictionary split by source word
     (``train_fraction``); otherwise the union of the named MUSE sections for training and one
@@ -275,25 +288,31 @@ def alignment_lexicons(muse: Path, lang: str, alignment: dict) -> tuple[Lexicon,
     training vocabulary are dropped later (``lexicon_indices``)."""
     sections = alignment["sections"]
     if sections is None:
-        return split_lexicon(read_lexicon(lexicon_file(muse, lang)), alignment["train_fraction"])
+        whole = read_lexicon(lexicon_file(muse, lang, reverse=reverse))
+        return split_lexicon(whole, alignment["train_fraction"])
     train = list(
         dict.fromkeys(
             pair
             for name in sections["train"]
-            for pair in read_lexicon(lexicon_file(muse, lang, name))
+            for pair in read_lexicon(lexicon_file(muse, lang, name, reverse))
         )
     )
-    return train, read_lexicon(lexicon_file(muse, lang, sections["test"]))
+    return train, read_lexicon(lexicon_file(muse, lang, sections["test"], reverse))
 
 
 def download_lexicons(
-    url: str, langs: list[str], out: Path, sections: tuple[str, ...] = ("full",)
+    url: str,
+    langs: list[str],
+    out: Path,
+    sections: tuple[str, ...] = ("full",),
+    reverse: bool = False,
 ) -> None:
-    """MUSE bilingual dictionaries ``<url>/en-<lang>[.<section>].txt``, written atomically and
-    checked to parse."""
+    """MUSE bilingual dictionaries ``<url>/en-<lang>[.<section>].txt`` (and with ``reverse``
+    ``<lang>-en``), written atomically and checked to parse."""
     for lang in langs:
         for section in sections:
-            _download_lexicon(url, lexicon_file(Path(out), lang, section))
+            for backwards in (False, True) if reverse else (False,):
+                _download_lexicon(url, lexicon_file(Path(out), lang, section, backwards))
 
 
 def _download_lexicon(url: str, target: Path) -> None:

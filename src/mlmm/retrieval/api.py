@@ -24,6 +24,7 @@ def build_model(record: dict, feature_dim: int, vocabs: Vocabularies) -> JointEm
         # .get: model.pt files written before these keys existed
         shared_projection=record.get("sentence_projection") == "shared",
         dropout_after_image_projection=record.get("image_dropout") == "projection",
+        use_abs=record.get("use_abs", True),
     )
 
 

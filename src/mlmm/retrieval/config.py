@@ -52,6 +52,9 @@ DEFAULTS: dict[str, Any] = {
     "loss": "max",  # max: VSE++ max-of-hinges; sum: every in-batch negative (VSE)
     "margin": 0.2,
     "similarity": "cosine",  # cosine (symmetric) | order (asymmetric, Vendrov)
+    # order only: absolute values of the normalised embeddings (VSE++ --use_abs); AME-CMR runs
+    # without (its --use_abs is off, run names end _noabs)
+    "use_abs": True,
     "alignment": {  # AME's RCSLS fine-tuning of the word embeddings (word_embeddings: ame)
         "every": 500,
         "lr": 2.0,
@@ -61,6 +64,14 @@ DEFAULTS: dict[str, Any] = {
         # null: split the full dictionary by train_fraction; or {train: [sections], test: section}
         # of MUSE's full, 0-5000, 5000-6500 files (AME: train full + 5000-6500, test 0-5000)
         "sections": None,
+        # one: W maps the English rows onto the other language; two: also W' maps the other
+        # language's rows onto English (AME-CMR R_ende and R_deen, the paper's "translators")
+        "mappings": "one",
+        # constant: the SGD lr throughout; halve_on_rise: halved whenever the RCSLS loss is
+        # above the last one that did not rise (AME-CMR train_emb, one lr for both mappings)
+        "lr_schedule": "constant",
+        "orthogonalise": True,  # W back to the nearest orthogonal matrix after each update
+        "normalise": True,  # RCSLS on l2-normalised rows (the paper), or raw rows (AME-CMR)
     },
     # optimisation
     "batch_size": 128,
