@@ -67,10 +67,8 @@ def test_calixto_shares_one_sentence_projection_and_drops_out_after_the_image_la
     model = JointEmbedding(64, {"en": 10, "de": 12}, 4, 5, 3, 0.5, "cosine", True, True)
     assert model.text["en"].proj is model.text["de"].proj
     assert sum(p.numel() for p in model.parameters()) == (
-        64 * 3
-        + 3  # image layer
-        + 5 * 3
-        + 3  # one shared projection
+        64 * 3 + 3  # image layer
+        + 5 * 3 + 3  # one shared projection
         + sum(n * 4 + 3 * (4 * 5 + 5 * 5 + 2 * 5) for n in (10, 12))  # embeddings + GRUs
     )
     separate = JointEmbedding(64, {"en": 10, "de": 12}, 4, 5, 3, 0.5, "cosine")
@@ -86,14 +84,7 @@ def test_calixto_shares_one_sentence_projection_and_drops_out_after_the_image_la
 
 def test_sts_tokens_keep_hyphenated_words_like_multi30k():
     assert sts_tokens("A man in a T-shirt, smiling.") == [
-        "a",
-        "man",
-        "in",
-        "a",
-        "t-shirt",
-        ",",
-        "smiling",
-        ".",
+        "a", "man", "in", "a", "t-shirt", ",", "smiling", ".",
     ]
 
 
@@ -249,9 +240,7 @@ def test_fetch_muse_downloads_every_section(tmp_path):
     out = tmp_path / "muse"
     align.download_lexicons(source.as_uri(), ["de"], out, ("full", "0-5000", "5000-6500"))
     assert sorted(p.name for p in out.iterdir()) == [
-        "en-de.0-5000.txt",
-        "en-de.5000-6500.txt",
-        "en-de.txt",
+        "en-de.0-5000.txt", "en-de.5000-6500.txt", "en-de.txt",
     ]
 
 
