@@ -57,10 +57,10 @@ if MUSE_URL:
             languages=" ".join(MUSE_LANGUAGES),
             sections=" ".join(MUSE_SECTIONS),
             out=MUSE_DOWNLOADS,
-            reverse="--reverse" if MUSE_REVERSE else "",
+            both_directions="--reverse" if MUSE_REVERSE else "",
         shell:
             "mlmm fetch-muse --url {params.url} --languages {params.languages}"
-            " --sections {params.sections} {params.reverse} --out {params.out:q} > {log:q} 2>&1"
+            " --sections {params.sections} {params.both_directions} --out {params.out:q} > {log:q} 2>&1"
 
 
 if RETRIEVAL_VECTORS["source"] != "path":

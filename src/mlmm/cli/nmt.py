@@ -27,7 +27,12 @@ def register(subparsers) -> None:
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument("--min-count", type=int, default=1, help="rarer training words become <unk>")
     p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--lr", type=float, default=0.003)
+    p.add_argument("--lr", type=float, default=0.003, help="Adam's rate (Adadelta takes none)")
+    p.add_argument("--optimizer", choices=["adam", "adadelta"], default="adam")
+    p.add_argument(
+        "--max-length", type=int, default=None,
+        help="leave out training pairs with a side of this many tokens or more (Nematus maxlen)",
+    )
     p.add_argument("--max-epochs", type=int, default=20)
     p.add_argument("--patience", type=int, default=3)
     p.add_argument("--seed", type=int, default=1)
@@ -140,6 +145,7 @@ def run_train(args) -> None:
         Sizes(args.embedding, args.hidden, args.attention, args.dropout, args.decoder),
         args.min_count, args.batch_size, args.lr, max_epochs=args.max_epochs,
         patience=args.patience, seed=args.seed, device=args.device,
+        optimizer=args.optimizer, max_length=args.max_length,
     )
     timer = Timer()
     with timer("train"):
