@@ -43,6 +43,23 @@ DEMO_MARKERS = {
     "coco": DEMO_COCO / "MANIFEST.sha256",
 }
 ROTATED_VECTORS = RETRIEVAL_VECTORS["rotated"]
+# Procrustes, or fastText's RCSLS (AME: Japanese with the MS-COCO k and lr) on the named MUSE
+# sections
+ROTATION = RETRIEVAL_VECTORS["rotation"]
+ROTATION_OPTIONS = (
+    f"--rotation {ROTATION['method']}"
+    + (
+        f" --rcsls-knn {ROTATION['knn']} --rcsls-lr {ROTATION['lr']}"
+        f" --rcsls-iterations {ROTATION['iterations']}"
+        if ROTATION["method"] == "rcsls"
+        else ""
+    )
+    + (
+        f" --rotation-sections {' '.join(ROTATION['sections'])}"
+        if ROTATION["sections"]
+        else ""
+    )
+)
 # retrieval.muse may be the URL of MUSE's dictionaries: en-<lang>.txt of every aligned language
 # is then downloaded (rule fetch_muse).
 MUSE_URL = (RETRIEVAL["muse"] or "").startswith(("http://", "https://"))

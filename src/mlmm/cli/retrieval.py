@@ -76,6 +76,22 @@ def register(subparsers) -> None:
         "without it, derived from the training captions under --data-root",
     )
     v.add_argument("--limit", type=int, help="with --vec: read only its first LIMIT words")
+    v.add_argument(
+        "--rotation",
+        choices=["procrustes", "rcsls"],
+        default="procrustes",
+        help="with --onto: Procrustes, or fastText's RCSLS (alignment/align.py)",
+    )
+    v.add_argument("--rcsls-knn", type=int, default=10)
+    v.add_argument("--rcsls-lr", type=float, default=1.0)
+    v.add_argument("--rcsls-iterations", type=int, default=10)
+    v.add_argument(
+        "--rotation-sections",
+        nargs="+",
+        choices=["full", "0-5000", "5000-6500"],
+        help="with --onto: train on these MUSE sections of en-<lang> (default: --train-fraction "
+        "of the full dictionary)",
+    )
     v.set_defaults(func=run_vectors)
 
     m = subparsers.add_parser(
@@ -147,6 +163,13 @@ def run_vectors(args) -> None:
                 data_root=None if args.vec else args.data_root,
                 vec=args.vec,
                 limit=args.limit,
+                rotation={
+                    "method": args.rotation,
+                    "knn": args.rcsls_knn,
+                    "lr": args.rcsls_lr,
+                    "iterations": args.rcsls_iterations,
+                    "sections": args.rotation_sections,
+                },
             )
     elif args.url:
         download(args.url, args.languages, args.out)
