@@ -218,7 +218,27 @@ def protocol_notes(record: dict) -> list[str]:
                 else "draw their own captions (mulisera master)"
             )
         )
+    notes.extend(_ame_notes(record))
     return notes
+
+
+def _ame_notes(record: dict) -> list[str]:
+    """AME: where its paper and AME-CMR disagree on the RCSLS mapping, which reading ran."""
+    alignment = record["alignment"]
+    if record["word_embeddings"] != "ame":
+        return []
+    paper = alignment["orthogonalise"] and alignment["normalise"]
+    code = not alignment["orthogonalise"] and not alignment["normalise"]
+    if paper:
+        reading = "orthogonal W on l2-normalised rows (paper)"
+    elif code:
+        reading = "unconstrained W on the raw rows (AME-CMR)"
+    else:
+        reading = (
+            f"W {'orthogonal' if alignment['orthogonalise'] else 'unconstrained'} on "
+            f"{'l2-normalised' if alignment['normalise'] else 'raw'} rows"
+        )
+    return [f"RCSLS: {reading}"]
 
 
 def select_languages(record: dict) -> list[str]:
