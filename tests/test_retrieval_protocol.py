@@ -418,3 +418,38 @@ def test_fetch_muse_reverse_downloads_the_lang_en_dictionaries(tmp_path):
     assert align.alignment_lexicons(
         tmp_path / "muse", "de", {"sections": {"train": ["full"], "test": "full"}}, reverse=True
     )[0] == [("dog", "hund")]
+
+
+def test_ame_with_the_codes_mappings_trains_resumes_state_and_reloads(aligned_world, tmp_path):
+    """alignment.mappings two + halve_on_rise + raw rows, unconstrained (AME-CMR's reading) on
+    the toy world: both W move, the rate and the reference loss travel with the state, and the
+    saved model (both W baked in) embeds as the live one."""
+    import dataclasses
+    import shutil
+
+    muse = tmp_path / "muse"
+    shutil.copytree(aligned_world.muse, muse)
+    pairs = align.read_lexicon(muse / "en-de.txt")
+    (muse / "de-en.txt").write_text("".join(f"{t} {s}\n" for s, t in pairs), "utf-8")
+    paths = dataclasses.replace(aligned_world, muse=muse)
+    code = {"mappings": "two", "lr_schedule": "halve_on_rise", "orthogonalise": False,
+            "normalise": False}
+    variant = {**AME, "alignment": {**AME["alignment"], **code}}
+    run = Run(resolve_variant(section(v=variant), "v"), 1, paths, tmp_path / "run")
+    start = [d.mapping.detach().clone() for d in run.alignment.directions]
+    assert [d.pair for d in run.alignment.directions] == ["en-de", "de-en"]
+    run.train(progress=False)
+    for d, before in zip(run.alignment.directions, start, strict=True):
+        assert not torch.allclose(d.mapping, before)
+    state = run.alignment.state()
+    assert state["lr"] == run.alignment.lr and len(state["mappings"]) == 2
+    run.test()
+    run.save_model()
+    sentences = [["a", "red", "cat", "in", "the", "park"]]
+    german = [run.vocabs.vocabs["shared"].words[i].split(":", 1)[1]
+              for i in run.alignment.directions[1].src[:4].tolist()]
+    reloaded = load_trained(tmp_path / "run")
+    assert torch.allclose(reloaded.embed_sentences("en", sentences),
+                          run.embed_text("en", sentences), atol=1e-5)
+    assert torch.allclose(reloaded.embed_sentences("de", [german]),
+                          run.embed_text("de", [german]), atol=1e-5)
