@@ -453,3 +453,20 @@ def test_ame_with_the_codes_mappings_trains_resumes_state_and_reloads(aligned_wo
                           run.embed_text("en", sentences), atol=1e-5)
     assert torch.allclose(reloaded.embed_sentences("de", [german]),
                           run.embed_text("de", [german]), atol=1e-5)
+
+
+def test_alignment_ratio_with_two_mappings_maps_both_sides():
+    """AME-CMR METRIC_SIMIL kind 1: nearest neighbours of X_en R_ende^T among X_de R_deen^T."""
+    run = _toy_alignment(mappings="two")
+    forward, reverse = run.directions
+    with torch.no_grad():
+        forward.mapping.copy_(torch.eye(3))
+        reverse.mapping.copy_(-torch.eye(3))  # flips every German row
+    weight = run.weight()
+    by_hand = align.precision_at_1(weight[forward.src], -weight[forward.tgt], forward.gold, None)
+    assert run.ratio() == by_hand
+    one = _toy_alignment()
+    with torch.no_grad():
+        one.directions[0].mapping.copy_(torch.eye(3))
+    unmapped = align.precision_at_1(weight[forward.src], weight[forward.tgt], forward.gold, None)
+    assert one.ratio() == unmapped and unmapped != by_hand  # the toy tells the two apart
