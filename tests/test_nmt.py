@@ -262,7 +262,8 @@ def test_max_length_leaves_out_pairs_with_a_long_side():
 def test_meteor_distribution_missing_is_named_at_planning(tmp_path):
     """A METEOR jar named by path must be there, and with meteor_paraphrase required its
     data/paraphrase-<tgt>.gz too; the pycocoevalcap jar and null are not local data."""
-    from mlmm.nmt.metrics import meteor_modules, missing_meteor_data
+    from mlmm.nmt.metrics import meteor_modules
+    from mlmm.nmt.selection import missing_meteor_data
 
     jar = tmp_path / "meteor-1.5" / "meteor-1.5.jar"
     assert missing_meteor_data("pycocoevalcap", "de", True) is None

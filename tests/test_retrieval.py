@@ -406,3 +406,17 @@ def test_rcsls_rotation_of_japanese_vectors_recovers_a_rotation(tmp_path):
         assert np.linalg.norm(v) == pytest.approx(1.0, abs=1e-3)
         unit = {e: u / np.linalg.norm(u) for e, u in english.items()}
         assert max(unit, key=lambda e: float(unit[e] @ v)) == w
+
+
+def test_rotation_options_name_the_rcsls_settings_and_sections():
+    from mlmm.retrieval.config import rotation_options
+
+    paper = {"method": "rcsls", "knn": 4, "lr": 5.0, "iterations": 10,
+             "sections": ["full", "5000-6500"], "limit": 200000}
+    assert rotation_options(paper) == (
+        "--rotation rcsls --rcsls-knn 4 --rcsls-lr 5.0 --rcsls-iterations 10"
+        " --rotation-sections full 5000-6500"
+    )
+    assert rotation_options({**paper, "method": "procrustes", "sections": None}) == (
+        "--rotation procrustes"
+    )

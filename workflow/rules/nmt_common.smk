@@ -5,8 +5,7 @@ import sys
 
 from snakemake.exceptions import WorkflowError
 
-from mlmm.nmt.metrics import missing_meteor_data
-from mlmm.nmt.selection import select as select_nmt
+from mlmm.nmt.selection import missing_meteor_data, select as select_nmt
 
 NMT_DIR = RESULTS / "nmt"
 NMT_SPLITS = ["val", "test_2016_flickr"]

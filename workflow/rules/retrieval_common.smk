@@ -7,6 +7,7 @@ from mlmm.retrieval.config import (
     DEFAULTS,
     merge_config,
     resolve_variant,
+    rotation_options,
     run_names,
     seeds,
 )
@@ -46,20 +47,7 @@ ROTATED_VECTORS = RETRIEVAL_VECTORS["rotated"]
 # Procrustes, or fastText's RCSLS (AME: Japanese with the MS-COCO k and lr) on the named MUSE
 # sections
 ROTATION = RETRIEVAL_VECTORS["rotation"]
-ROTATION_OPTIONS = (
-    f"--rotation {ROTATION['method']}"
-    + (
-        f" --rcsls-knn {ROTATION['knn']} --rcsls-lr {ROTATION['lr']}"
-        f" --rcsls-iterations {ROTATION['iterations']}"
-        if ROTATION["method"] == "rcsls"
-        else ""
-    )
-    + (
-        f" --rotation-sections {' '.join(ROTATION['sections'])}"
-        if ROTATION["sections"]
-        else ""
-    )
-)
+ROTATION_OPTIONS = rotation_options(ROTATION)
 # retrieval.muse may be the URL of MUSE's dictionaries: en-<lang>.txt of every aligned language
 # is then downloaded (rule fetch_muse).
 MUSE_URL = (RETRIEVAL["muse"] or "").startswith(("http://", "https://"))
@@ -74,8 +62,9 @@ MUSE_REVERSE = any(
     record["word_embeddings"] == "ame" and record["alignment"]["mappings"] == "two"
     for record in RETRIEVAL_RECORDS.values()
 )
+MUSE_SUFFIXES = {"full": "", "0-5000": ".0-5000", "5000-6500": ".5000-6500"}
 MUSE_FILES = [
-    MUSE_DOWNLOADS / f"{pair}{'' if section == 'full' else '.' + section}.txt"
+    MUSE_DOWNLOADS / f"{pair}{MUSE_SUFFIXES[section]}.txt"
     for lang in MUSE_LANGUAGES
     for pair in ([f"en-{lang}", f"{lang}-en"] if MUSE_REVERSE else [f"en-{lang}"])
     for section in MUSE_SECTIONS

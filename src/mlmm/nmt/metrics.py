@@ -42,24 +42,6 @@ def resolve_meteor_jar(setting: str | None) -> tuple[Path | None, str]:
     return path, f"METEOR 1.5 ({path.name})"
 
 
-def missing_meteor_data(
-    setting: str | None, language: str, require_paraphrase: bool
-) -> tuple[Path, str] | None:
-    """(path, what belongs there) of the first local METEOR file a configured jar path lacks,
-    or None: the jar, and with ``require_paraphrase`` its distribution's
-    ``data/paraphrase-<language>.gz`` (Calixto & Liu: METEOR 1.5 with paraphrases). The
-    pycocoevalcap jar and null are not local data."""
-    if setting in (None, "pycocoevalcap"):
-        return None
-    jar = Path(setting)
-    if not jar.is_file():
-        return jar, "the METEOR 1.5 jar (meteor-1.5.jar of the unpacked METEOR 1.5 distribution)"
-    table = jar.parent / "data" / f"paraphrase-{language}.gz"
-    if require_paraphrase and not table.is_file():
-        return table, f"METEOR 1.5's {language} paraphrase table next to the jar"
-    return None
-
-
 def meteor_modules(jar: Path, language: str) -> tuple[list[str], str]:
     """Extra METEOR arguments and a note: without the language's paraphrase table (the
     pycocoevalcap jar has English only) the paraphrase module is left out."""

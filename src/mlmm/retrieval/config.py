@@ -241,6 +241,19 @@ def _ame_notes(record: dict) -> list[str]:
     return [f"RCSLS: {reading}"]
 
 
+def rotation_options(rotation: dict) -> str:
+    """``mlmm retrieval-vectors --onto`` options of ``retrieval.vectors.rotation``."""
+    options = [f"--rotation {rotation['method']}"]
+    if rotation["method"] == "rcsls":
+        options.append(
+            f"--rcsls-knn {rotation['knn']} --rcsls-lr {rotation['lr']}"
+            f" --rcsls-iterations {rotation['iterations']}"
+        )
+    if rotation["sections"]:
+        options.append(f"--rotation-sections {' '.join(rotation['sections'])}")
+    return " ".join(options)
+
+
 def select_languages(record: dict) -> list[str]:
     """The languages whose validation scores are summed to select the model."""
     chosen = record["select_language"]
