@@ -62,6 +62,13 @@ MUSE_REVERSE = any(
     record["word_embeddings"] == "ame" and record["alignment"]["mappings"] == "two"
     for record in RETRIEVAL_RECORDS.values()
 )
+if RETRIEVAL["muse"] and not MUSE_URL and MUSE_REVERSE:
+    for _lang in MUSE_LANGUAGES:
+        require_local_data(
+            "retrieval.muse",
+            Path(RETRIEVAL["muse"]) / f"{_lang}-en.txt",
+            f"MUSE's {_lang}-en dictionary (alignment.mappings: two)",
+        )
 MUSE_SUFFIXES = {"full": "", "0-5000": ".0-5000", "5000-6500": ".5000-6500"}
 MUSE_FILES = [
     MUSE_DOWNLOADS / f"{pair}{MUSE_SUFFIXES[section]}.txt"
