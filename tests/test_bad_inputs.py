@@ -473,15 +473,28 @@ def test_config_error_in_config_yaml_is_blamed_on_it(tmp_path: Path) -> None:
 PAPER_LOCAL_DATA = {
     "coco.mic.location": "mic-test",
     "multi30k.images": "flickr30k-images",
+    "nmt.meteor_jar": "meteor-1.5/meteor-1.5.jar",
     "retrieval.sts": "semeval-sts",
     "ted.path": "ted-cldc",
 }
 
 
+def provide_local_data(root: Path, name: str) -> None:
+    """An empty stand-in for one local data set of PAPER_LOCAL_DATA: a directory, or for the
+    METEOR jar the jar and its distribution's German paraphrase table."""
+    path = root / name
+    if name.endswith(".jar"):
+        (path.parent / "data").mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"")
+        (path.parent / "data" / "paraphrase-de.gz").write_bytes(b"")
+    else:
+        path.mkdir(exist_ok=True)
+
+
 def _scheduled_commands(config: list[str], workdir: Path) -> list[list[str]]:
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
     for name in PAPER_LOCAL_DATA.values():
-        (workdir / name).mkdir(exist_ok=True)
+        provide_local_data(workdir, name)
     result = subprocess.run(
         [str(BIN / "snakemake"), "-n", "-p", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
          *config],
@@ -519,7 +532,7 @@ def test_a_missing_local_data_set_of_the_paper_config_stops_the_planning(key, tm
     """Issue 19: `snakemake -n` names the key and the path, not a job hours into the run."""
     for other, name in PAPER_LOCAL_DATA.items():
         if other != key:
-            (tmp_path / name).mkdir()
+            provide_local_data(tmp_path, name)
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
     result = subprocess.run(
         [str(BIN / "snakemake"), "-n", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path),
@@ -544,7 +557,7 @@ def test_every_path_in_every_shell_command_survives_spaces(config: list[str], tm
     workdir = tmp_path / "my run"
     workdir.mkdir()
     for name in PAPER_LOCAL_DATA.values():
-        (workdir / name).mkdir()
+        provide_local_data(workdir, name)
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
     config = [str(REPO / c) if c.endswith(".yaml") else c for c in config]
     result = subprocess.run(

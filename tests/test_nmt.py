@@ -225,3 +225,60 @@ def test_device_cuda_without_a_gpu_is_a_one_line_error(monkeypatch):
     src, tgt = _corpus(4, 0)
     with pytest.raises(InputError, match="CUDA"):
         train(src, tgt, src, tgt, TrainConfig(Sizes(4, 4, 4, 0.0), device="cuda"), progress=False)
+
+
+def test_adadelta_is_nematus_rule_without_a_learning_rate():
+    """Nematus optimizers.adadelta: rg2 <- .95 rg2 + .05 g^2; ud = -sqrt(ru2 + 1e-6) /
+    sqrt(rg2 + 1e-6) g; ru2 <- .95 ru2 + .05 ud^2; p <- p + ud (lrate unused)."""
+    from mlmm.nmt.train import make_optimiser
+
+    p = torch.nn.Parameter(torch.tensor([1.0, -2.0], dtype=torch.float64))
+    optimiser = make_optimiser([p], TrainConfig(optimizer="adadelta", learning_rate=123.0))
+    value, rg2, ru2 = p.detach().clone(), torch.zeros(2, dtype=torch.float64), 0.0
+    for _ in range(3):
+        optimiser.zero_grad()
+        (p ** 3).sum().backward()  # g = 3 p^2
+        g = 3 * value ** 2
+        rg2 = 0.95 * rg2 + 0.05 * g ** 2
+        ud = -torch.sqrt(ru2 + torch.tensor(1e-6)) / torch.sqrt(rg2 + 1e-6) * g
+        ru2 = 0.95 * ru2 + 0.05 * ud ** 2
+        value = value + ud
+        optimiser.step()
+        assert torch.allclose(p.detach(), value, atol=1e-12)
+    adam = make_optimiser([p], TrainConfig(learning_rate=0.5))
+    assert isinstance(adam, torch.optim.Adam) and adam.param_groups[0]["lr"] == 0.5
+
+
+def test_max_length_leaves_out_pairs_with_a_long_side():
+    """Nematus prepare_data keeps a pair when l_x < maxlen and l_y < maxlen."""
+    from mlmm.nmt.train import within_length
+
+    src = [["a"] * 2, ["a"] * 3, ["a"] * 1]
+    tgt = [["b"] * 2, ["b"] * 1, ["b"] * 3]
+    assert within_length(src, tgt, 3) == [(src[0], tgt[0])]
+    assert within_length(src, tgt, None) == list(zip(src, tgt, strict=True))
+
+
+def test_meteor_distribution_missing_is_named_at_planning(tmp_path):
+    """A METEOR jar named by path must be there, and with meteor_paraphrase required its
+    data/paraphrase-<tgt>.gz too; the pycocoevalcap jar and null are not local data."""
+    from mlmm.nmt.metrics import meteor_modules
+    from mlmm.nmt.selection import missing_meteor_data
+
+    jar = tmp_path / "meteor-1.5" / "meteor-1.5.jar"
+    assert missing_meteor_data("pycocoevalcap", "de", True) is None
+    assert missing_meteor_data(None, "de", True) is None
+    assert missing_meteor_data(str(jar), "de", False)[0] == jar
+    jar.parent.mkdir()
+    jar.write_bytes(b"")
+    assert missing_meteor_data(str(jar), "de", False) is None
+    table = jar.parent / "data" / "paraphrase-de.gz"
+    assert missing_meteor_data(str(jar), "de", True)[0] == table
+    assert meteor_modules(jar, "de") == (
+        ["-m", "exact stem", "-w", "1.0 0.8"],
+        "METEOR 1.5, -l de, modules exact stem (no paraphrase-de.gz)",
+    )
+    table.parent.mkdir()
+    table.write_bytes(b"")
+    assert missing_meteor_data(str(jar), "de", True) is None
+    assert meteor_modules(jar, "de")[0] == []

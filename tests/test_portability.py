@@ -9,9 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_bad_inputs import provide_local_data  # tests/ on sys.path
 
 REPO = Path(__file__).resolve().parents[1]
-PAPER_LOCAL_DATA = ("flickr30k-images", "mic-test", "ted-cldc", "semeval-sts")
+PAPER_LOCAL_DATA = (
+    "flickr30k-images", "mic-test", "ted-cldc", "semeval-sts", "meteor-1.5/meteor-1.5.jar",
+)
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +56,7 @@ def test_a_snakemake_without_mlmm_plans_the_paper_config_from_another_directory(
     bare_snakemake, tmp_path
 ):
     for name in PAPER_LOCAL_DATA:
-        (tmp_path / name).mkdir()
+        provide_local_data(tmp_path, name)
     plan = _bare(
         bare_snakemake, "-n", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path),
         "--configfile", str(REPO / "config/paper.yaml"), cwd=tmp_path,

@@ -321,3 +321,102 @@ def test_muse_dictionaries_download_atomically_and_must_parse(tmp_path):
     with pytest.raises(InputError, match="reachable URL"):
         align.download_lexicons(source.as_uri(), ["fr"], out)
     assert sorted(p.name for p in out.iterdir()) == ["en-ja.txt"]  # nothing bad or partial
+
+
+def _fasttext_rcsls(x_src, y_tgt, z_src, z_tgt, r, knn):
+    """fastText alignment/align.py ``rcsls`` and ``getknn`` (numpy), as written there."""
+
+    def getknn(sc, x, y, k):
+        sidx = np.argpartition(sc, -k, axis=1)[:, -k:]
+        ytopk = y[sidx.flatten(), :].reshape(sidx.shape[0], sidx.shape[1], y.shape[1])
+        f = np.sum(sc[np.arange(sc.shape[0])[:, None], sidx])
+        return f / k, np.dot(ytopk.sum(1).T, x) / k
+
+    x_trans = x_src @ r.T
+    f = 2 * np.sum(x_trans * y_tgt)
+    df = 2 * y_tgt.T @ x_src
+    fk0, dfk0 = getknn(x_trans @ z_tgt.T, x_src, z_tgt, knn)
+    fk1, dfk1 = getknn((z_src @ r.T @ y_tgt.T).T, y_tgt, z_src, knn)
+    return -(f - fk0 - fk1) / x_src.shape[0], -(df - dfk0 - dfk1.T) / x_src.shape[0]
+
+
+def test_rcsls_objective_is_fasttext_align_in_chunks():
+    rng = np.random.default_rng(0)
+    z_src, z_tgt = rng.normal(size=(9, 4)), rng.normal(size=(7, 4))
+    r = rng.normal(size=(4, 4))
+    pairs = np.array([[0, 1], [2, 2], [3, 0], [5, 6], [8, 4]])
+    x, y = z_src[pairs[:, 0]], z_tgt[pairs[:, 1]]
+    f, df = _fasttext_rcsls(x, y, z_src, z_tgt, r, 3)
+    t = [torch.from_numpy(a) for a in (x, y, z_src, z_tgt, r)]
+    ours_f, ours_df = align.rcsls_objective(*t, knn=3, chunk=2)  # chunks of 2, 2 and 1 pairs
+    assert ours_f == pytest.approx(f, abs=1e-10)
+    assert np.allclose(ours_df.numpy(), df, atol=1e-10)
+    loss = align.rcsls_loss(
+        torch.from_numpy(z_src), torch.from_numpy(z_tgt), torch.from_numpy(pairs),
+        torch.from_numpy(r), 3, normalise=False,
+    )
+    assert float(loss) == pytest.approx(f, abs=1e-10)
+
+
+def test_rcsls_align_halves_lr_on_a_rising_loss_and_keeps_the_step():
+    """align.py: R -= lr df; ``if f > fold and it > 0: lr /= 2`` (fold stays the last loss that
+    did not rise); its R = Rold is the in-place-updated array, so no step is undone."""
+    rng = np.random.default_rng(1)
+    z = torch.from_numpy(rng.normal(size=(12, 3)))
+    z = z / z.norm(dim=1, keepdim=True)
+    q = torch.linalg.qr(torch.from_numpy(rng.normal(size=(3, 3))))[0]
+    x, y = z[:8], (z @ q.t())[:8] + 0.3 * torch.from_numpy(rng.normal(size=(8, 3)))
+    mapping, history = align.rcsls_align(x, y, z, z @ q.t(), knn=2, lr=50.0, iterations=6)
+    w = align.procrustes(x, y)
+    previous, lr = None, 50.0
+    for step in history:  # the same loop by hand
+        f, df = align.rcsls_objective(x, y, z, z @ q.t(), w, 2)
+        assert step == {"iteration": step["iteration"], "loss": pytest.approx(f), "lr": lr}
+        w = w - lr * df
+        if previous is not None and f > previous:
+            lr /= 2
+        else:
+            previous = f
+    assert torch.allclose(mapping, w)
+    lrs = [step["lr"] for step in history]
+    assert min(lrs) < lrs[0]  # a rise happened
+
+
+def test_rcsls_rotation_of_japanese_vectors_recovers_a_rotation(tmp_path):
+    """rotation.method rcsls (AME: Japanese aligned by RCSLS): vectors that are a rotation of
+    the English ones come back onto them, l2-normalised, on the named MUSE sections."""
+    rng = np.random.default_rng(2)
+    words = [f"w{i}" for i in range(30)]
+    english = dict(zip(words, rng.normal(size=(30, 5)).astype(np.float32), strict=True))
+    q = np.linalg.qr(rng.normal(size=(5, 5)))[0].astype(np.float32)
+    japanese = {f"j{w}": english[w] @ q.T for w in words}
+    align.write_vec(tmp_path / "wiki.en.align.vec", english)
+    align.write_vec(tmp_path / "cc.ja.vec", japanese)
+    (tmp_path / "en-ja.txt").write_text("".join(f"{w} j{w}\n" for w in words[:20]), "utf-8")
+    (tmp_path / "en-ja.5000-6500.txt").write_text("w20 jw20\n", "utf-8")
+    rotation = {"method": "rcsls", "knn": 3, "lr": 1.0, "iterations": 3,
+                "sections": ["full", "5000-6500"]}
+    align.derive_onto_english(
+        "ja", tmp_path / "wiki.en.align.vec", tmp_path, tmp_path, 0.8,
+        vec=tmp_path / "cc.ja.vec", limit=200000, rotation=rotation,
+    )
+    mapped = align.read_vec(tmp_path / "wiki.ja.align.vec")
+    for w in words[25:]:  # held out: nearest English word is its own
+        v = mapped[f"j{w}"]
+        assert np.linalg.norm(v) == pytest.approx(1.0, abs=1e-3)
+        unit = {e: u / np.linalg.norm(u) for e, u in english.items()}
+        assert max(unit, key=lambda e: float(unit[e] @ v)) == w
+
+
+def test_rotation_options_name_the_rcsls_settings_and_sections():
+    from mlmm.retrieval.config import rotation_options
+
+    paper = {"method": "rcsls", "knn": 4, "lr": 5.0, "iterations": 10,
+             "sections": ["full", "5000-6500"], "limit": 200000}
+    assert rotation_options(paper) == (
+        "--rotation rcsls --rcsls-knn 4 --rcsls-lr 5.0 --rcsls-iterations 10"
+        " --rotation-sections full 5000-6500"
+    )
+    assert rotation_options({**paper, "method": "procrustes", "sections": None}) == (
+        "--rotation procrustes"
+    )

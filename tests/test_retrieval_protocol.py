@@ -180,12 +180,12 @@ def test_translator_maps_its_rows_in_the_forward_pass():
     baked = copy.deepcopy(live)
     w = torch.linalg.qr(torch.randn(4, 4))[0]
     rows = torch.tensor([False, False, True, True, False, False])
-    live.translator = (rows, w)
+    live.translators = [(rows, w)]
     with torch.no_grad():
         baked.embed.weight[rows] = baked.embed.weight[rows] @ w.t()
     tokens, lengths = torch.tensor([[2, 3, 4], [5, 1, 0]]), torch.tensor([3, 2])
     assert torch.allclose(live(tokens, lengths), baked(tokens, lengths), atol=1e-6)
-    live.translator = None  # without it the mapped rows differ
+    live.translators = []  # without it the mapped rows differ
     assert not torch.allclose(live(tokens, lengths), baked(tokens, lengths), atol=1e-3)
 
 
@@ -472,3 +472,207 @@ def test_calixto_recurrent_dropout_draws_one_mask_pair_per_batch(monkeypatch):
     encoder.eval()
     encoder.embed_text("en", torch.randint(2, 20, (7, 9)), torch.full((7,), 9))
     assert drawn == []  # evaluation: cuDNN, no mask
+
+
+# ------------------------------------------------------------------ AME: order use_abs, mappings
+def test_order_use_abs_off_keeps_the_signed_normalised_embeddings():
+    """AME-CMR ``--use_abs`` off: the order score sees l2norm(x), not |l2norm(x)|."""
+    torch.manual_seed(0)
+    signed = JointEmbedding(3, {"shared": 4}, 2, 3, 3, 0.0, "order", use_abs=False).eval()
+    absolute = JointEmbedding(3, {"shared": 4}, 2, 3, 3, 0.0, "order").eval()
+    absolute.load_state_dict(signed.state_dict())
+    features = torch.tensor([[1.0, -2.0, 0.5], [-1.0, 0.0, 3.0]])
+    with torch.no_grad():
+        x = signed.image(features)
+    by_hand = x / x.norm(dim=1, keepdim=True)
+    assert (by_hand < 0).any()
+    assert torch.allclose(signed.embed_images(features), by_hand, atol=1e-6)
+    assert torch.allclose(absolute.embed_images(features), by_hand.abs(), atol=1e-6)
+    cosine = JointEmbedding(3, {"shared": 4}, 2, 3, 3, 0.0, "cosine", use_abs=True)
+    assert cosine.use_abs is False  # absolute values belong to the order score only
+
+
+def _getknn(sc, x, y, k):
+    """AME-CMR ``ContrastiveLoss.getknn`` (numpy)."""
+    sidx = np.argsort(-sc, axis=1)[:, :k]
+    f = sc[np.arange(sc.shape[0])[:, None], sidx].sum()
+    df = y[sidx].sum(1).T @ x
+    return f / k, df / k
+
+
+def _ame_cmr_rcsls(x_src, y_tgt, z_src, z_tgt, r, knn):
+    """AME-CMR ``ContrastiveLoss.rcsls``: the loss and its gradient df in R, on raw rows."""
+    f = 2 * np.sum((x_src @ r.T) * y_tgt)
+    df = 2 * y_tgt.T @ x_src
+    fk0, dfk0 = _getknn(x_src @ r.T @ z_tgt.T, x_src, z_tgt, knn)
+    fk1, dfk1 = _getknn((z_src @ r.T @ y_tgt.T).T, y_tgt, z_src, knn)
+    return -(f - fk0 - fk1) / len(x_src), -(df - dfk0 - dfk1.T) / len(x_src)
+
+
+def _toy_alignment(**settings):
+    """6-row table: rows 1-3 English, 4-5 German; en-de pairs (1,4),(2,5); de-en (4,1),(5,3)."""
+    from mlmm.retrieval.word_embeddings import Alignment, Direction
+
+    torch.manual_seed(3)
+    model = JointEmbedding(2, {"shared": 6}, 3, 4, 4, 0.0, "cosine")
+    cpu = torch.device("cpu")
+    en, de = torch.tensor([1, 2, 3]), torch.tensor([4, 5])
+    directions = [Direction("en-de", en, de, torch.tensor([[0, 0], [1, 1]]), {0: {0}}, cpu)]
+    if settings.get("mappings") == "two":
+        directions.append(Direction("de-en", de, en, torch.tensor([[0, 0], [1, 2]]), {}, cpu))
+    alignment = {
+        "lr": 2.0,
+        "knn": 2,
+        "mappings": "one",
+        "lr_schedule": "constant",
+        "orthogonalise": True,
+        "normalise": True,
+        **settings,
+    }
+    record = {"word_embeddings": "ame", "alignment": alignment}
+    return Alignment(model, directions, record, cpu)
+
+
+def _rcsls_update(run):
+    run.zero_grad()
+    run.loss().backward()
+    before = [d.mapping.detach().clone() for d in run.directions]
+    grads = [d.mapping.grad.clone() for d in run.directions]
+    run.step()
+    return before, grads
+
+
+def test_rcsls_raw_rows_gradient_is_ame_cmr_df_and_no_orthogonalisation():
+    """normalise false, orthogonalise false: R <- R - lr df with AME-CMR's f and df."""
+    run = _toy_alignment(normalise=False, orthogonalise=False)
+    weight = run.weight().double().numpy()
+    d = run.directions[0]
+    r = d.mapping.detach().double().numpy()
+    x_all, y_all = weight[d.src.numpy()], weight[d.tgt.numpy()]
+    pairs = d.train.numpy()
+    f, df = _ame_cmr_rcsls(x_all[pairs[:, 0]], y_all[pairs[:, 1]], x_all, y_all, r, 2)
+    assert float(run.loss().detach()) == pytest.approx(f, abs=1e-5)
+    before, grads = _rcsls_update(run)
+    assert np.allclose(grads[0].numpy(), df, atol=1e-5)
+    after = d.mapping.detach().double().numpy()
+    assert np.allclose(after, r - 2.0 * df, atol=1e-5)
+    assert not np.allclose(after @ after.T, np.eye(3), atol=1e-3)  # left as it is
+
+
+def test_rcsls_orthogonalises_after_the_update_by_default():
+    """The paper (Section 3.2): W constrained orthogonal: the SVD's U V^T after each step."""
+    run = _toy_alignment()
+    before, grads = _rcsls_update(run)
+    moved = (before[0] - 2.0 * grads[0]).double()
+    u, _, vt = torch.linalg.svd(moved)
+    w = run.directions[0].mapping.detach().double()
+    assert torch.allclose(w, u @ vt, atol=1e-5)
+    assert torch.allclose(w @ w.t(), torch.eye(3, dtype=torch.float64), atol=1e-5)
+
+
+def test_rcsls_lr_halves_when_the_loss_rises():
+    """AME-CMR train_emb: ``if f > fold: lr_translator /= 2``; fold keeps the last loss that did
+    not rise; the update that saw the rise is kept (its R_old is the same tensor)."""
+    run = _toy_alignment(lr_schedule="halve_on_rise", orthogonalise=False)
+    d = run.directions[0]
+    d.previous = -100.0  # below any loss: this one rises
+    before, grads = _rcsls_update(run)
+    assert run.lr == 1.0 and d.previous == -100.0
+    assert torch.allclose(d.mapping.detach(), before[0] - 2.0 * grads[0], atol=1e-6)
+    d.previous = 100.0  # above: no rise, the loss becomes the reference, the rate stays
+    loss_value = float(run.loss().detach())
+    before, grads = _rcsls_update(run)
+    assert run.lr == 1.0 and d.previous == pytest.approx(loss_value, abs=1e-6)
+    assert torch.allclose(d.mapping.detach(), before[0] - 1.0 * grads[0], atol=1e-6)
+    constant = _toy_alignment(orthogonalise=False)
+    constant.directions[0].previous = -100.0
+    _rcsls_update(constant)
+    assert constant.lr == 2.0
+
+
+def test_two_mappings_both_move_with_one_rate_reverse_first():
+    """AME-CMR: R_deen updated (and its rise checked) before R_ende, one lr_translator; the
+    German rows enter the GRU mapped by R_deen, the English ones by R_ende."""
+    run = _toy_alignment(mappings="two", lr_schedule="halve_on_rise", orthogonalise=False)
+    forward, reverse = run.directions
+    reverse.previous = -100.0  # the de-en loss rises: the en-de update already gets lr / 2
+    before, grads = _rcsls_update(run)
+    assert torch.allclose(reverse.mapping.detach(), before[1] - 2.0 * grads[1], atol=1e-6)
+    assert torch.allclose(forward.mapping.detach(), before[0] - 1.0 * grads[0], atol=1e-6)
+    assert run.lr == 1.0
+    encoder = run.model.text["shared"]
+    assert [m for _, m in encoder.translators] == [forward.mapping, reverse.mapping]
+    tokens = torch.tensor([[1, 4]])
+    with torch.no_grad():
+        emb = encoder.embed(tokens)
+        expected = torch.stack([emb[0, 0] @ forward.mapping.t(), emb[0, 1] @ reverse.mapping.t()])
+        raw = encoder.embed.weight
+        state = run.baked({"text.shared.embed.weight": raw.clone()}, run.snapshot())
+    baked = state["text.shared.embed.weight"]
+    assert torch.allclose(baked[1], expected[0], atol=1e-6)
+    assert torch.allclose(baked[4], expected[1], atol=1e-6)
+    assert torch.equal(baked[0], raw[0])
+
+
+def test_fetch_muse_reverse_downloads_the_lang_en_dictionaries(tmp_path):
+    source = tmp_path / "arrival"
+    source.mkdir()
+    for name in ("en-de.txt", "de-en.txt"):
+        (source / name).write_text("dog hund\n", encoding="utf-8")
+    align.download_lexicons(source.as_uri(), ["de"], tmp_path / "muse", ("full",), reverse=True)
+    assert sorted(p.name for p in (tmp_path / "muse").iterdir()) == ["de-en.txt", "en-de.txt"]
+    assert align.alignment_lexicons(
+        tmp_path / "muse", "de", {"sections": {"train": ["full"], "test": "full"}}, reverse=True
+    )[0] == [("dog", "hund")]
+
+
+def test_ame_with_the_codes_mappings_trains_resumes_state_and_reloads(aligned_world, tmp_path):
+    """alignment.mappings two + halve_on_rise + raw rows, unconstrained (AME-CMR's reading) on
+    the toy world: both W move, the rate and the reference loss travel with the state, and the
+    saved model (both W baked in) embeds as the live one."""
+    import dataclasses
+    import shutil
+
+    muse = tmp_path / "muse"
+    shutil.copytree(aligned_world.muse, muse)
+    pairs = align.read_lexicon(muse / "en-de.txt")
+    (muse / "de-en.txt").write_text("".join(f"{t} {s}\n" for s, t in pairs), "utf-8")
+    paths = dataclasses.replace(aligned_world, muse=muse)
+    code = {"mappings": "two", "lr_schedule": "halve_on_rise", "orthogonalise": False,
+            "normalise": False}
+    variant = {**AME, "alignment": {**AME["alignment"], **code}}
+    run = Run(resolve_variant(section(v=variant), "v"), 1, paths, tmp_path / "run")
+    start = [d.mapping.detach().clone() for d in run.alignment.directions]
+    assert [d.pair for d in run.alignment.directions] == ["en-de", "de-en"]
+    run.train(progress=False)
+    for d, before in zip(run.alignment.directions, start, strict=True):
+        assert not torch.allclose(d.mapping, before)
+    state = run.alignment.state()
+    assert state["lr"] == run.alignment.lr and len(state["mappings"]) == 2
+    run.test()
+    run.save_model()
+    sentences = [["a", "red", "cat", "in", "the", "park"]]
+    german = [run.vocabs.vocabs["shared"].words[i].split(":", 1)[1]
+              for i in run.alignment.directions[1].src[:4].tolist()]
+    reloaded = load_trained(tmp_path / "run")
+    assert torch.allclose(reloaded.embed_sentences("en", sentences),
+                          run.embed_text("en", sentences), atol=1e-5)
+    assert torch.allclose(reloaded.embed_sentences("de", [german]),
+                          run.embed_text("de", [german]), atol=1e-5)
+
+
+def test_alignment_ratio_with_two_mappings_maps_both_sides():
+    """AME-CMR METRIC_SIMIL kind 1: nearest neighbours of X_en R_ende^T among X_de R_deen^T."""
+    run = _toy_alignment(mappings="two")
+    forward, reverse = run.directions
+    with torch.no_grad():
+        forward.mapping.copy_(torch.eye(3))
+        reverse.mapping.copy_(-torch.eye(3))  # flips every German row
+    weight = run.weight()
+    by_hand = align.precision_at_1(weight[forward.src], -weight[forward.tgt], forward.gold, None)
+    assert run.ratio() == by_hand
+    one = _toy_alignment()
+    with torch.no_grad():
+        one.directions[0].mapping.copy_(torch.eye(3))
+    unmapped = align.precision_at_1(weight[forward.src], weight[forward.tgt], forward.gold, None)
+    assert one.ratio() == unmapped and unmapped != by_hand  # the toy tells the two apart

@@ -32,6 +32,11 @@ rule train_nmt:
         model=NMT["model"],
         train=NMT["train"],
         device=NMT["device"],
+        max_length=(
+            f"--max-length {NMT['train']['max_length']}"
+            if NMT["train"]["max_length"] is not None
+            else ""
+        ),
     shell:
         "mlmm train-nmt --data {params.data:q} --src {params.src} --tgt {params.tgt}"
         " --embedding {params.model[embedding]} --hidden {params.model[hidden]}"
@@ -40,6 +45,7 @@ rule train_nmt:
         " --min-count {params.train[min_count]} --batch-size {params.train[batch_size]}"
         " --lr {params.train[learning_rate]} --max-epochs {params.train[max_epochs]}"
         " --patience {params.train[patience]} --seed {params.train[seed]}"
+        " --optimizer {params.train[optimizer]} {params.max_length}"
         " --threads {threads} --out {output.model:q} --history {output.history:q}"
         " --metrics {output.metrics:q} > {log:q} 2>&1"
 

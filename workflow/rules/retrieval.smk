@@ -57,9 +57,10 @@ if MUSE_URL:
             languages=" ".join(MUSE_LANGUAGES),
             sections=" ".join(MUSE_SECTIONS),
             out=MUSE_DOWNLOADS,
+            both_directions="--reverse" if MUSE_REVERSE else "",
         shell:
             "mlmm fetch-muse --url {params.url} --languages {params.languages}"
-            " --sections {params.sections} --out {params.out:q} > {log:q} 2>&1"
+            " --sections {params.sections} {params.both_directions} --out {params.out:q} > {log:q} 2>&1"
 
 
 if RETRIEVAL_VECTORS["source"] != "path":
@@ -128,13 +129,15 @@ if RETRIEVAL_VECTORS["source"] != "path":
             source=lambda wildcards: (
                 f"--data-root {quote(str(COCO_ROOT))}"
                 if RETRIEVAL_VECTORS["source"] == "demo"
-                else f"--vec {quote(str(ROTATED_VECTORS[wildcards.rotated_lang]))} --limit 200000"
+                else f"--vec {quote(str(ROTATED_VECTORS[wildcards.rotated_lang]))}"
+                f" --limit {ROTATION['limit']}"
             ),
+            rotation=ROTATION_OPTIONS,
             options=VECTORS_OPTIONS,
         shell:
             "mlmm retrieval-vectors --out {params.out:q} --languages {wildcards.rotated_lang}"
             " --onto {input.english:q} --muse {params.muse:q} {params.source} {params.options}"
-            " > {log:q} 2>&1"
+            " {params.rotation} > {log:q} 2>&1"
 
 
 FINAL_TARGETS += RETRIEVAL_RUN_FILES

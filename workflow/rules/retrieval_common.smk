@@ -7,6 +7,7 @@ from mlmm.retrieval.config import (
     DEFAULTS,
     merge_config,
     resolve_variant,
+    rotation_options,
     run_names,
     seeds,
 )
@@ -43,6 +44,10 @@ DEMO_MARKERS = {
     "coco": DEMO_COCO / "MANIFEST.sha256",
 }
 ROTATED_VECTORS = RETRIEVAL_VECTORS["rotated"]
+# Procrustes, or fastText's RCSLS (AME: Japanese with the MS-COCO k and lr) on the named MUSE
+# sections
+ROTATION = RETRIEVAL_VECTORS["rotation"]
+ROTATION_OPTIONS = rotation_options(ROTATION)
 # retrieval.muse may be the URL of MUSE's dictionaries: en-<lang>.txt of every aligned language
 # is then downloaded (rule fetch_muse).
 MUSE_URL = (RETRIEVAL["muse"] or "").startswith(("http://", "https://"))
@@ -52,9 +57,23 @@ MUSE_LANGUAGES = sorted(
     | set(ROTATED_VECTORS)
 )
 MUSE_SECTIONS = ["full", "0-5000", "5000-6500"]
+# alignment.mappings: two (AME-CMR's R_deen) also trains on MUSE's <lang>-en dictionaries
+MUSE_REVERSE = any(
+    record["word_embeddings"] == "ame" and record["alignment"]["mappings"] == "two"
+    for record in RETRIEVAL_RECORDS.values()
+)
+if RETRIEVAL["muse"] and not MUSE_URL and MUSE_REVERSE:
+    for _lang in MUSE_LANGUAGES:
+        require_local_data(
+            "retrieval.muse",
+            Path(RETRIEVAL["muse"]) / f"{_lang}-en.txt",
+            f"MUSE's {_lang}-en dictionary (alignment.mappings: two)",
+        )
+MUSE_SUFFIXES = {"full": "", "0-5000": ".0-5000", "5000-6500": ".5000-6500"}
 MUSE_FILES = [
-    MUSE_DOWNLOADS / f"en-{lang}{'' if section == 'full' else '.' + section}.txt"
+    MUSE_DOWNLOADS / f"{pair}{MUSE_SUFFIXES[section]}.txt"
     for lang in MUSE_LANGUAGES
+    for pair in ([f"en-{lang}", f"{lang}-en"] if MUSE_REVERSE else [f"en-{lang}"])
     for section in MUSE_SECTIONS
 ]
 RETRIEVAL_RUN_FILES = [

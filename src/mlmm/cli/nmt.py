@@ -30,7 +30,12 @@ def register(subparsers) -> None:
     checked_option(p, "--min-count", "nmt.train.min_count", type=int, default=1,
                    help="rarer training words become <unk>")
     checked_option(p, "--batch-size", "nmt.train.batch_size", type=int, default=32)
-    checked_option(p, "--lr", "nmt.train.learning_rate", type=float, default=0.003)
+    checked_option(p, "--lr", "nmt.train.learning_rate", type=float, default=0.003,
+                   help="Adam's rate (Adadelta takes none)")
+    p.add_argument("--optimizer", choices=["adam", "adadelta"], default="adam")
+    checked_option(p, "--max-length", "nmt.train.max_length", type=int, default=None,
+                   help="leave out training pairs with a side of this many tokens or more "
+                   "(Nematus maxlen)")
     checked_option(p, "--max-epochs", "nmt.train.max_epochs", type=int, default=20)
     checked_option(p, "--patience", "nmt.train.patience", type=int, default=3)
     checked_option(p, "--seed", "nmt.train.seed", type=int, default=1)
@@ -151,6 +156,7 @@ def run_train(args) -> None:
         Sizes(args.embedding, args.hidden, args.attention, args.dropout, args.decoder),
         args.min_count, args.batch_size, args.lr, max_epochs=args.max_epochs,
         patience=args.patience, seed=args.seed, device=args.device,
+        optimizer=args.optimizer, max_length=args.max_length,
     )
     timer = Timer()
     with timer("train"):

@@ -98,6 +98,24 @@ def register(subparsers) -> None:
         type=int,
         help="with --vec: read only its first LIMIT words",
     )
+    v.add_argument(
+        "--rotation",
+        choices=["procrustes", "rcsls"],
+        default="procrustes",
+        help="with --onto: Procrustes, or fastText's RCSLS (alignment/align.py)",
+    )
+    checked_option(v, "--rcsls-knn", "retrieval.vectors.rotation.knn", type=int, default=10)
+    checked_option(v, "--rcsls-lr", "retrieval.vectors.rotation.lr", type=float, default=1.0)
+    checked_option(
+        v, "--rcsls-iterations", "retrieval.vectors.rotation.iterations", type=int, default=10
+    )
+    v.add_argument(
+        "--rotation-sections",
+        nargs="+",
+        choices=["full", "0-5000", "5000-6500"],
+        help="with --onto: train on these MUSE sections of en-<lang> (default: --train-fraction "
+        "of the full dictionary)",
+    )
     v.set_defaults(func=run_vectors)
 
     m = subparsers.add_parser(
@@ -114,6 +132,11 @@ def register(subparsers) -> None:
         required=True,
         choices=["full", "0-5000", "5000-6500"],
         help="full: en-<lang>.txt; 0-5000 / 5000-6500: MUSE's train / test sections",
+    )
+    m.add_argument(
+        "--reverse",
+        action="store_true",
+        help="also <lang>-en[.<section>].txt (alignment.mappings: two, AME-CMR's R_deen)",
     )
     m.add_argument("--out", type=Path, required=True)
     m.set_defaults(func=run_fetch_muse)
@@ -179,6 +202,13 @@ def run_vectors(args) -> None:
                 data_root=None if args.vec else args.data_root,
                 vec=args.vec,
                 limit=args.limit,
+                rotation={
+                    "method": args.rotation,
+                    "knn": args.rcsls_knn,
+                    "lr": args.rcsls_lr,
+                    "iterations": args.rcsls_iterations,
+                    "sections": args.rotation_sections,
+                },
             )
     elif args.url:
         download(args.url, args.languages, args.out)
@@ -191,4 +221,4 @@ def run_vectors(args) -> None:
 def run_fetch_muse(args) -> None:
     from mlmm.retrieval.align import download_lexicons
 
-    download_lexicons(args.url, args.languages, args.out, tuple(args.sections))
+    download_lexicons(args.url, args.languages, args.out, tuple(args.sections), args.reverse)

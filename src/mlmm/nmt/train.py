@@ -1,4 +1,5 @@
-"""Training with teacher forcing, Adam and gradient clipping; early stopping on validation BLEU."""
+"""Training with teacher forcing, Adam or Adadelta and gradient clipping; early stopping on
+validation BLEU."""
 
 from __future__ import annotations
 
@@ -21,12 +22,37 @@ class TrainConfig:
     sizes: Sizes = field(default_factory=Sizes)
     min_count: int = 1
     batch_size: int = 32
-    learning_rate: float = 3e-3
+    learning_rate: float = 3e-3  # Adam's; Adadelta takes no rate (Nematus ignores lrate)
     clip: float = 1.0
     max_epochs: int = 20
     patience: int = 3
     seed: int = 1
     device: str = "cpu"  # auto | cpu | cuda (cuda without a visible GPU is an error)
+    # adam | adadelta (Nematus optimizers.adadelta: rho 0.95, eps 1e-6, no learning rate)
+    optimizer: str = "adam"
+    # training pairs with a side of max_length tokens or more are left out (Nematus
+    # prepare_data keeps l_x < maxlen and l_y < maxlen); None keeps every pair
+    max_length: int | None = None
+
+
+def make_optimiser(params, config: TrainConfig) -> torch.optim.Optimizer:
+    """Adam at ``learning_rate``, or Nematus's Adadelta (its update is -sqrt(ru2 + 1e-6) /
+    sqrt(rg2 + 1e-6) * g with 0.95 running averages: torch's Adadelta at lr 1)."""
+    if config.optimizer == "adam":
+        return torch.optim.Adam(params, lr=config.learning_rate)
+    if config.optimizer == "adadelta":
+        return torch.optim.Adadelta(params, lr=1.0, rho=0.95, eps=1e-6)
+    raise ValueError(f"unknown optimizer {config.optimizer!r}")
+
+
+def within_length(
+    src: Sequence[list[str]], tgt: Sequence[list[str]], max_length: int | None
+) -> list[tuple[list[str], list[str]]]:
+    """The training pairs both of whose sides are shorter than ``max_length`` tokens."""
+    pairs = list(zip(src, tgt, strict=True))
+    if max_length is None:
+        return pairs
+    return [(s, t) for s, t in pairs if len(s) < max_length and len(t) < max_length]
 
 
 def bleu(hypotheses: Sequence[str], references: Sequence[str]) -> float:
@@ -66,10 +92,10 @@ def train(
     src_tokens = Tokens.build(train_src, config.min_count)
     tgt_tokens = Tokens.build(train_tgt, config.min_count)
     model = Seq2Seq(len(src_tokens), len(tgt_tokens), config.sizes).to(device)
-    optimiser = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
+    optimiser = make_optimiser(model.parameters(), config)
     pairs = [
         (src_tokens.encode(s), tgt_tokens.encode(t))
-        for s, t in zip(train_src, train_tgt, strict=True)
+        for s, t in within_length(train_src, train_tgt, config.max_length)
     ]
     val_ids = [src_tokens.encode(s) for s in val_src]
     val_refs = [" ".join(t) for t in val_tgt]

@@ -107,20 +107,85 @@ def precision_at_1(
 
 
 def rcsls_loss(
-    src: torch.Tensor, tgt: torch.Tensor, pairs: torch.Tensor, mapping: torch.Tensor, knn: int
+    src: torch.Tensor,
+    tgt: torch.Tensor,
+    pairs: torch.Tensor,
+    mapping: torch.Tensor,
+    knn: int,
+    normalise: bool = True,
 ) -> torch.Tensor:
     """Joulin et al. (2018) relaxed CSLS over training pairs (rows of ``pairs`` = src, tgt ids).
 
     -2 cos(Wx_i, y_i) + mean of cos to the k nearest targets of Wx_i + mean of cos of y_i to
-    its k nearest mapped sources, averaged over the pairs.
+    its k nearest mapped sources, averaged over the pairs. ``normalise`` False: dot products of
+    the raw rows instead of cosines (AME-CMR ``ContrastiveLoss.rcsls`` on the fine-tuned table).
     """
-    mapped = _unit(src @ mapping.t())
-    targets = _unit(tgt)
+    unit = _unit if normalise else (lambda x: x)
+    mapped = unit(src @ mapping.t())
+    targets = unit(tgt)
     wx, y = mapped[pairs[:, 0]], targets[pairs[:, 1]]
     k_t, k_s = min(knn, targets.shape[0]), min(knn, mapped.shape[0])
     near_t = (wx @ targets.t()).topk(k_t, dim=1).values.mean(1)
     near_s = (y @ mapped.t()).topk(k_s, dim=1).values.mean(1)
     return (-2.0 * (wx * y).sum(1) + near_t + near_s).mean()
+
+
+def rcsls_objective(
+    x: torch.Tensor,
+    y: torch.Tensor,
+    z_src: torch.Tensor,
+    z_tgt: torch.Tensor,
+    mapping: torch.Tensor,
+    knn: int,
+    chunk: int = 1024,
+) -> tuple[float, torch.Tensor]:
+    """fastText ``alignment/align.py`` ``rcsls``: the loss and its gradient df in R for the
+    training pairs (rows of x, y) against the negatives z_src, z_tgt, k nearest neighbours
+    taken in chunks of ``chunk`` pairs so that 200,000 negatives fit in memory."""
+    n = x.shape[0]
+    mapped = x @ mapping.t()
+    f = 2.0 * float((mapped * y).sum())
+    df = 2.0 * y.t() @ x
+    for start in range(0, n, chunk):
+        rows = slice(start, start + chunk)
+        values, index = (mapped[rows] @ z_tgt.t()).topk(knn, dim=1)
+        f -= float(values.sum()) / knn
+        df -= z_tgt[index].sum(1).t() @ x[rows] / knn
+    z_mapped = z_src @ mapping.t()
+    for start in range(0, n, chunk):
+        rows = slice(start, start + chunk)
+        values, index = (y[rows] @ z_mapped.t()).topk(knn, dim=1)
+        f -= float(values.sum()) / knn
+        df -= y[rows].t() @ z_src[index].sum(1) / knn
+    return -f / n, -df / n
+
+
+def rcsls_align(
+    x: torch.Tensor,
+    y: torch.Tensor,
+    z_src: torch.Tensor,
+    z_tgt: torch.Tensor,
+    knn: int,
+    lr: float,
+    iterations: int,
+) -> tuple[torch.Tensor, list[dict]]:
+    """RCSLS as fastText's ``alignment/align.py`` runs it (full batch, no constraint): W from
+    Procrustes, then ``iterations + 1`` steps W -= lr df; a loss above the previous one halves
+    lr (align.py's revert ``R = Rold`` names the array it has just updated in place, so the step
+    stays); stop when lr < 1e-4. Rows are expected l2-normalised (align.py load_vectors)."""
+    mapping = procrustes(x, y).to(x.dtype)
+    previous, history = None, []
+    for it in range(iterations + 1):
+        if lr < 1e-4:
+            break
+        f, df = rcsls_objective(x, y, z_src, z_tgt, mapping, knn)
+        history.append({"iteration": it, "loss": f, "lr": lr})
+        mapping = mapping - lr * df
+        if previous is not None and f > previous:
+            lr /= 2
+        else:
+            previous = f
+    return mapping, history
 
 
 def lexicon_indices(pairs: Lexicon, src_index: dict[str, int], tgt_index: dict[str, int]):
@@ -161,20 +226,42 @@ def rotate_onto_english(
     lexicon: Lexicon,
     train_fraction: float,
     where: str,
+    rotation: dict | None = None,
 ) -> dict[str, np.ndarray]:
-    """``vectors`` rotated onto ``english`` by Procrustes on the training part of the en-<lang>
-    lexicon, as fastText's aligned vectors are made (AME does this for Japanese)."""
-    train, _ = split_lexicon(lexicon, train_fraction)
+    """``vectors`` mapped onto ``english`` on the training en-<lang> pairs: Procrustes, as
+    fastText's aligned vectors are made; or with ``rotation.method: rcsls`` fastText's RCSLS
+    (``alignment/align.py``) on l2-normalised rows, every loaded word a negative, the mapped
+    rows l2-normalised (AME Section 4.1: Japanese "aligned ... with the same hyper-parameters
+    used for MS-COCO"). ``rotation.sections`` null: the pairs of ``train_fraction`` of the
+    lexicon; otherwise ``lexicon`` already holds the training sections."""
+    rotation = rotation or {"method": "procrustes", "sections": None}
+    train = lexicon if rotation.get("sections") else split_lexicon(lexicon, train_fraction)[0]
     en_words, tgt_words = list(english), list(vectors)
     kept, _ = lexicon_indices(
         train, {w: i for i, w in enumerate(en_words)}, {w: i for i, w in enumerate(tgt_words)}
     )
     if len(kept) < 2:
         raise InputError(where, "at least 2 training pairs with both words known", str(len(kept)))
-    x = torch.from_numpy(np.stack([vectors[tgt_words[t]] for _, t in kept]))
-    y = torch.from_numpy(np.stack([english[en_words[s]] for s, _ in kept]))
-    w = procrustes(x, y).numpy()
-    return {word: v @ w.T for word, v in vectors.items()}
+    if rotation["method"] == "procrustes":
+        x = torch.from_numpy(np.stack([vectors[tgt_words[t]] for _, t in kept]))
+        y = torch.from_numpy(np.stack([english[en_words[s]] for s, _ in kept]))
+        w = procrustes(x, y).numpy()
+        return {word: v @ w.T for word, v in vectors.items()}
+    z_src = _unit(torch.from_numpy(np.stack(list(vectors.values()))).float())
+    z_tgt = _unit(torch.from_numpy(np.stack(list(english.values()))).float())
+    src_rows = torch.tensor([t for _, t in kept])
+    tgt_rows = torch.tensor([s for s, _ in kept])
+    w, _ = rcsls_align(
+        z_src[src_rows],
+        z_tgt[tgt_rows],
+        z_src,
+        z_tgt,
+        min(rotation["knn"], len(z_src), len(z_tgt)),
+        rotation["lr"],
+        rotation["iterations"],
+    )
+    mapped = _unit(z_src @ w.t()).numpy()
+    return {word: mapped[i] for i, word in enumerate(vectors)}
 
 
 def demo_vectors(
@@ -229,13 +316,18 @@ def derive_onto_english(
     data_root: Path | None = None,
     vec: Path | None = None,
     limit: int | None = None,
+    rotation: dict | None = None,
 ) -> None:
     """``wiki.<lang>.align.vec`` for a language fastText has no aligned vectors of (Japanese):
     its own vectors (a fastText .vec such as cc.ja.300.vec.gz, or on the demo PPMI+SVD of the
-    training captions under ``data_root``) rotated onto the given English aligned vectors."""
+    training captions under ``data_root``) mapped onto the given English aligned vectors
+    (``rotate_onto_english``). RCSLS reads the first ``limit`` English lines too (align.py's
+    ``--maxload`` for both languages); Procrustes needs only the pairs' English words."""
     if muse is None:
         raise InputError("retrieval-vectors", f"--muse DIR holding en-{lang}.txt", "none")
-    english = read_vec(english_vec)
+    rotation = rotation or {"method": "procrustes", "sections": None}
+    rcsls = rotation["method"] == "rcsls"
+    english = read_vec(english_vec, limit=limit if rcsls else None)
     dim = len(next(iter(english.values())))
     if vec is not None and str(vec).startswith(("http://", "https://")):
         vec = _fetch(str(vec), Path(out) / str(vec).rstrip("/").rsplit("/", 1)[-1])
@@ -245,8 +337,19 @@ def derive_onto_english(
         vectors = ppmi_svd(training_sentences(data_root, lang), dim)
     else:
         raise InputError("retrieval-vectors", "--vec FILE or --data-root DIR", "neither")
-    lexicon = read_lexicon(Path(muse) / f"en-{lang}.txt")
-    rotated = rotate_onto_english(vectors, english, lexicon, train_fraction, f"en-{lang} lexicon")
+    if rotation.get("sections"):
+        lexicon = list(
+            dict.fromkeys(
+                pair
+                for section in rotation["sections"]
+                for pair in read_lexicon(lexicon_file(muse, lang, section))
+            )
+        )
+    else:
+        lexicon = read_lexicon(Path(muse) / f"en-{lang}.txt")
+    rotated = rotate_onto_english(
+        vectors, english, lexicon, train_fraction, f"en-{lang} lexicon", rotation
+    )
     write_vec(Path(out) / f"wiki.{lang}.align.vec", rotated)
 
 
@@ -262,12 +365,18 @@ def _fetch(url: str, target: Path) -> Path:
 MUSE_SECTIONS = {"full": "", "0-5000": ".0-5000", "5000-6500": ".5000-6500"}
 
 
-def lexicon_file(muse: Path, lang: str, section: str = "full") -> Path:
-    return Path(muse) / f"en-{lang}{MUSE_SECTIONS[section]}.txt"
+def lexicon_file(muse: Path, lang: str, section: str = "full", reverse: bool = False) -> Path:
+    """MUSE's en-<lang> dictionary file, or with ``reverse`` its <lang>-en one (AME-CMR's R_deen
+    trains on de-en.txt + de-en.5000-6500.txt)."""
+    pair = f"{lang}-en" if reverse else f"en-{lang}"
+    return Path(muse) / f"{pair}{MUSE_SECTIONS[section]}.txt"
 
 
-def alignment_lexicons(muse: Path, lang: str, alignment: dict) -> tuple[Lexicon, Lexicon]:
-    """(pairs RCSLS trains on, pairs the alignment ratio is measured on) for en-``lang``.
+def alignment_lexicons(
+    muse: Path, lang: str, alignment: dict, reverse: bool = False
+) -> tuple[Lexicon, Lexicon]:
+    """(pairs RCSLS trains on, pairs the alignment ratio is measured on) for en-``lang`` (with
+    ``reverse``: <lang>-en, source words in ``lang``).
 
     ``alignment["sections"]`` null: the full dictionary split by source word
     (``train_fraction``); otherwise the union of the named MUSE sections for training and one
@@ -275,25 +384,31 @@ def alignment_lexicons(muse: Path, lang: str, alignment: dict) -> tuple[Lexicon,
     training vocabulary are dropped later (``lexicon_indices``)."""
     sections = alignment["sections"]
     if sections is None:
-        return split_lexicon(read_lexicon(lexicon_file(muse, lang)), alignment["train_fraction"])
+        whole = read_lexicon(lexicon_file(muse, lang, reverse=reverse))
+        return split_lexicon(whole, alignment["train_fraction"])
     train = list(
         dict.fromkeys(
             pair
             for name in sections["train"]
-            for pair in read_lexicon(lexicon_file(muse, lang, name))
+            for pair in read_lexicon(lexicon_file(muse, lang, name, reverse))
         )
     )
-    return train, read_lexicon(lexicon_file(muse, lang, sections["test"]))
+    return train, read_lexicon(lexicon_file(muse, lang, sections["test"], reverse))
 
 
 def download_lexicons(
-    url: str, langs: list[str], out: Path, sections: tuple[str, ...] = ("full",)
+    url: str,
+    langs: list[str],
+    out: Path,
+    sections: tuple[str, ...] = ("full",),
+    reverse: bool = False,
 ) -> None:
-    """MUSE bilingual dictionaries ``<url>/en-<lang>[.<section>].txt``, written atomically and
-    checked to parse."""
+    """MUSE bilingual dictionaries ``<url>/en-<lang>[.<section>].txt`` (and with ``reverse``
+    ``<lang>-en``), written atomically and checked to parse."""
     for lang in langs:
         for section in sections:
-            _download_lexicon(url, lexicon_file(Path(out), lang, section))
+            for backwards in (False, True) if reverse else (False,):
+                _download_lexicon(url, lexicon_file(Path(out), lang, section, backwards))
 
 
 def _download_lexicon(url: str, target: Path) -> None:

@@ -67,6 +67,9 @@ DEFAULTS: dict[str, Any] = {
     "loss": "max",  # max: VSE++ max-of-hinges; sum: every in-batch negative (VSE)
     "margin": 0.2,
     "similarity": "cosine",  # cosine (symmetric) | order (asymmetric, Vendrov)
+    # order only: absolute values of the normalised embeddings (VSE++ --use_abs); AME-CMR runs
+    # without (its --use_abs is off, run names end _noabs)
+    "use_abs": True,
     "alignment": {  # AME's RCSLS fine-tuning of the word embeddings (word_embeddings: ame)
         "every": 500,
         "lr": 2.0,
@@ -76,6 +79,14 @@ DEFAULTS: dict[str, Any] = {
         # null: split the full dictionary by train_fraction; or {train: [sections], test: section}
         # of MUSE's full, 0-5000, 5000-6500 files (AME: train full + 5000-6500, test 0-5000)
         "sections": None,
+        # one: W maps the English rows onto the other language; two: also W' maps the other
+        # language's rows onto English (AME-CMR R_ende and R_deen, the paper's "translators")
+        "mappings": "one",
+        # constant: the SGD lr throughout; halve_on_rise: halved whenever the RCSLS loss is
+        # above the last one that did not rise (AME-CMR train_emb, one lr for both mappings)
+        "lr_schedule": "constant",
+        "orthogonalise": True,  # W back to the nearest orthogonal matrix after each update
+        "normalise": True,  # RCSLS on l2-normalised rows (the paper), or raw rows (AME-CMR)
     },
     # optimisation
     "batch_size": 128,
@@ -229,7 +240,7 @@ def protocol_notes(record: dict) -> list[str]:
                 else "draw their own captions (mulisera master)"
             )
         )
-    return notes + calixto_notes(record)
+    return notes + calixto_notes(record) + _ame_notes(record)
 
 
 def calixto_notes(record: dict) -> list[str]:
@@ -267,6 +278,38 @@ def calixto_notes(record: dict) -> list[str]:
             )
         )
     return notes
+
+
+def _ame_notes(record: dict) -> list[str]:
+    """AME: where its paper and AME-CMR disagree on the RCSLS mapping, which reading ran."""
+    alignment = record["alignment"]
+    if record["word_embeddings"] != "ame":
+        return []
+    paper = alignment["orthogonalise"] and alignment["normalise"]
+    code = not alignment["orthogonalise"] and not alignment["normalise"]
+    if paper:
+        reading = "orthogonal W on l2-normalised rows (paper)"
+    elif code:
+        reading = "unconstrained W on the raw rows (AME-CMR)"
+    else:
+        reading = (
+            f"W {'orthogonal' if alignment['orthogonalise'] else 'unconstrained'} on "
+            f"{'l2-normalised' if alignment['normalise'] else 'raw'} rows"
+        )
+    return [f"RCSLS: {reading}"]
+
+
+def rotation_options(rotation: dict) -> str:
+    """``mlmm retrieval-vectors --onto`` options of ``retrieval.vectors.rotation``."""
+    options = [f"--rotation {rotation['method']}"]
+    if rotation["method"] == "rcsls":
+        options.append(
+            f"--rcsls-knn {rotation['knn']} --rcsls-lr {rotation['lr']}"
+            f" --rcsls-iterations {rotation['iterations']}"
+        )
+    if rotation["sections"]:
+        options.append(f"--rotation-sections {' '.join(rotation['sections'])}")
+    return " ".join(options)
 
 
 def select_languages(record: dict) -> list[str]:

@@ -2,8 +2,9 @@
 
 Cosine similarity is the symmetric score; the order-embedding score of Vendrov et al. (2015) is
 the asymmetric one, as VSE++ and AME-CMR compute it (``order_sim``: S(a, b) = -||max(0, b - a)||,
-the norm, not its square; a the image or more specific item); as in VSE++ the order variant
-takes absolute values of the normalised embeddings. The margin (AME: 0.05) is in norm units.
+the norm, not its square; a the image or more specific item); with ``use_abs`` (VSE++'s
+``--use_abs``) the order variant takes absolute values of the normalised embeddings, without it
+(AME-CMR: ``--use_abs`` off) they stay signed. The margin (AME: 0.05) is in norm units.
 """
 
 from __future__ import annotations
@@ -133,10 +134,10 @@ class TextEncoder(nn.Module):
     """Word embeddings -> GRU (packed) -> last hidden state -> projection to the joint space.
 
     ``proj`` may be a module shared with other encoders (Calixto's one ``ff_sentence_mm``).
-    ``translator``, when set, is AME's learned mapping in the forward pass: (a boolean mask of
+    ``translators`` are AME's learned mappings in the forward pass: pairs of (a boolean mask of
     the vocabulary rows it applies to, W); those rows enter the GRU as W x (AME-CMR's
-    ``EncoderText`` multiplies the English rows by ``R_ende``). It is not a parameter: the
-    ranking loss does not train W, RCSLS does.
+    ``EncoderText`` multiplies the English rows by ``R_ende``, the German ones by ``R_deen``).
+    They are not parameters: the ranking loss does not train W, RCSLS does.
     """
 
     def __init__(
@@ -160,7 +161,7 @@ class TextEncoder(nn.Module):
         self.word_dropout = word_dropout
         self.recurrent_dropout = recurrent_dropout
         self.proj = proj
-        self.translator: tuple[torch.Tensor, torch.Tensor] | None = None
+        self.translators: list[tuple[torch.Tensor, torch.Tensor]] = []
         nn.init.uniform_(self.embed.weight, -0.1, 0.1)
 
     def _drop_embeddings(self, emb: torch.Tensor) -> torch.Tensor:
@@ -174,9 +175,9 @@ class TextEncoder(nn.Module):
 
     def forward(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         emb = self.embed(tokens)
-        if self.translator is not None:
-            rows, mapping = self.translator
-            emb = torch.where(rows[tokens].unsqueeze(-1), emb @ mapping.detach().t(), emb)
+        raw = emb
+        for rows, mapping in self.translators:
+            emb = torch.where(rows[tokens].unsqueeze(-1), raw @ mapping.detach().t(), emb)
         emb = self._drop_embeddings(emb)
         if self.training and self.recurrent_dropout > 0:  # no cuDNN kernel takes a state mask
             p = self.recurrent_dropout
@@ -207,6 +208,7 @@ class JointEmbedding(nn.Module):
         embedding_dropout: str = "elementwise",
         word_dropout: float = 0.0,
         recurrent_dropout: float = 0.0,
+        use_abs: bool = True,
     ) -> None:
         super().__init__()
         if similarity not in SIMILARITIES:
@@ -216,6 +218,7 @@ class JointEmbedding(nn.Module):
         if dropout_position not in DROPOUT_POSITIONS:
             raise ValueError(f"unknown dropout_position {dropout_position!r}")
         self.similarity = similarity
+        self.use_abs = use_abs and similarity == "order"
         self.image = nn.Linear(feature_dim, joint)
         self.image_dropout = nn.Dropout(dropout)
         self.dropout_after_projection = dropout_after_image_projection
@@ -251,7 +254,7 @@ class JointEmbedding(nn.Module):
             # code multiplies by the keep probability, a constant that changes no rank or cosine,
             # so evaluation keeps the unit vectors.
             x = x * kept_mask(tuple(x.shape), self.image_dropout.p, x)
-        return x.abs() if self.similarity == "order" else x
+        return x.abs() if self.use_abs else x
 
     def embed_images(self, features: torch.Tensor) -> torch.Tensor:
         if self.dropout_position == "after_norm":  # the code drops only the normalised image

@@ -134,7 +134,9 @@ class Run:
             ),
             "initial weights (word vectors)": value_digest(self.model.state_dict()),
             "alignment lexicons": value_digest(
-                None if self.alignment is None else [self.alignment.train, self.alignment.gold]
+                None
+                if self.alignment is None
+                else [(d.pair, d.train, d.gold) for d in self.alignment.directions]
             ),
         }
 

@@ -2,9 +2,10 @@
 
 ``word_embeddings``: fme loads fastText's aligned vectors and freezes them; pretrained loads them
 and fine-tunes (AME's Mono); ame loads and fine-tunes them and learns a mapping W of the English
-rows onto the other language: W starts from Procrustes on the MUSE training pairs, moves only by
-the RCSLS loss every ``alignment.every`` steps, and enters the forward pass as a constant
-(AME-CMR's "translators"). The alignment ratio is word-translation precision@1 on the held-out
+rows onto the other language (and with ``alignment.mappings: two`` one of the other language's
+rows onto English): W starts from Procrustes on the MUSE training pairs, moves only by the RCSLS
+loss every ``alignment.every`` steps, and enters the forward pass as a constant (AME-CMR's
+"translators"). The alignment ratio is word-translation precision@1 on the held-out
 MUSE pairs, both restricted to the training words.
 """
 
@@ -44,32 +45,57 @@ def load_vectors(
         weight.requires_grad_(False)
 
 
-class Alignment:
-    """English rows against one other language: the ratio, and for AME the mapping W."""
+class Direction:
+    """One mapping W of the ``src`` rows onto the ``tgt`` rows (a MUSE dictionary's direction)."""
 
     def __init__(
         self,
-        model: JointEmbedding,
         pair: str,
         src: torch.Tensor,
         tgt: torch.Tensor,
         train: torch.Tensor,
         gold: dict[int, set[int]],
-        record: dict,
         device: torch.device,
     ) -> None:
-        self.model, self.pair, self.gold, self.record = model, pair, gold, record
+        self.pair, self.gold = pair, gold
         self.src, self.tgt, self.train = src.to(device), tgt.to(device), train.to(device)
         self.mapping: torch.Tensor | None = None
-        self.optimizer: torch.optim.Optimizer | None = None
-        if record["word_embeddings"] == "ame" and len(train) >= 2:
+        self.previous: float | None = None  # RCSLS loss of the last update that did not rise
+
+
+class Alignment:
+    """English rows against one other language: the ratio, and for AME the mapping(s).
+
+    ``alignment.mappings`` one: W maps the English rows onto the other language; two: a second
+    W' maps the other language's rows onto English (AME-CMR's ``R_ende`` and ``R_deen``, both in
+    the forward pass). Each W starts from Procrustes on its training pairs and moves by SGD on
+    its RCSLS loss; ``lr_schedule: halve_on_rise`` halves the one rate of both whenever a loss
+    is above the last one that did not rise (AME-CMR ``VSE.train_emb``)."""
+
+    def __init__(
+        self, model: JointEmbedding, directions: list[Direction], record: dict, device: torch.device
+    ) -> None:
+        self.model, self.record = model, record
+        self.settings = record["alignment"]
+        self.directions = directions  # the ratio is the first's; updates run last to first
+        self.pair, self.gold = directions[0].pair, directions[0].gold
+        self.lr = float(self.settings["lr"])
+        self._losses: list[torch.Tensor] = []
+        self.translators: list[tuple[torch.Tensor, torch.Tensor]] = []
+        if record["word_embeddings"] == "ame" and all(len(d.train) >= 2 for d in directions):
             weight = self.weight()
-            x, y = weight[self.src[self.train[:, 0]]], weight[self.tgt[self.train[:, 1]]]
-            self.mapping = align.procrustes(x, y).to(device).requires_grad_(True)
-            self.optimizer = torch.optim.SGD([self.mapping], lr=record["alignment"]["lr"])
-            rows = torch.zeros(weight.shape[0], dtype=torch.bool, device=device)
-            rows[self.src] = True
-            model.text["shared"].translator = (rows, self.mapping)
+            for d in directions:
+                x, y = weight[d.src[d.train[:, 0]]], weight[d.tgt[d.train[:, 1]]]
+                d.mapping = align.procrustes(x, y).to(device).requires_grad_(True)
+                rows = torch.zeros(weight.shape[0], dtype=torch.bool, device=device)
+                rows[d.src] = True
+                self.translators.append((rows, d.mapping))
+            model.text["shared"].translators = self.translators
+
+    @property
+    def mapping(self) -> torch.Tensor | None:
+        """W of the English rows (the first direction)."""
+        return self.directions[0].mapping
 
     @classmethod
     def build(
@@ -93,19 +119,26 @@ class Alignment:
             lang: {w.split(":", 1)[1]: i for i, w in enumerate(words) if w.startswith(f"{lang}:")}
             for lang in ("en", target)
         }
-        train, held_out = align.alignment_lexicons(muse, target, record["alignment"])
-        src_pos = {w: k for k, w in enumerate(rows["en"])}
+        two = record["word_embeddings"] == "ame" and record["alignment"]["mappings"] == "two"
+        directions = [cls._direction(rows, "en", target, muse, record, device, reverse=False)]
+        if two:
+            directions.append(cls._direction(rows, target, "en", muse, record, device, True))
+        return cls(model, directions, record, device)
+
+    @staticmethod
+    def _direction(rows, source, target, muse, record, device, reverse) -> Direction:
+        other = target if source == "en" else source
+        train, held_out = align.alignment_lexicons(muse, other, record["alignment"], reverse)
+        src_pos = {w: k for k, w in enumerate(rows[source])}
         tgt_pos = {w: k for k, w in enumerate(rows[target])}
         train_pairs, _ = align.lexicon_indices(train, src_pos, tgt_pos)
         _, gold = align.lexicon_indices(held_out, src_pos, tgt_pos)
-        return cls(
-            model,
-            f"en-{target}",
-            torch.tensor(list(rows["en"].values())),
+        return Direction(
+            f"{source}-{target}",
+            torch.tensor(list(rows[source].values())),
             torch.tensor(list(rows[target].values())),
             torch.tensor(train_pairs[: record["alignment"]["max_pairs"]]).view(-1, 2),
             gold,
-            record,
             device,
         )
 
@@ -114,62 +147,108 @@ class Alignment:
         return self.model.text["shared"].embed.weight.detach().float()
 
     def ratio(self) -> float:
+        """Precision@1 of the held-out en-X pairs, English rows through W; with two mappings the
+        other language's rows through W' too, as both enter the GRU (AME-CMR ``METRIC_SIMIL``
+        kind 1: ``X_en R_ende^T`` against ``X_de R_deen^T`` on the en-de test pairs)."""
+        first = self.directions[0]
         weight = self.weight()
+        targets = weight[first.tgt]
+        if len(self.directions) > 1 and self.directions[1].mapping is not None:
+            targets = targets @ self.directions[1].mapping.detach().t()
         return align.precision_at_1(
-            weight[self.src],
-            weight[self.tgt],
-            self.gold,
-            None if self.mapping is None else self.mapping.detach(),
+            weight[first.src],
+            targets,
+            first.gold,
+            None if first.mapping is None else first.mapping.detach(),
         )
 
     def loss(self) -> torch.Tensor | None:
-        if self.mapping is None or len(self.train) == 0:
+        """The sum of every direction's RCSLS loss (each moves only its own W)."""
+        if self.mapping is None:
             return None
         weight = self.weight()
-        return align.rcsls_loss(
-            weight[self.src],
-            weight[self.tgt],
-            self.train,
-            self.mapping,
-            self.record["alignment"]["knn"],
-        )
+        self._losses = [
+            align.rcsls_loss(
+                weight[d.src],
+                weight[d.tgt],
+                d.train,
+                d.mapping,
+                self.settings["knn"],
+                self.settings["normalise"],
+            )
+            for d in self.directions
+        ]
+        return torch.stack(self._losses).sum()
 
     def zero_grad(self) -> None:
-        self.optimizer.zero_grad(set_to_none=True)
+        for d in self.directions:
+            d.mapping.grad = None
 
     def step(self) -> None:
-        """SGD step on W, then W back to the nearest orthogonal matrix (Joulin et al. 2018)."""
-        self.optimizer.step()
-        with torch.no_grad():
-            u, _, vt = torch.linalg.svd(self.mapping.double())
-            self.mapping.copy_((u @ vt).float())
+        """SGD on each W, last direction first as AME-CMR (R_deen, then R_ende), each with the
+        rate as it stands (a rise halves it for the next); then optionally W back to the nearest
+        orthogonal matrix (the paper, Section 3.2: W orthogonal)."""
+        values = [float(v) for v in torch.stack(self._losses).detach().tolist()]
+        for d, value in reversed(list(zip(self.directions, values, strict=True))):
+            with torch.no_grad():
+                d.mapping -= self.lr * d.mapping.grad
+                if self.settings["orthogonalise"]:
+                    u, _, vt = torch.linalg.svd(d.mapping.double())
+                    d.mapping.copy_((u @ vt).float())
+            if self.settings["lr_schedule"] == "halve_on_rise":
+                # AME-CMR restores R_old after a rise, but R_old is the tensor it has just
+                # updated in place (R -= lr * df), so the update stays; only the rate halves
+                if d.previous is not None and value > d.previous:
+                    self.lr /= 2
+                else:
+                    d.previous = value
 
     # ---------------------------------------------------------------- the selected point
-    def snapshot(self) -> torch.Tensor | None:
-        return None if self.mapping is None else self.mapping.detach().clone()
+    def snapshot(self) -> list[torch.Tensor] | None:
+        if self.mapping is None:
+            return None
+        return [d.mapping.detach().clone() for d in self.directions]
 
-    def restore(self, snapshot: torch.Tensor | None) -> None:
-        if snapshot is not None:
-            with torch.no_grad():
-                self.mapping.copy_(snapshot)
+    def restore(self, snapshot: list[torch.Tensor] | torch.Tensor | None) -> None:
+        if snapshot is None:
+            return
+        if isinstance(snapshot, torch.Tensor):  # checkpoints written with one mapping
+            snapshot = [snapshot]
+        with torch.no_grad():
+            for d, mapping in zip(self.directions, snapshot, strict=True):
+                d.mapping.copy_(mapping)
 
-    def baked(self, state: dict, snapshot: torch.Tensor | None) -> dict:
-        """A model state with W multiplied into the English rows, so the saved model needs no
+    def baked(self, state: dict, snapshot: list[torch.Tensor] | None) -> dict:
+        """A model state with each W multiplied into its rows, so the saved model needs no
         translator (as AME-CMR's ``load_state_dict`` does)."""
         if snapshot is None:
             return state
+        if isinstance(snapshot, torch.Tensor):
+            snapshot = [snapshot]
         state = {**state, EMBED_KEY: state[EMBED_KEY].clone()}
         table = state[EMBED_KEY]
-        src = self.src.to(table.device)
-        table[src] = table[src] @ snapshot.to(table.device).t()
+        original = table.clone()
+        for d, mapping in zip(self.directions, snapshot, strict=True):
+            src = d.src.to(table.device)
+            table[src] = original[src] @ mapping.to(table.device).t()
         return state
 
     def state(self) -> dict | None:
         if self.mapping is None:
             return None
-        return {"mapping": self.mapping.detach().clone(), "optimizer": self.optimizer.state_dict()}
+        return {
+            "mappings": self.snapshot(),
+            "lr": self.lr,
+            "previous": [d.previous for d in self.directions],
+        }
 
     def load(self, state: dict | None) -> None:
-        if state is not None:
+        if state is None:
+            return
+        if "mapping" in state:  # checkpoints written with one mapping and a plain SGD
             self.restore(state["mapping"])
-            self.optimizer.load_state_dict(state["optimizer"])
+            return
+        self.restore(state["mappings"])
+        self.lr = state["lr"]
+        for d, previous in zip(self.directions, state["previous"], strict=True):
+            d.previous = previous
