@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import logging
 from pathlib import Path
 
 
@@ -89,7 +88,6 @@ def register(subparsers) -> None:
 def run_prepare(args) -> None:
     from mlmm.data.coco import prepare_coco
 
-    logging.basicConfig(format="mlmm prepare-coco: %(levelname)s: %(message)s")
     counts = prepare_coco(
         args.out,
         args.karpathy,
@@ -115,7 +113,6 @@ def _hashes(pairs: list[tuple[str, str]]) -> dict[str, str]:
 def run_fetch_images(args) -> None:
     from mlmm.data.coco import fetch_images
 
-    logging.basicConfig(format="mlmm fetch-coco-images: %(levelname)s: %(message)s")
     sources = fetch_images(
         args.archives,
         args.out,
