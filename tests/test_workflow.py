@@ -532,14 +532,16 @@ def test_gpu_job_problems_from_sinfo():
         GpuJob("ted_train", "mixed", "cuda"),
         GpuJob("pivot_train", None, "auto"),  # the default partition: CPU only
         GpuJob("pivot_train", None, "auto"),  # one line per rule
-        GpuJob("nbest_lists", "elsewhere", "auto"),  # not in sinfo: left to sbatch
+        GpuJob("nbest_lists", "elsewhere", "auto"),  # a name sinfo does not list
         GpuJob("extract_features", "gpu", "cpu"),
     ]
     problems = gpu_job_problems(jobs, has_gpu, default)
-    assert len(problems) == 2, problems
+    assert len(problems) == 3, problems
     assert problems[0].startswith("rule pivot_train requests a GPU but would go to the")
     assert "default partition 'cpu'" in problems[0] and "with GPUs: gpu, mixed" in problems[0]
-    assert problems[1].startswith("rule extract_features requests a GPU but its stage")
+    assert "partition 'elsewhere', which sinfo does not list" in problems[1]
+    assert problems[2].startswith("rule extract_features requests a GPU but its stage")
+    assert gpu_job_problems(jobs[:-1], {}, None) == []  # no sinfo answer: left to sbatch
 
 
 @pytest.mark.slow

@@ -1,14 +1,15 @@
 """Checks the Snakefile runs before it submits anything through the SLURM executor.
 
 snakemake-executor-plugin-slurm (2.x) sends a job to its `slurm_partition`, else to the
-partition `sinfo` marks with `*`, and never asks whether that partition has GPUs: a `gpu: 1`
-job on a CPU-only default partition is refused by sbatch at best and queued forever or run
-without a card at worst. So the Snakefile's `onstart` (after the DAG, before the first sbatch)
-asks `sinfo` which partitions have GPU GRES and refuses such jobs, and jobs that request a GPU
-while their stage is configured `device: cpu` (e.g. a command-line `--config` that dropped a
-setting): one message naming every rule, partition and the line to change.
+partition `sinfo` marks with `*`, and never asks whether that partition exists or has GPUs: a
+`gpu: 1` job on a CPU-only default partition is refused by sbatch at best, and only when that
+job's turn comes, hours into a run. So the Snakefile's `onstart` (after the DAG, before the
+first sbatch) asks `sinfo` which partitions have a GPU GRES and refuses, in one message naming
+each rule, its partition and the line to change: GPU jobs bound for a partition without GPUs
+or one sinfo does not list (a typo, or the profile's `gpu` on a cluster that names it
+otherwise), and GPU jobs whose stage is configured `device: cpu` (e.g. by a `--config`).
 
-Standard library only: the Snakefile imports it while it is parsed.
+Standard library only (imported by the Snakefile).
 """
 
 from __future__ import annotations
@@ -64,8 +65,8 @@ def gpu_job_problems(
                 " (a --config that replaced profiles/slurm's settings?): set device auto or"
                 f" cuda, or drop `gpu` for {job.rule} from the profile's set-resources"
             )
-        if partition is None or partition not in has_gpu or has_gpu[partition]:
-            continue  # unknown to sinfo (e.g. another cluster): left to sbatch
+        if partition is None or not has_gpu or has_gpu.get(partition):
+            continue  # no sinfo answer, or a partition with GPUs
         if (job.rule, partition) in seen:
             continue
         seen.add((job.rule, partition))
@@ -74,11 +75,13 @@ def gpu_job_problems(
             if job.partition
             else f"the cluster's default partition '{partition}' (no slurm_partition set)"
         )
+        listed = partition in has_gpu
+        why = "which has no GPU GRES in sinfo" if listed else "which sinfo does not list"
         gpu_partitions = sorted(name for name, gpu in has_gpu.items() if gpu)
         problems.append(
-            f"rule {job.rule} requests a GPU but would go to {where}, which has no GPU GRES"
-            f" in sinfo; set `slurm_partition: <name>` for it in profiles/slurm/config.yaml"
-            f" (set-resources) — partitions with GPUs: {', '.join(gpu_partitions) or 'none'}"
+            f"rule {job.rule} requests a GPU but would go to {where}, {why}; set"
+            " `slurm_partition: <name>` for it in profiles/slurm/config.yaml (set-resources)"
+            f" — partitions with GPUs: {', '.join(gpu_partitions) or 'none'}"
         )
     return problems
 

@@ -99,6 +99,7 @@ DIRECTION_NAMES = {
     "mt": "",
     "sts": "",
 }
+ROW_HEADERS = {"variant_note": "paper's row label"}
 CELL_NOTE = (
     "Cells: ours (paper, ours − paper); ours is the mean ± standard deviation over seeds where "
     "there are several; – where we have no number. The tidy CSV beside this file has every "
@@ -227,6 +228,8 @@ def write_table(
         flat, latex_frame, html = shown, shown, shown.to_html(index=False, na_rep="")
     else:
         notes = [notes[0], CELL_NOTE, *notes[1:]]
+        # the paper's label of a row (the key to its cells), not a description of our run
+        wide.index.names = [ROW_HEADERS.get(n, n) for n in wide.index.names]
         flat, latex_frame = _flat(wide), wide
         html = wide.to_html(na_rep="", sparsify=True)
     markdown = [
