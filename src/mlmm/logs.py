@@ -44,15 +44,33 @@ def on_terminal() -> bool:
 def progress(iterable=None, **kwargs) -> tqdm:
     """tqdm on stderr, refreshed every 0.1 s on a terminal and every 30 s in a file.
 
-    In a file the bar's carriage-return redraws become one line per refresh, so a run of N
-    steps writes at most about (its seconds / 30) lines whatever N is.
+    In a file each redraw is a line of its own (`LineWriter`), so a bar of N steps writes its
+    first and last state and one line per 30 s, whatever N is.
     """
     interval = TERMINAL_INTERVAL if on_terminal() else FILE_INTERVAL
     kwargs.setdefault("mininterval", interval)
     kwargs.setdefault("maxinterval", max(interval, 10.0))  # tqdm's monitor: no extra redraws
     kwargs.setdefault("file", sys.stderr)
     if not on_terminal():
+        kwargs["file"] = LineWriter(kwargs["file"])
         kwargs.setdefault("ascii", True)  # no block characters in a log file
         kwargs.setdefault("dynamic_ncols", False)
         kwargs.setdefault("ncols", 100)
     return tqdm(iterable, **kwargs)
+
+
+class LineWriter:
+    """A file for tqdm that turns each redraw (`\\r` + bar) into a line of its own, so that bars
+    and log lines never share a line of the log file."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+        self.encoding = getattr(stream, "encoding", "utf-8")
+
+    def write(self, text: str) -> None:
+        line = text.replace("\r", "").rstrip("\n")
+        if line.strip():
+            self.stream.write(line + "\n")
+
+    def flush(self) -> None:
+        self.stream.flush()
