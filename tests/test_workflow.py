@@ -325,8 +325,10 @@ def test_slurm_profile_names_the_gpu_rules():
         # GPU jobs go to the GPU partition (one YAML anchor), never to the default one
         assert resources["slurm_partition"] == "gpu", name
         assert resources["runtime"] >= 240, name
-    # pivot: 14.5 h a job measured on the CPU (docs/workflow.md, "Runtimes"), within 3 attempts
-    assert profile["set-resources"]["pivot_train"]["runtime"] * (1 + profile["retries"]) >= 870
+    # a job's runtime per attempt within a common 24-h partition limit; pivot: its 720 min was
+    # below the 14.5 h a job measured on a CPU (issue 21, docs/workflow.md "Runtimes")
+    assert all(profile["set-resources"][name]["runtime"] <= 1440 for name in GPU_RULES)
+    assert profile["set-resources"]["pivot_train"]["runtime"] >= 870
     for key in ("mem_mb", "runtime", "cpus_per_task"):
         assert key in profile["default-resources"], key
     assert "slurm_partition" not in str(profile["default-resources"])
