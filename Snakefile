@@ -18,6 +18,7 @@ sys.path.insert(0, f"{workflow.basedir}/src")
 os.environ.update(MLMM_ROOT=workflow.basedir)
 
 from mlmm.config import validate_or_exit
+from mlmm.origin import environment as origin_environment
 
 min_version("8.20")
 
@@ -32,6 +33,17 @@ validate_or_exit(
     f"{workflow.basedir}/workflow/schemas/config.schema.yaml",
     [f"{workflow.basedir}/config.yaml", *workflow.overwrite_configfiles],
     dict(workflow.config_settings.config),
+)
+
+# What produces the outputs (src/mlmm/origin.py): each data set's source and the config files;
+# every metrics.json records them and every table and figure says them (demo or real data).
+os.environ.update(
+    origin_environment(
+        config,
+        workflow.basedir,
+        [f"{workflow.basedir}/config.yaml", *workflow.overwrite_configfiles],
+        bool(workflow.config_settings.config),
+    )
 )
 
 
@@ -53,3 +65,36 @@ rule all:
     default_target: True
     input:
         FINAL_TARGETS,
+
+
+# The device each GPU rule's job is configured to use.
+GPU_RULE_DEVICES = {
+    "extract_features": lambda job: FEATURES["device"],
+    "train_retrieval": lambda job: RETRIEVAL_RECORDS[job.wildcards.variant]["device"],
+    "train_nmt": lambda job: NMT["device"],
+    "nbest_lists": lambda job: NMT["device"],
+    "ted_train": lambda job: TED["device"],
+    "pivot_train": lambda job: PIVOT["device"],
+}
+
+
+onstart:
+    # Under the SLURM executor, before the first sbatch: every job that requests a GPU goes to
+    # a partition with GPUs (sinfo) and its stage is not configured `device: cpu`, whatever
+    # --config said (src/mlmm/slurm.py).
+    if workflow.executor_plugin.name == "slurm":
+        from mlmm.slurm import GpuJob, check_gpu_jobs
+
+        problems = check_gpu_jobs(
+            [
+                GpuJob(
+                    job.rule.name,
+                    job.resources.get("slurm_partition"),
+                    GPU_RULE_DEVICES.get(job.rule.name, lambda job: "auto")(job),
+                )
+                for job in workflow.dag.needrun_jobs()
+                if int(job.resources.get("gpu", 0) or 0) >= 1
+            ]
+        )
+        if problems:
+            sys.exit("profiles/slurm: " + "\n".join(problems))

@@ -21,7 +21,9 @@ import sys
 from pathlib import Path
 
 ACCOUNT = "stubaccount"
-PARTITIONS = ("cpu*", "gpu")
+# name (the default marked "*") -> GRES, as `sinfo --format=%G` prints it; override with
+# MLMM_SLURM_STUB_PARTITIONS="name=gres,..." (e.g. "cpu*=(null),gpu=gpu:a100:4").
+PARTITIONS = {"cpu*": "(null)", "gpu": "gpu:a100:4(S:0-1)"}
 
 
 def state() -> Path:
@@ -111,8 +113,14 @@ def srun(argv: list[str]) -> int:
 
 
 def sinfo(argv: list[str]) -> int:
-    print("PARTITION")
-    print("\n".join(PARTITIONS))
+    """`-o %P` (the plugin's default-partition query) or `--format=%P %G` with `--noheader`."""
+    spec = os.environ.get("MLMM_SLURM_STUB_PARTITIONS")
+    partitions = dict(item.split("=", 1) for item in spec.split(",")) if spec else PARTITIONS
+    fields = (option(argv, "--format", "-o") or "%P").split()
+    if "--noheader" not in argv and "-h" not in argv:
+        print(" ".join({"%P": "PARTITION", "%G": "GRES"}[f] for f in fields))
+    for name, gres in partitions.items():
+        print(" ".join({"%P": name, "%G": gres}[f] for f in fields))
     return 0
 
 

@@ -260,3 +260,89 @@ def test_notes_name_runs_the_cap_stopped_while_still_improving(setup, tmp_path):
     notes = (out / "kadar2018_table2.md").read_text()
     assert "bilingual_c2c (seed 3): stopped by its epoch/step cap while still improving" in notes
     assert "still improving" not in (out / "ame2019_table1.md").read_text()
+
+
+def _stamp_runs(runs: Path, source: str) -> None:
+    """Give every fabricated run the provenance a workflow run records (mlmm.origin)."""
+    for path in runs.rglob("metrics.json"):
+        metrics = json.loads(path.read_text())
+        metrics["provenance"] = {
+            "origin": {"data": {"multi30k": source, "coco": source}, "configs": ["config.yaml"]},
+            "config": {"retrieval": {"backbone": "efficientnet_lite0", "dataset": "multi30k",
+                                     "similarity": "cosine", "loss": "max"}},
+        }  # fmt: skip
+        metrics["device"] = "cpu"
+        path.write_text(json.dumps(metrics))
+
+
+def _figure_texts(monkeypatch) -> dict[str, list[str]]:
+    """Every text of the figures the report draws (title, footer), by file stem."""
+    drawn: dict[str, list[str]] = {}
+
+    def save(fig, stem):
+        texts = [t.get_text() for t in fig.texts]
+        drawn[Path(stem).name] = texts + [fig._suptitle.get_text() if fig._suptitle else ""]
+        return []
+
+    monkeypatch.setattr(report, "save_figure", save)
+    return drawn
+
+
+@pytest.mark.parametrize("source", ["demo", "mirror"])
+def test_tables_and_figures_say_which_data_config_and_backbone_ran(
+    setup, tmp_path, monkeypatch, source
+):
+    """Issue 21 item 4: demo-world numbers beside the papers' are labelled demo in every format
+    (md, tex, html, csv) and figure, with the backbone that ran (EfficientNet-Lite0, not the
+    paper row's 'ResNet50 features'); runs on real data (provenance: mirror) never say demo."""
+    config, runs, paper = setup
+    _stamp_runs(runs, source)
+    monkeypatch.delenv("MLMM_DATA", raising=False)  # what the runs recorded, not this job
+    out = tmp_path / "tables"
+    argv = ["--config", str(config), "--runs", str(runs), "--paper-tables", str(paper)]
+    assert main(["retrieval-tables", *argv, "--out", str(out)]) == 0
+    stem = out / "kadar2018_table2"
+    texts = {suffix: stem.with_suffix(suffix).read_text() for suffix in (".md", ".tex", ".html")}
+    csv = pd.read_csv(stem.with_suffix(".csv"), keep_default_na=False)
+    for suffix, text in texts.items():
+        assert "EfficientNet-Lite0" in text, suffix
+        assert "configuration config.yaml" in text, suffix
+        assert ("DEMO WORLD" in text) == (source == "demo"), suffix
+        assert ("[demo world]" in text) == (source == "demo"), suffix
+        assert ("real data" in text) == (source != "demo"), suffix
+    assert "bilingual_c2c ran: EfficientNet-Lite0 image features" in texts[".md"]
+    assert set(csv["data"]) == {"demo" if source == "demo" else "real"}
+    assert set(csv["backbone"]) == {"efficientnet_lite0"} and set(csv["configs"]) == {"config.yaml"}
+
+    drawn = _figure_texts(monkeypatch)
+    loaded = report.load_runs([runs], report.read_section([config]))
+    report.build_figures(loaded, tmp_path / "figures")
+    assert set(drawn) == {"kadar2018_figure3", "ame2019_figure2"}
+    for stem_name, figure_texts in drawn.items():
+        text = " ".join(figure_texts)
+        assert "EfficientNet-Lite0" in text, stem_name
+        assert ("DEMO WORLD" in text and "[demo world]" in text) == (source == "demo"), text
+        assert ("demo" in text.lower()) == (source == "demo"), text
+
+
+def test_origin_of_runs_without_a_record_is_this_jobs(monkeypatch):
+    from mlmm.origin import Origin, environment
+
+    env = environment(
+        {"multi30k": {"source": "demo"}, "coco": {"source": "url"}, "ted": {"source": "demo"}},
+        "/repo",
+        ["/repo/config.yaml", "/repo/config/paper.yaml", "/elsewhere/mine.yaml"],
+        True,
+    )
+    assert env == {
+        "MLMM_DATA": "multi30k=demo,coco=url,ted=demo",
+        "MLMM_CONFIGS": "config.yaml,config/paper.yaml,/elsewhere/mine.yaml,--config",
+    }
+    monkeypatch.setenv("MLMM_DATA", env["MLMM_DATA"])
+    monkeypatch.setenv("MLMM_CONFIGS", env["MLMM_CONFIGS"])
+    origin = Origin.of_runs([{"provenance": {"config": {"backbone": "resnet50"}}}])
+    assert origin.demo and origin.backbones == ["resnet50"]
+    assert origin.configs == env["MLMM_CONFIGS"].split(",")
+    assert "ResNet-50" in origin.note() and "DEMO WORLD" in origin.note()
+    monkeypatch.delenv("MLMM_DATA")
+    assert "unrecorded origin" in Origin.of_runs([]).note()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import os
 import signal
 import subprocess
@@ -405,3 +406,45 @@ def test_coco_layout_japanese_five_folds_and_rotated_vectors(world, tmp_path):
     bad = resolve_variant(section(v={**variant, "test": {"split": "test", "folds": 3}}), "v")
     with pytest.raises(InputError, match="divisible by test.folds=3"):
         train_variant(bad, 1, coco, tmp_path / "bad", progress=False, threads=1)
+
+
+def test_training_log_has_a_start_line_timestamped_validations_and_a_bounded_size(
+    world, tmp_path
+):
+    """The log a Snakemake job writes (stderr to a file, not a terminal): what the run is about
+    to do, one timestamped line per validation, and progress bars of the epoch's steps drawn a
+    few times per epoch, not ten times a second (issue 21 item 7)."""
+    import re
+
+    import yaml
+
+    variant = {"train_data": [{"portion": "translation", "languages": ["en", "de"]}]}
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"retrieval": section(four=variant)}))
+    argv = [a for a in _cli(config, tmp_path / "run", world) if a != "--no-progress"]
+    log_path = tmp_path / "train.log"
+    with open(log_path, "w") as log_file:
+        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=log_file, check=True)
+    text = log_path.read_text(encoding="utf-8")
+    stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d mlmm train-retrieval INFO: "
+    start = re.search(
+        stamp + r"four seed 2: device cpu, 1 CPU threads; (\d+) training examples, 300 images"
+        r" \(24-d features\)",
+        text,
+    )
+    assert start, text[:2000]
+    plan = re.search(stamp + r"batch 32: (\d+) steps an epoch, at most 3 epochs \((\d+) steps\)",
+                     text)  # fmt: skip
+    assert plan, text[:2000]
+    per_epoch, total = int(plan[1]), int(plan[2])
+    assert per_epoch == math.ceil(int(start[1]) / 32) and total == 3 * per_epoch
+    assert "validation every 10 steps on 40 images (en)" in text
+    validations = re.findall(stamp + r"validation at step (\d+) \(epoch [\d.]+\): rsum", text)
+    history = json.loads((tmp_path / "run/metrics.json").read_text())["history"]
+    assert [int(s) for s in validations] == [row["step"] for row in history]
+    assert re.search(stamp + rf"stopped at step {total} \(epoch 3\.00\): epoch cap", text)
+    # the bars count this epoch's steps (not a cap of thousands) and redraw rarely in a file
+    bars = [part for part in re.split(r"[\r\n]", text) if "four epoch" in part]
+    assert bars and all(f"/{per_epoch} " in bar for bar in bars), bars[:3]
+    assert len(bars) <= 3 * 3, len(bars)  # start, end (+ one 30-s redraw) per epoch
+    assert len(text) < 120 * (len(bars) + len(validations)) + 1500, len(text)

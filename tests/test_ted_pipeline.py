@@ -96,7 +96,8 @@ def test_pipeline_on_tiny_demo(tmp_path):
     words = ["market", "nonexistentword"]
     run("ted-neighbours", "--bow", bow, "--tuning", tuning, "--words", *words, "--out-dir", tables)
     table4 = pd.read_csv(tables / "rajendran2016_table4.csv", keep_default_na=False)
-    assert list(table4.columns) == ["english", "rank", *languages]
+    # the origin columns every tidy CSV ends with (mlmm.origin): data, configs, backbone
+    assert list(table4.columns) == ["english", "rank", *languages, "data", "configs", "backbone"]
     assert (table4.loc[table4["english"] == "market", "de"] != "").all()
 
 

@@ -315,14 +315,39 @@ def test_slurm_profile_names_the_gpu_rules():
     profile = yaml.safe_load(SLURM_PROFILE.read_text())
     assert profile["executor"] == "slurm"
     assert profile["retries"] >= 1  # training jobs resume from their checkpoints
-    assert set(profile["set-resources"]) == GPU_RULES
-    for name, resources in profile["set-resources"].items():
+    # no `config:`: a command-line --config would replace it without a word
+    assert "config" not in profile
+    gpu_rules = {name for name, res in profile["set-resources"].items() if "gpu" in res}
+    assert gpu_rules == GPU_RULES
+    for name in GPU_RULES:
+        resources = profile["set-resources"][name]
         assert resources["gpu"] == 1, name
+        # GPU jobs go to the GPU partition (one YAML anchor), never to the default one
+        assert resources["slurm_partition"] == "gpu", name
+        assert resources["runtime"] >= 240, name
+    # a job's runtime per attempt within a common 24-h partition limit; pivot: its 720 min was
+    # below the 14.5 h a job measured on a CPU (issue 21, docs/workflow.md "Runtimes")
+    assert all(profile["set-resources"][name]["runtime"] <= 1440 for name in GPU_RULES)
+    assert profile["set-resources"]["pivot_train"]["runtime"] >= 870
     for key in ("mem_mb", "runtime", "cpus_per_task"):
         assert key in profile["default-resources"], key
-    # partitions are left to the cluster's default until a user names theirs
     assert "slurm_partition" not in str(profile["default-resources"])
-    assert not any("slurm_partition" in r for r in profile["set-resources"].values())
+
+
+def test_slurm_profile_groups_the_quick_rules(workflow_dir):
+    """The seconds-long rules share one `quick` group, bundled across the DAG and throttled."""
+    profile = yaml.safe_load(SLURM_PROFILE.read_text())
+    groups = dict(item.split("=") for item in profile["groups"])
+    assert set(groups.values()) == {"quick"}
+    assert {"ted_classify", "mt_score", "rerank", "mira", "nmt_table", "pivot_table"} <= set(groups)
+    assert not set(groups) & GPU_RULES
+    rules = describe_workflow(workflow_dir)
+    assert set(groups) <= set(rules), set(groups) - set(rules)
+    assert int(dict(i.split("=") for i in profile["group-components"])["quick"]) > 1
+    limit = int(dict(i.split("=") for i in profile["resources"])["quick_jobs"])
+    for name in groups:
+        assert profile["set-resources"][name]["quick_jobs"] == 1, name
+    assert limit >= 1
 
 
 def test_default_profile_keeps_gpu_jobs_within_the_card():
@@ -345,7 +370,7 @@ def test_slurm_dry_run_resolves_resources(slurm_dry_run):
                 assert res[key] == "<TBD>" or int(res[key]) >= 1, (rule, key, res)
             assert res["cpus_per_task"] == res["threads"], (rule, res)
             if rule in GPU_RULES:
-                assert res.get("gpu") == "1" and "slurm_partition" not in res, (rule, res)
+                assert res.get("gpu") == "1" and res["slurm_partition"] == "gpu", (rule, res)
             else:
                 assert "gpu" not in res and "slurm_partition" not in res, (rule, res)
 
@@ -425,18 +450,100 @@ def test_slurm_plugin_submits_with_the_profiles_resources(tmp_path, stub_dir):
     (gpu,) = submitted["extract_features"]
     assert "all" not in submitted  # no action: runs on the submitting host
     for argv in (cpu, gpu):
-        assert argv_value(argv, "--mem") == "4000" and argv_value(argv, "-t") == "60"
+        assert argv_value(argv, "--mem") == "4000"
         assert argv_value(argv, "-A") == slurm_stub.ACCOUNT
-    # no partition in the profile: the plugin takes the cluster's default (the stub's "cpu*")
+    assert argv_value(cpu, "-t") == "60" and argv_value(gpu, "-t") == "720"
+    # CPU rules: the cluster's default partition (the stub's "cpu*"); GPU rules: the profile's
     assert argv_value(cpu, "-p") == "cpu" and "--cpus-per-task=2" in cpu
     assert not any(a.startswith(("--gpus", "--gres")) for a in cpu)
-    assert argv_value(gpu, "-p") == "cpu" and "--gpus=1" in gpu
+    assert argv_value(gpu, "-p") == "gpu" and "--gpus=1" in gpu
     srun = [json.loads(line) for line in (stub_dir / "state" / "srun.jsonl").open()]
     assert any("--gpus=1" in call["argv"] for call in srun)  # the GPU reaches the job step
 
     proc, _ = slurm_run(workdir, stub_dir, "broken")
     assert proc.returncode != 0
     assert "SLURM status is: 'FAILED'" in proc.stdout, proc.stdout[-4000:]
+
+
+QUICK_SNAKEFILE = """
+rule all:
+    input: expand("cldc/{i}.json", i=range(3)), "table.md"
+
+rule ted_classify:
+    output: "cldc/{i}.json"
+    log: "logs/{i}.log"
+    shell: "echo {wildcards.i} > {output} 2> {log}"
+
+rule ted_tables:
+    input: expand("cldc/{i}.json", i=range(3))
+    output: "table.md"
+    log: "logs/table.log"
+    shell: "cat {input} > {output} 2> {log}"
+"""
+
+
+def test_slurm_profile_bundles_quick_jobs_into_one_sbatch(tmp_path, stub_dir):
+    """Three classifiers and their table, rules of the profile's `quick` group: one sbatch."""
+    workdir = tmp_path / "quick"
+    workdir.mkdir()
+    (workdir / "Snakefile").write_text(QUICK_SNAKEFILE)
+    proc, submitted = slurm_run(workdir, stub_dir)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert (workdir / "table.md").read_text() == "0\n1\n2\n"
+    # one sbatch, the group job (its comment: rule_<group>_<rules>)
+    assert list(submitted) == ["quick_ted_classify_ted_tables"], submitted
+    (group,) = submitted["quick_ted_classify_ted_tables"]
+    # 3 classifiers side by side (quick_jobs 8), then the table: 2 rounds of 10 minutes
+    assert argv_value(group, "-t") == "20" and "--cpus-per-task=3" in group
+
+
+def test_slurm_refuses_gpu_jobs_bound_for_a_partition_without_gpus(
+    workflow_dir, stub_dir, monkeypatch
+):
+    """The real Snakefile, before any sbatch: a GPU rule whose partition has no GPU GRES."""
+    monkeypatch.setenv("MLMM_SLURM_STUB_PARTITIONS", "cpu*=(null),gpu=(null)")
+    proc, submitted = slurm_run(workflow_dir, stub_dir)
+    assert proc.returncode != 0
+    assert not submitted
+    assert "rule extract_features requests a GPU but would go to partition 'gpu'" in proc.stdout
+    assert "which has no GPU GRES" in proc.stdout, proc.stdout[-3000:]
+
+
+def test_slurm_refuses_gpu_jobs_configured_for_the_cpu(workflow_dir, stub_dir, tmp_path):
+    """A --config/--configfile that sets `device: cpu` for a GPU stage stops the run."""
+    override = tmp_path / "cpu.yaml"
+    override.write_text(yaml.safe_dump({"nmt": {"device": "cpu"}}))
+    proc, submitted = slurm_run(workflow_dir, stub_dir, "--configfile", str(override))
+    assert proc.returncode != 0
+    assert not submitted
+    assert "rule train_nmt requests a GPU but its stage is configured `device: cpu`" in (
+        proc.stdout
+    ), proc.stdout[-3000:]
+    assert "rule extract_features" not in proc.stdout  # features stay on auto
+
+
+def test_gpu_job_problems_from_sinfo():
+    from mlmm.slurm import GpuJob, gpu_job_problems, parse_sinfo
+
+    has_gpu, default = parse_sinfo(
+        "cpu* (null)\ngpu gpu:a100:4(S:0-1)\nmixed (null)\nmixed gpu:v100:2\n"
+    )
+    assert has_gpu == {"cpu": False, "gpu": True, "mixed": True} and default == "cpu"
+    jobs = [
+        GpuJob("train_nmt", "gpu", "auto"),
+        GpuJob("ted_train", "mixed", "cuda"),
+        GpuJob("pivot_train", None, "auto"),  # the default partition: CPU only
+        GpuJob("pivot_train", None, "auto"),  # one line per rule
+        GpuJob("nbest_lists", "elsewhere", "auto"),  # a name sinfo does not list
+        GpuJob("extract_features", "gpu", "cpu"),
+    ]
+    problems = gpu_job_problems(jobs, has_gpu, default)
+    assert len(problems) == 3, problems
+    assert problems[0].startswith("rule pivot_train requests a GPU but would go to the")
+    assert "default partition 'cpu'" in problems[0] and "with GPUs: gpu, mixed" in problems[0]
+    assert "partition 'elsewhere', which sinfo does not list" in problems[1]
+    assert problems[2].startswith("rule extract_features requests a GPU but its stage")
+    assert gpu_job_problems(jobs[:-1], {}, None) == []  # no sinfo answer: left to sbatch
 
 
 @pytest.mark.slow

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import mlmm
+from mlmm.origin import Origin
 
 
 def git_commit(cwd: str | Path | None = None) -> str:
@@ -48,6 +49,8 @@ def provenance(config: dict[str, Any] | None = None, seed: int | None = None) ->
         "git_commit": git_commit(Path(__file__).resolve().parent),
         "host": platform.node(),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        # demo or real data, the config files (from the Snakefile): tables and figures say it
+        "origin": Origin.current().as_dict(),
     }
 
 

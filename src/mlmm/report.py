@@ -23,6 +23,7 @@ import pandas as pd
 from mlmm.catalogue import TABLES, TableSpec
 from mlmm.errors import InputError
 from mlmm.io import save_figure
+from mlmm.origin import Origin, backbone_name, stamp_figure
 from mlmm.tables import KEYS, beside_paper, load_paper_table, summarise_runs, write_table
 
 
@@ -211,6 +212,24 @@ def _in_paper_order(frame: pd.DataFrame, paper: pd.DataFrame | None, spec: Table
     return _numeric(frame.loc[order].reset_index(drop=True))
 
 
+def ran_note(metrics: dict) -> str:
+    """What a run really used, from its metrics.json (recorded config and device), not from the
+    paper row it stands for: image features, data set, similarity, loss, device."""
+    record = ((metrics.get("provenance") or {}).get("config") or {}).get("retrieval") or {}
+    parts = []
+    if record.get("backbone"):
+        parts.append(f"{backbone_name(record['backbone'])} image features")
+    if record.get("dataset"):
+        parts.append(f"data set {record['dataset']}")
+    if record.get("similarity"):
+        parts.append(f"{record['similarity']} similarity")
+    if record.get("loss"):
+        parts.append(f"{record['loss']} loss")
+    if metrics.get("device"):
+        parts.append(f"on {metrics['device']}")
+    return ", ".join(parts)
+
+
 def _notes(runs: list[Run], spec: TableSpec, paper_tables: Path | None) -> list[str]:
     notes = [
         "ours = mean over seeds, ours_std = standard deviation, runs = number of runs; "
@@ -235,7 +254,10 @@ def _notes(runs: list[Run], spec: TableSpec, paper_tables: Path | None) -> list[
                 if run.metrics.get("still_improving"):
                     capped.setdefault(run.variant, set()).add(run.seed)
     for label, variants in mapping.items():
-        notes.append(f"{label}: variant(s) {', '.join(sorted(variants))}")
+        notes.append(f"paper row {label}: our variant(s) {', '.join(sorted(variants))}")
+    mapped = set().union(*mapping.values())
+    ran = {run.variant: ran_note(run.metrics) for run in runs if run.variant in mapped}
+    notes += [f"{variant} ran: {text}" for variant, text in sorted(ran.items()) if text]
     if not mapping:
         notes.append("no configured variant maps onto this table: paper numbers only")
     notes += [f"{variant}: {'; '.join(lines)}" for variant, lines in sorted(protocol.items())]
@@ -248,13 +270,22 @@ def _notes(runs: list[Run], spec: TableSpec, paper_tables: Path | None) -> list[
     return notes
 
 
+def _maps_onto(row: dict, spec: TableSpec) -> bool:
+    return row["paper"] == spec.paper and row.get("table") == spec.table
+
+
 def build_tables(runs: list[Run], paper_tables: Path | None, out: Path) -> list[Path]:
     """Write every retrieval table as ``out/<paper>_table<N>.{csv,md,tex}``."""
     written = []
     for spec in TABLES:
         frame = build_table(runs, spec, paper_tables)
+        used = [run for run in runs if any(_maps_onto(row, spec) for row in run.paper_rows)]
         written += write_table(
-            frame, Path(out) / spec.stem, spec.title, _notes(runs, spec, paper_tables)
+            frame,
+            Path(out) / spec.stem,
+            spec.title,
+            _notes(runs, spec, paper_tables),
+            Origin.of_runs(run.metrics for run in (used or runs)),
         )
     return written
 
@@ -308,6 +339,7 @@ def kadar_figure3(runs: list[Run], out: Path, metric: str = "R@10") -> list[Path
     axes[0].set_ylabel(f"{metric} (mean over seeds)")
     fig.legend(*axes[0].get_legend_handles_labels(), loc="outside right upper", frameon=False)
     fig.suptitle("Kádár et al. 2018, Figure 3: one, two and four training languages")
+    stamp_figure(fig, _figure_origin(runs, "kadar2018", 3))
     return _close(fig, save_figure(fig, Path(out) / "kadar2018_figure3"))
 
 
@@ -349,8 +381,19 @@ def ame_figure2(runs: list[Run], out: Path) -> list[Path]:
     right.set_ylabel("image-to-text R@1 (%)")
     handles = ax.get_legend_handles_labels()[0] + right.get_legend_handles_labels()[0]
     ax.legend(handles=handles, frameon=False, fontsize=8, loc="lower right")
-    ax.set_title("AME 2019, Figure 2: alignment ratio and R@1 during training")
+    fig.suptitle("AME 2019, Figure 2: alignment ratio and R@1 during training")
+    stamp_figure(fig, _figure_origin(runs, "ame2019", 2))
     return _close(fig, save_figure(fig, Path(out) / "ame2019_figure2"))
+
+
+def _figure_origin(runs: list[Run], paper: str, number: int) -> Origin:
+    """The origin of the runs drawn in a figure (their metrics.json provenance)."""
+    drawn = [
+        run.metrics
+        for run in runs
+        if any(r["paper"] == paper and r.get("figure") == number for r in run.paper_rows)
+    ]
+    return Origin.of_runs(drawn)
 
 
 def _close(fig, paths: list[Path]) -> list[Path]:

@@ -21,6 +21,7 @@ import pandas as pd
 
 from mlmm.errors import InputError
 from mlmm.io import write_text
+from mlmm.origin import Origin
 
 KEYS = ["system", "variant_note", "language", "direction", "metric"]
 PAPER_COLUMNS = ["paper", "table", *KEYS[:2], "dataset", *KEYS[2:], "value", "source_note"]
@@ -98,6 +99,7 @@ DIRECTION_NAMES = {
     "mt": "",
     "sts": "",
 }
+ROW_HEADERS = {"variant_note": "paper's row label"}
 CELL_NOTE = (
     "Cells: ours (paper, ours − paper); ours is the mean ± standard deviation over seeds where "
     "there are several; – where we have no number. The tidy CSV beside this file has every "
@@ -193,14 +195,26 @@ def _html_page(title: str, table_html: str, notes: list[str]) -> str:
     )
 
 
-def write_table(frame: pd.DataFrame, stem: str | Path, title: str, notes: list[str]) -> list[Path]:
+def write_table(
+    frame: pd.DataFrame,
+    stem: str | Path,
+    title: str,
+    notes: list[str],
+    origin: Origin | None = None,
+) -> list[Path]:
     """Write ``stem``.csv (tidy, for programs) and ``stem``.md, .tex, .html in the paper's shape
     (``paper_shape``; tables that are not beside a paper's are written as they are); the notes
-    go under the Markdown and HTML tables and into the LaTeX as comments."""
+    go under the Markdown and HTML tables and into the LaTeX as comments.
+
+    ``origin`` (default: this job's, `Origin.current`) is said in all four: '[demo world]' in
+    the title and a first note naming data, configuration and backbones; the CSV's columns
+    ``data``, ``configs``, ``backbone``."""
+    origin = origin or Origin.current()
+    title, notes = origin.title(title), [origin.note(), *notes]
     stem = Path(stem)
     paths = [stem.with_suffix(s) for s in (".csv", ".md", ".tex", ".html")]
     csv_path, md_path, tex_path, html_path = paths
-    write_text(csv_path, frame.to_csv(index=False))
+    write_text(csv_path, frame.assign(**origin.columns()).to_csv(index=False))
     wide = paper_shape(frame, stem.name)
     if wide is None:
         shown = frame.copy()
@@ -213,7 +227,9 @@ def write_table(frame: pd.DataFrame, stem: str | Path, title: str, notes: list[s
                 )
         flat, latex_frame, html = shown, shown, shown.to_html(index=False, na_rep="")
     else:
-        notes = [CELL_NOTE, *notes]
+        notes = [notes[0], CELL_NOTE, *notes[1:]]
+        # the paper's label of a row (the key to its cells), not a description of our run
+        wide.index.names = [ROW_HEADERS.get(n, n) for n in wide.index.names]
         flat, latex_frame = _flat(wide), wide
         html = wide.to_html(na_rep="", sparsify=True)
     markdown = [

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import logging
 from pathlib import Path
 
 from mlmm.schema import checked_option
@@ -99,7 +98,6 @@ def run_prepare(args) -> None:
     guard_outputs(
         [args.out, args.download_dir], local_paths([args.karpathy, *args.japanese, args.mic])
     )
-    logging.basicConfig(format="mlmm prepare-coco: %(levelname)s: %(message)s")
     counts = prepare_coco(
         args.out,
         args.karpathy,
@@ -127,7 +125,6 @@ def run_fetch_images(args) -> None:
     from mlmm.io import guard_outputs, local_paths
 
     guard_outputs([args.out, args.download_dir], local_paths(args.archives))
-    logging.basicConfig(format="mlmm fetch-coco-images: %(levelname)s: %(message)s")
     sources = fetch_images(
         args.archives,
         args.out,

@@ -41,8 +41,6 @@ from importlib import metadata
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from tqdm import tqdm
-
 from mlmm.data.fetch import MARKER, download, manifest_text
 from mlmm.data.multi30k import CAPTIONS_PER_IMAGE
 from mlmm.errors import InputError
@@ -54,6 +52,7 @@ from mlmm.io import (
     write_json,
     write_text,
 )
+from mlmm.logs import progress
 from mlmm.provenance import Timer, provenance
 
 log = logging.getLogger(__name__)
@@ -369,7 +368,7 @@ def japanese_captions(
             where, f"{CAPTIONS_PER_IMAGE} Japanese captions for every train/val/test image", found
         )
     out = {}
-    for image in tqdm(images, desc="tokenise ja", unit="image"):
+    for image in progress(images, desc="tokenise ja", unit="image"):
         tokenised = []
         for caption in captions[image.cocoid][:CAPTIONS_PER_IMAGE]:
             tokens = tokenise_japanese(caption)
@@ -471,7 +470,7 @@ def prepare_coco(
             mic_tok = {
                 lang: [
                     tuple(" ".join(tokenise_mic(c, lang)) for c in five)
-                    for five in tqdm(per_image, desc=f"tokenise mic {lang}", unit="image")
+                    for five in progress(per_image, desc=f"tokenise mic {lang}", unit="image")
                 ]
                 for lang, per_image in mic_raw.items()
             }

@@ -23,11 +23,10 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
-from tqdm import tqdm
-
 from mlmm.errors import InputError
 from mlmm.fingerprint import stale
 from mlmm.io import atomic_path, read_lines, sha256_file, write_json, write_text
+from mlmm.logs import progress as progress_bar
 
 MARKER = "MANIFEST.sha256"
 _LINE = re.compile(r"^([0-9a-f]{64}) [ *](.+)$")
@@ -133,8 +132,8 @@ class _ResumingDownloader:
                 total = size + done if size else None
                 with (
                     open(self.part, "ab" if done else "wb") as out,
-                    tqdm(total=total, initial=done, unit="B", unit_scale=True,
-                         desc=Path(url).name, disable=not self.progress) as bar,
+                    progress_bar(total=total, initial=done, unit="B", unit_scale=True,
+                                 desc=Path(url).name, disable=not self.progress) as bar,
                 ):  # fmt: skip
                     for chunk in response.iter_content(chunk_size=1 << 20):
                         out.write(chunk)
@@ -217,7 +216,7 @@ def fetch(
     marker.unlink(missing_ok=True)
     copy_one = _copy_from_mirror(Path(mirror)) if mirror is not None else None
     counts = {"fetched": 0, "present": 0}
-    for rel, expected in tqdm(sorted(entries.items()), desc="fetch", unit="file"):
+    for rel, expected in progress_bar(sorted(entries.items()), desc="fetch", unit="file"):
         target = out / rel
         if target.is_file() and sha256_file(target) == expected:
             counts["present"] += 1

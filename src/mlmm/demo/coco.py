@@ -26,13 +26,13 @@ import math
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from mlmm.demo.grammar import Content, dictionary, japanese, raw, sample_content, tokens
 from mlmm.demo.scenes import SIZE, Scene, render, sample_scene
 from mlmm.demo.world import JPEG_QUALITY, replace_directory
 from mlmm.errors import InputError
 from mlmm.io import sha256_file
+from mlmm.logs import progress
 from mlmm.ted import PIVOT, TOPICS
 from mlmm.ted.demo import make_pair_dirs, write_everywhere
 
@@ -105,7 +105,7 @@ def _write_coco(root: Path, seed: int, images: int, ted_train: int, ted_test: in
     for folder in ("train2014", "val2014"):
         (root / "images" / folder).mkdir(parents=True)
     counts, p = list(EXTRA_CAPTIONS), list(EXTRA_CAPTIONS.values())
-    for i in tqdm(range(images), desc="COCO demo world", unit="image", mininterval=2):
+    for i in progress(range(images), desc="COCO demo world", unit="image"):
         rng = np.random.default_rng([seed, _SCENE, i])
         scene = sample_scene(rng)
         buffer = io.BytesIO()

@@ -15,13 +15,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from mlmm.demo.grammar import LANGUAGES, dictionary, raw, sample_content, tok, tokens
 from mlmm.demo.scenes import render, sample_scene
 from mlmm.demo.sts import sample_pairs
 from mlmm.errors import InputError
 from mlmm.io import claim_output_dir, mark_output_dir, sha256_file, temp_dir_beside
+from mlmm.logs import progress
 
 MIN_IMAGES = 30
 CAPTIONS = 5  # task2 captions per image and language
@@ -83,7 +83,7 @@ def _write_world(root: Path, seed: int, images: int) -> None:
     (root / "images").mkdir()
     task1: dict[str, list[list[str]]] = {lang: [] for lang in LANGUAGES}  # image -> tokens
     task2: dict[str, list[list[list[str]]]] = {lang: [] for lang in TASK2_LANGUAGES}
-    for i in tqdm(range(images), desc="demo world", unit="image", mininterval=2):
+    for i in progress(range(images), desc="demo world", unit="image"):
         rng = np.random.default_rng([seed, _SCENE, i])
         scene = sample_scene(rng)
         buffer = io.BytesIO()

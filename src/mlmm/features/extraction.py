@@ -28,13 +28,13 @@ import numpy as np
 import torch
 from PIL import Image
 from torch.utils.data import DataLoader
-from tqdm import tqdm
 
 from mlmm.errors import InputError
 from mlmm.features.backbones import FeatureNet, build_trunk, get_backbone, make_transform
 from mlmm.features.decoding import DECODERS, FileBytes, ImageRows, collate_lists, device_batch
 from mlmm.fingerprint import files_digest, stale
 from mlmm.io import atomic_path, read_lines, sha256_file, write_json, write_npy, write_text
+from mlmm.logs import progress as progress_bar
 from mlmm.provenance import Timer, provenance
 
 DTYPES = ("float32", "float16")
@@ -270,8 +270,8 @@ def extract(
     )
     autocast = torch.autocast(dev.type, dtype=torch.float16, enabled=precision == "float16")
     buffers: dict[int, tuple[np.ndarray, list, list]] = {}  # shard -> (features, filled, bad)
-    bar = tqdm(total=n, initial=n - len(rows), unit="img", desc=f"{backbone} {split.stem}",
-               disable=not progress, mininterval=2.0)  # fmt: skip
+    bar = progress_bar(total=n, initial=n - len(rows), unit="img",
+                       desc=f"{backbone} {split.stem}", disable=not progress)  # fmt: skip
 
     def store(batch_rows: list[int], features: torch.Tensor, errors: list[str], copied) -> None:
         """Put a batch's rows into their shards; save each shard once it is full."""

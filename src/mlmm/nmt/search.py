@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
+from mlmm.logs import progress as progress_bar
 from mlmm.nbest import NBestList
 from mlmm.nmt.model import BOS, EOS, PAD, Seq2Seq, Translator
 
@@ -110,7 +110,7 @@ def nbest_lists(
 ) -> NBestList:
     """n-best lists with features NMT = log p(Y|X) and WordPenalty = -|Y|; score = log p."""
     ids, texts, features, scores = [], [], [], []
-    for i, tokens in enumerate(tqdm(sources, desc="beam search", disable=not progress)):
+    for i, tokens in enumerate(progress_bar(sources, desc="beam search", disable=not progress)):
         hyps = beam_search(translator.model, translator.src.encode(tokens), beam)
         ids.append(i)
         texts.append([" ".join(translator.tgt.decode(h)) for h, _ in hyps])

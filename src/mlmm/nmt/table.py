@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from mlmm.errors import InputError
+from mlmm.origin import Origin
 from mlmm.tables import beside_paper, load_paper_table, summarise_runs, write_table
 
 LANGUAGE, DIRECTION = "en-de", "mt"
@@ -17,7 +18,7 @@ METRICS = ["BLEU", "METEOR", "TER", "chrF"]
 
 def table3(metrics: Sequence[Path], paper_tables: str | None, stem: Path) -> list[str]:
     """Write ``stem``.csv/.md/.tex from `mlmm mt-score` JSONs; return the table notes."""
-    rows, meteor_notes = [], set()
+    rows, meteor_notes, records = [], set(), []
     for path in metrics:
         try:
             record = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -25,6 +26,7 @@ def table3(metrics: Sequence[Path], paper_tables: str | None, stem: Path) -> lis
         except (OSError, ValueError, KeyError) as exc:
             raise InputError(path, "a metrics JSON written by `mlmm mt-score`", str(exc)) from None
         meteor_notes.add(record.get("meteor", ""))
+        records.append(record)
         for metric in METRICS:
             if metric in scores:
                 rows.append({"system": system, "variant_note": note, "language": LANGUAGE,
@@ -52,5 +54,6 @@ def table3(metrics: Sequence[Path], paper_tables: str | None, stem: Path) -> lis
     ]
     if paper is None:
         notes.append("Paper numbers not available: paper_tables directory missing.")
-    write_table(table, stem, "Calixto & Liu 2017, Table 3: NMT 20-best reranking", notes)
+    write_table(table, stem, "Calixto & Liu 2017, Table 3: NMT 20-best reranking", notes,
+                Origin.of_runs(records))  # fmt: skip
     return notes

@@ -4,6 +4,7 @@ validation BLEU."""
 from __future__ import annotations
 
 import copy
+import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -11,10 +12,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import sacrebleu
 import torch
-from tqdm import tqdm
 
+from mlmm.logs import progress as progress_bar
 from mlmm.nmt.model import BOS, EOS, PAD, Seq2Seq, Sizes, Tokens, Translator
 from mlmm.nmt.search import greedy, pad_batch
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -103,8 +106,8 @@ def train(
     for epoch in range(1, config.max_epochs + 1):
         model.train()
         start, tokens, total = time.perf_counter(), 0, 0.0
-        bar = tqdm(list(_batches(pairs, config.batch_size, rng)), desc=f"epoch {epoch}",
-                   disable=not progress)
+        bar = progress_bar(list(_batches(pairs, config.batch_size, rng)), desc=f"epoch {epoch}",
+                           disable=not progress)
         for batch in bar:
             src, lengths = pad_batch([s for s, _ in batch])
             tgt, _ = pad_batch([[BOS, *t, EOS] for _, t in batch])
@@ -129,9 +132,8 @@ def train(
             "epoch": epoch, "train_nll": total / max(tokens, 1), "val_bleu": score,
             "seconds": seconds, "tokens_per_second": tokens / seconds,
         })
-        if progress:
-            print(f"epoch {epoch}: nll {total / max(tokens, 1):.3f}, val BLEU {score:.2f}",
-                  flush=True)
+        log.info("epoch %d: nll %.3f, val BLEU %.2f, %.0f s, %.0f tokens/s", epoch,
+                 total / max(tokens, 1), score, seconds, tokens / seconds)
         if score > best_bleu:
             best_bleu, best_state, stale = score, copy.deepcopy(model.state_dict()), 0
         else:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from mlmm.errors import InputError
+from mlmm.origin import Origin
 from mlmm.pivot import KS
 from mlmm.tables import beside_paper, load_paper_table, summarise_runs, write_table
 
@@ -168,5 +169,6 @@ def table5(
     text = notes(records, chosen)
     if load_paper_table(paper_tables, PAPER, 5) is None:
         text.append(f"The paper column is empty: no {PAPER}_table5.csv in {paper_tables}.")
-    write_table(frame, stem, "Rajendran et al. 2016, Table 5 (pivot image-caption retrieval)", text)
+    write_table(frame, stem, "Rajendran et al. 2016, Table 5 (pivot image-caption retrieval)", text,
+                Origin.of_runs(records))  # fmt: skip
     return frame

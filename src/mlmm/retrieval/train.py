@@ -12,22 +12,22 @@ from __future__ import annotations
 import copy
 import csv
 import io
+import logging
 import math
 import random
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
 from mlmm import evaluation
 from mlmm.data import multi30k
 from mlmm.errors import InputError
 from mlmm.fingerprint import value_digest
 from mlmm.io import atomic_path, write_json, write_text
+from mlmm.logs import progress as progress_bar
 from mlmm.provenance import Timer, provenance
 from mlmm.retrieval import checkpoint
 from mlmm.retrieval.api import build_model
@@ -49,6 +49,8 @@ from mlmm.retrieval.sts import sts_scores, sts_tokens
 from mlmm.retrieval.word_embeddings import Alignment, load_vectors
 
 __all__ = ["Paths", "Run", "sts_tokens", "train_variant"]
+
+log = logging.getLogger(__name__)
 
 HISTORY_FIELDS = (
     ["step", "epoch", "loss", "lr", "rsum"]
@@ -232,18 +234,20 @@ class Run:
             torch.backends.cudnn.allow_tf32 = True
         self.model.train()
         pairs, start = 0, time.perf_counter()
-        # In a log file (Snakemake), a progress line every 30 s rather than ten a second.
-        interval = 0.1 if sys.stderr.isatty() else 30.0
-        bar = tqdm(
-            total=total,
-            initial=self.step,
-            disable=not progress,
-            desc=record["name"],
-            mininterval=interval,
-        )
+        self._log_start(total, every, resumed)
+        bar = None
         stop = self.selector.exhausted
         pending: list[torch.Tensor] = []
         while self.step < total and not stop:
+            if bar is None:  # one bar per epoch: its total and ETA are this epoch's steps
+                epoch = self.step // self.steps_per_epoch
+                bar = progress_bar(
+                    total=self.steps_per_epoch,
+                    initial=self.step - epoch * self.steps_per_epoch,
+                    disable=not progress,
+                    desc=f"{record['name']} epoch {epoch + 1}",
+                    unit="step",
+                )
             loss, n = self.train_step(use_amp)
             pending.append(loss)
             pairs += n
@@ -255,11 +259,22 @@ class Run:
                 pending = []
             if validate:
                 stop = self.validate(float(np.mean(self.losses)), time.perf_counter() - start)
-                bar.set_postfix(rsum=f"{self.history[-1]['rsum']:.1f}")
+                self._log_validation()
                 self.losses = []
             if save or stop:
                 checkpoint.save(self, self.out / "checkpoint.pt")
-        bar.close()
+            if self.step % self.steps_per_epoch == 0:
+                bar.close()
+                bar = None
+        if bar is not None:
+            bar.close()
+        log.info(
+            "stopped at step %d (epoch %.2f): %s; best validation at step %s",
+            self.step,
+            self.step / self.steps_per_epoch,
+            "patience exhausted" if stop else "epoch cap",
+            self.selector.step,
+        )
         elapsed = time.perf_counter() - start
         return {
             "resumed": resumed,
@@ -267,6 +282,50 @@ class Run:
             "seconds": elapsed,
             "pairs_per_second": pairs / elapsed if elapsed > 0 else None,
         }
+
+    def _log_start(self, total: int, every: int, resumed: bool) -> None:
+        """What the run is about to do, in the first lines of its log."""
+        record = self.record
+        log.info(
+            "%s seed %d: device %s, %d CPU threads; %d training examples, %d images (%d-d"
+            " features), vocabularies %s",
+            record["name"],
+            self.seed,
+            self.device,
+            torch.get_num_threads(),
+            self.streams.examples,
+            len(self.features),
+            self.features.shape[1],
+            {name: len(vocab) for name, vocab in self.vocabs.vocabs.items()},
+        )
+        log.info(
+            "batch %d: %d steps an epoch, at most %d epochs (%d steps); validation every %d"
+            " steps on %d images (%s), patience %s",
+            record["batch_size"],
+            self.steps_per_epoch,
+            record["epochs"],
+            total,
+            every,
+            len(self.val.features),
+            ", ".join(self.select_langs),
+            record["early_stopping"]["patience"],
+        )
+        if resumed:
+            log.info("resumed from its checkpoint at step %d", self.step)
+
+    def _log_validation(self) -> None:
+        row = self.history[-1]
+        log.info(
+            "validation at step %d (epoch %.2f): rsum %.1f, R@1 i2t %.1f t2i %.1f, loss %.4f,"
+            " best at step %s",
+            row["step"],
+            row["epoch"],
+            row["rsum"],
+            row["R@1_i2t"],
+            row["R@1_t2i"],
+            row["loss"],
+            self.selector.step,
+        )
 
     # ------------------------------------------------------------------ validation, selection
     def _validation_due(self, every: int, total: int) -> bool:

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
-from tqdm import tqdm
 
 from mlmm.io import atomic_path, write_json, write_text
+from mlmm.logs import progress
 from mlmm.ted import PIVOT, SPLITS
 from mlmm.ted.corpus import Side, find_topics, read_pair
 
@@ -66,7 +66,7 @@ def build(
     if topics is None:
         topics = find_topics(root, languages, codes)
     sides: dict[tuple[str, str], tuple[Side, Side]] = {}
-    for language in tqdm(languages, desc="read ted-cldc"):
+    for language in progress(languages, desc="read ted-cldc"):
         for split in SPLITS:
             sides[language, split] = read_pair(root, language, split, topics, codes)
     meta = {"languages": languages, "topics": topics, "min_count": min_count,

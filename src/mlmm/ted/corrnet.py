@@ -29,7 +29,7 @@ biases at zero. The paper leaves L open (Section 3).
 
 from __future__ import annotations
 
-import sys
+import logging
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -39,6 +39,8 @@ import scipy.sparse as sp
 import torch
 from torch import nn
 from torch.nn import functional as F
+
+log = logging.getLogger(__name__)
 
 RECONSTRUCTIONS = ("cross_entropy", "reference")
 
@@ -243,9 +245,8 @@ def train(
     `reconstruction`: cross_entropy or reference (see the module docstring).
     `device`: auto, cpu or cuda (cuda without a visible GPU is an error).
     """
-    from tqdm import tqdm
-
     from mlmm.features.extraction import resolve_device
+    from mlmm.logs import progress as progress_bar
 
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
@@ -267,9 +268,7 @@ def train(
         totals = np.zeros(3)
         steps = 0
         plan = list(batches(sizes, batch_size, rng))
-        # In a log file (Snakemake), a progress line every 30 s rather than ten a second.
-        interval = 0.1 if sys.stderr.isatty() else 30.0
-        bar = tqdm(plan, desc=f"epoch {epoch}", disable=not progress, mininterval=interval)
+        bar = progress_bar(plan, desc=f"epoch {epoch}", disable=not progress)
         for view, rows in bar:
             x, p = pairs[view]
             xv, xp = make_batch(x[rows], device), make_batch(p[rows], device)
@@ -290,7 +289,10 @@ def train(
             }
         )
         if progress:
-            print(f"epoch {epoch}: loss {mean[0]:.2f} rec {mean[1]:.2f} corr {mean[2]:.2f}")
+            log.info(
+                "epoch %d/%d: loss %.2f rec %.2f corr %.2f, %.0f s", epoch, epochs, *mean,
+                history[-1]["seconds"],
+            )
     return model, history
 
 

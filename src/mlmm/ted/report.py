@@ -14,12 +14,18 @@ import numpy as np
 import pandas as pd
 
 from mlmm.io import save_figure
+from mlmm.origin import Origin, stamp_figure
 from mlmm.tables import beside_paper, load_paper_table, summarise_runs, write_table
 
 PAPER = "rajendran2016"
 SYSTEM = "Bridge CorrNet"
 NB_SYSTEM = "Raw Data NB [Hermann & Blunsom, 2014b]"
 DOC_ADD = "DOC/ADD (Hermann & Blunsom, 2014b)"
+
+
+def _origin(results: list[Path]) -> Origin:
+    """What produced the classifier results: their metrics' recorded provenance."""
+    return Origin.of_runs(json.loads(Path(p).read_text(encoding="utf-8")) for p in results)
 
 
 def mono_note(language: str) -> str:
@@ -74,7 +80,8 @@ def table1(cldc: list[Path], paper_tables: str | None, out_dir: Path) -> pd.Data
         )
     else:
         notes.append("No paper tables found (config paper_tables): paper columns are empty.")
-    write_table(frame, Path(out_dir) / f"{PAPER}_table1", "Rajendran et al. 2016, Table 1", notes)
+    write_table(frame, Path(out_dir) / f"{PAPER}_table1", "Rajendran et al. 2016, Table 1", notes,
+                _origin(cldc))  # fmt: skip
     return frame
 
 
@@ -91,7 +98,8 @@ def table3(cldc: list[Path], nb: Path, paper_tables: str | None, out_dir: Path) 
         f"Our Bridge CorrNet beats our NB in {beats} of {len(ours)} languages "
         "(the paper: 5 of 11).",
     ]
-    write_table(frame, Path(out_dir) / f"{PAPER}_table3", "Rajendran et al. 2016, Table 3", notes)
+    write_table(frame, Path(out_dir) / f"{PAPER}_table3", "Rajendran et al. 2016, Table 3", notes,
+                _origin([*cldc, nb]))  # fmt: skip
     return frame
 
 
@@ -128,6 +136,7 @@ def heatmap(table1_csv: Path, stem: Path) -> list[Path]:
                 ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=6)
         fig.colorbar(image, ax=ax, shrink=0.8)
     fig.suptitle("TED CLDC cross-lingual F1 (Rajendran et al. 2016, Table 1)")
+    stamp_figure(fig, Origin.of_table(frame))
     paths = save_figure(fig, stem)
     plt.close(fig)
     return paths

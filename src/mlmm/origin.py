@@ -1,0 +1,175 @@
+"""Which configuration, data and backbone produced a table or figure: said on every one of them.
+
+Demo-world numbers printed beside the papers' look like a reproduction unless the output says
+otherwise. So the Snakefile exports the data sources and config files of the run
+(`MLMM_DATA`, `MLMM_CONFIGS`), `mlmm.provenance.provenance` records them in every metrics.json
+(`provenance.origin`), and the table and figure writers state the origin of the runs they read:
+demo or real data, the config files, and the image backbone(s) the runs really used (their
+recorded config), never the paper's row labels.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+ENV_DATA = "MLMM_DATA"  # "multi30k=demo,coco=demo,ted=demo": each data set's source
+ENV_CONFIGS = "MLMM_CONFIGS"  # "config.yaml,config/paper.yaml": the config files, in order
+DATA_SETS = ("multi30k", "coco", "ted")  # config sections whose `source` says demo or real
+
+BACKBONE_NAMES = {
+    "efficientnet_lite0": "EfficientNet-Lite0",
+    "resnet50": "ResNet-50",
+    "resnet152": "ResNet-152",
+    "vgg19": "VGG-19",
+    "vgg16": "VGG-16",
+    "alexnet_fc6": "AlexNet fc6",
+}
+DEMO_LABEL = "DEMO WORLD (synthetic data): not a reproduction of the papers' numbers"
+
+
+def environment(
+    config: dict, basedir: str, configfiles: list[str], command_line_config: bool
+) -> dict[str, str]:
+    """The variables the Snakefile exports: data sources, and config files (relative to the
+    checkout where inside it, '--config' when the command line set values)."""
+    names = [
+        os.path.relpath(path, basedir)
+        if os.path.abspath(path).startswith(os.path.abspath(basedir) + os.sep)
+        else str(path)
+        for path in configfiles
+    ]
+    data = [f"{name}={config[name]['source']}" for name in DATA_SETS if name in config]
+    return {
+        ENV_DATA: ",".join(data),
+        ENV_CONFIGS: ",".join(names + (["--config"] if command_line_config else [])),
+    }
+
+
+def backbone_name(key: str) -> str:
+    return BACKBONE_NAMES.get(key, key)
+
+
+@dataclass
+class Origin:
+    """Data sources (data set -> source: demo, mirror, url, path), config files, backbones."""
+
+    data: dict[str, str] = field(default_factory=dict)
+    configs: list[str] = field(default_factory=list)
+    backbones: list[str] = field(default_factory=list)
+
+    @classmethod
+    def current(cls) -> Origin:
+        """The origin the Snakefile exported to this job (empty outside Snakemake)."""
+        data = {}
+        for item in filter(None, os.environ.get(ENV_DATA, "").split(",")):
+            name, _, source = item.partition("=")
+            data[name] = source
+        configs = [c for c in os.environ.get(ENV_CONFIGS, "").split(",") if c]
+        return cls(data, configs)
+
+    def as_dict(self) -> dict:
+        return {"data": dict(self.data), "configs": list(self.configs)}
+
+    @classmethod
+    def of_runs(cls, metrics: Iterable[dict], fallback: Origin | None = None) -> Origin:
+        """The union of what the runs' metrics.json recorded: `provenance.origin` and every
+        `backbone` of their recorded config. Runs written before origins were recorded fall
+        back to `fallback` (default: this job's `current()`)."""
+        data: dict[str, str] = {}
+        configs: list[str] = []
+        backbones: list[str] = []
+        recorded = False
+        for run in metrics:
+            provenance = run.get("provenance") or {}
+            origin = provenance.get("origin")
+            if origin:
+                recorded = True
+                for name, source in (origin.get("data") or {}).items():
+                    if data.get(name, source) != source:
+                        source = f"{data[name]}+{source}"
+                    data[name] = source
+                configs += [c for c in origin.get("configs") or [] if c not in configs]
+            backbones += [b for b in _backbones(provenance.get("config")) if b not in backbones]
+        if not recorded:
+            fallback = fallback or cls.current()
+            data, configs = dict(fallback.data), list(fallback.configs)
+        return cls(data, configs, backbones)
+
+    @classmethod
+    def of_table(cls, frame) -> Origin:
+        """The origin a tidy table CSV states in its `data`, `configs`, `backbone` columns
+        (a figure drawn from the table); this job's `current()` when it has none."""
+        if "data" not in frame.columns or frame.empty:
+            return cls.current()
+        first = frame.iloc[0]
+
+        def split(column: str) -> list[str]:
+            value = first.get(column)
+            return [v for v in str(value).split(" + ") if v] if isinstance(value, str) else []
+
+        data = {} if first["data"] == "unknown" else {"runs": str(first["data"])}
+        return cls(data, split("configs"), split("backbone"))
+
+    def with_backbones(self, backbones: Iterable[str]) -> Origin:
+        extra = [b for b in backbones if b and b not in self.backbones]
+        return Origin(dict(self.data), list(self.configs), [*self.backbones, *extra])
+
+    @property
+    def known(self) -> bool:
+        return bool(self.data)
+
+    @property
+    def demo(self) -> bool:
+        return any("demo" in source for source in self.data.values())
+
+    def title(self, title: str) -> str:
+        return f"{title} [demo world]" if self.demo else title
+
+    def note(self) -> str:
+        """One sentence: data, configuration, backbones."""
+        if not self.known:
+            data = "data of unrecorded origin (not run through the workflow)"
+        else:
+            sources = ", ".join(f"{name}: {source}" for name, source in self.data.items())
+            data = (f"{DEMO_LABEL}; data sources {sources}" if self.demo
+                    else f"real data (sources {sources})")  # fmt: skip
+        parts = [f"Produced from {data}"]
+        if self.configs:
+            parts.append(f"configuration {' + '.join(self.configs)}")
+        if self.backbones:
+            parts.append(
+                "image features that ran: " + ", ".join(backbone_name(b) for b in self.backbones)
+            )
+        return "; ".join(parts) + "."
+
+    def columns(self) -> dict[str, str]:
+        """Constant columns for a tidy CSV: a program reading it sees the origin too."""
+        return {
+            "data": ("demo" if self.demo else "real") if self.known else "unknown",
+            "configs": " + ".join(self.configs),
+            "backbone": " + ".join(self.backbones),
+        }
+
+
+def _backbones(config) -> list[str]:
+    """Every `backbone` value in a recorded config, depth first."""
+    found: list[str] = []
+    if isinstance(config, dict):
+        for key, value in config.items():
+            if key == "backbone" and isinstance(value, str):
+                found.append(value)
+            else:
+                found += _backbones(value)
+    elif isinstance(config, list):
+        for value in config:
+            found += _backbones(value)
+    return found
+
+
+def stamp_figure(fig, origin: Origin) -> None:
+    """The origin sentence under the figure (and '[demo world]' in its title)."""
+    if fig._suptitle is not None:
+        fig.suptitle(origin.title(fig._suptitle.get_text()))
+    fig.text(0.5, 0.0, origin.note(), ha="center", va="bottom", fontsize=6, wrap=True)

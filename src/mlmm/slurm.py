@@ -1,0 +1,98 @@
+"""Checks the Snakefile runs before it submits anything through the SLURM executor.
+
+snakemake-executor-plugin-slurm (2.x) sends a job to its `slurm_partition`, else to the
+partition `sinfo` marks with `*`, and never asks whether that partition exists or has GPUs: a
+`gpu: 1` job on a CPU-only default partition is refused by sbatch at best, and only when that
+job's turn comes, hours into a run. So the Snakefile's `onstart` (after the DAG, before the
+first sbatch) asks `sinfo` which partitions have a GPU GRES and refuses, in one message naming
+each rule, its partition and the line to change: GPU jobs bound for a partition without GPUs
+or one sinfo does not list (a typo, or the profile's `gpu` on a cluster that names it
+otherwise), and GPU jobs whose stage is configured `device: cpu` (e.g. by a `--config`).
+
+Standard library only (imported by the Snakefile).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+# sinfo: partition name (the default one marked with "*") and its generic resources (GRES).
+SINFO_COMMAND = ["sinfo", "--noheader", "--format=%P %G"]
+
+
+@dataclass(frozen=True)
+class GpuJob:
+    rule: str
+    partition: str | None  # the job's slurm_partition; None: the cluster's default
+    device: str  # the stage's configured device (auto, cpu, cuda)
+
+
+def parse_sinfo(text: str) -> tuple[dict[str, bool], str | None]:
+    """Partition -> has GPU GRES, and the default partition, from `sinfo --format='%P %G'`.
+
+    sinfo prints one line per (partition, node configuration): a partition has GPUs when any of
+    its lines names a `gpu` GRES (e.g. `gpu:a100:4(S:0-1)`; `(null)` is none).
+    """
+    has_gpu: dict[str, bool] = {}
+    default = None
+    for line in text.splitlines():
+        fields = line.split()
+        if not fields or fields[0] == "PARTITION":
+            continue
+        name = fields[0]
+        if name.endswith("*"):
+            name = name[:-1]
+            default = name
+        gres = " ".join(fields[1:])
+        has_gpu[name] = has_gpu.get(name, False) or "gpu" in gres
+    return has_gpu, default
+
+
+def gpu_job_problems(
+    jobs: Iterable[GpuJob], has_gpu: dict[str, bool], default: str | None
+) -> list[str]:
+    """One line per rule that asks for a GPU it cannot get or will not use."""
+    problems = []
+    seen = set()
+    for job in jobs:
+        partition = job.partition or default
+        if job.device == "cpu" and (job.rule, "cpu") not in seen:
+            seen.add((job.rule, "cpu"))
+            problems.append(
+                f"rule {job.rule} requests a GPU but its stage is configured `device: cpu`"
+                " (a --config that replaced profiles/slurm's settings?): set device auto or"
+                f" cuda, or drop `gpu` for {job.rule} from the profile's set-resources"
+            )
+        if partition is None or not has_gpu or has_gpu.get(partition):
+            continue  # no sinfo answer, or a partition with GPUs
+        if (job.rule, partition) in seen:
+            continue
+        seen.add((job.rule, partition))
+        where = (
+            f"partition '{partition}'"
+            if job.partition
+            else f"the cluster's default partition '{partition}' (no slurm_partition set)"
+        )
+        listed = partition in has_gpu
+        why = "which has no GPU GRES in sinfo" if listed else "which sinfo does not list"
+        gpu_partitions = sorted(name for name, gpu in has_gpu.items() if gpu)
+        problems.append(
+            f"rule {job.rule} requests a GPU but would go to {where}, {why}; set"
+            " `slurm_partition: <name>` for it in profiles/slurm/config.yaml (set-resources)"
+            f" — partitions with GPUs: {', '.join(gpu_partitions) or 'none'}"
+        )
+    return problems
+
+
+def check_gpu_jobs(jobs: list[GpuJob]) -> list[str]:
+    """gpu_job_problems against this cluster's sinfo; no GPU job, no sinfo call."""
+    if not jobs:
+        return []
+    try:
+        out = subprocess.run(SINFO_COMMAND, capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        out = ""  # sinfo missing or failing: the partitions stay unchecked
+    has_gpu, default = parse_sinfo(out)
+    return gpu_job_problems(jobs, has_gpu, default)
