@@ -35,6 +35,7 @@ SETTINGS = {
     "validation_fraction": 0.1,
     "validation_max": 1000,
     "seed": 1,
+    "standardise_images": True,
 }
 
 
@@ -179,7 +180,7 @@ def test_repeated_rows_index_without_copying():
 
 def test_load_splits_and_shapes(world):
     coco, feats, ted = world
-    data = pdata.load(coco, feats, "alexnet_fc6", ted, "fr", 1, 0.1, 1000, 1)
+    data = pdata.load(coco, feats, "alexnet_fc6", ted, "fr", 1, 0.1, 1000, 1, True)
     assert data.z1.images.shape == (270, 32) and data.z1.val_images.shape == (30, 32)
     assert data.z1.captions.shape == (270 * 5, len(data.words["en"]))
     assert data.z2.foreign.shape[0] == 72 and data.z2.val_foreign.shape[0] == 8
@@ -189,6 +190,18 @@ def test_load_splits_and_shapes(world):
     assert "chat3" in data.words["fr"] and "cat3" in data.words["en"]
     direct = pdata.load(coco, feats, "alexnet_fc6", None, None, 1, 0.1, 1000, 1)
     assert direct.language == "en" and set(direct.words) == {"en"}
+
+
+def test_image_features_stay_raw_unless_standardised(world):
+    """Paper and apsarath/CorrNet (`NNUtil.denseloader`) feed the features as they are."""
+    coco, feats, _ = world
+    raw = pdata.load(coco, feats, "alexnet_fc6", None, None, 1, 0.1, 1000, 1)
+    mic = np.load(feats / "alexnet_fc6/mic.npy")
+    np.testing.assert_array_equal(raw.mic.images, mic)
+    assert raw.mean.tolist() == [0.0] * 32 and raw.std.tolist() == [1.0] * 32
+    z = pdata.load(coco, feats, "alexnet_fc6", None, None, 1, 0.1, 1000, 1, True)
+    np.testing.assert_allclose(z.mic.images, (mic - z.mean) / z.std, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(z.z1.images.std(0), 1, atol=1e-3)
 
 
 # --- models ----------------------------------------------------------------------------

@@ -24,7 +24,7 @@ PIVOT_SETTINGS = " ".join(
     f"--{key.replace('_', '-')} {PIVOT[key]}"
     for key in ("backbone", "device", "hidden", "epochs", "batch_size", "learning_rate", "input",
                 "reconstruction", "min_count", "validation_fraction", "validation_max", "seed")
-)  # fmt: skip
+) + (" --standardise-images" if PIVOT["standardise_images"] else " --no-standardise-images")  # fmt: skip
 
 # job name -> (command-line flags, needs the TED talks)
 PIVOT_JOBS = {"random": ("--model random", False)}

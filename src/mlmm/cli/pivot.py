@@ -40,6 +40,12 @@ def register(subparsers) -> None:
     p.add_argument("--validation-fraction", type=float, default=0.1)
     p.add_argument("--validation-max", type=int, default=1000, help="cap on held-out items")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument(
+        "--standardise-images",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="z-score image features with the Z1 statistics (default: raw, as the paper)",
+    )
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument("--out", type=Path, required=True, help="run directory")
