@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from mlmm.pivot import LANGUAGES, MODELS
@@ -57,6 +58,29 @@ def register(subparsers) -> None:
     p.add_argument("--out", type=Path, required=True, help="output stem (no suffix)")
     p.set_defaults(func=run_table)
 
+    p = subparsers.add_parser(
+        "pivot-examples",
+        help="Rajendran 2016 Tables 6 and 7: top-5 captions of images, top-5 images of captions",
+        description="From Bridge CorrNet runs (their test_ranking.npz, lambda chosen per "
+        "direction as in Table 5): MIC images with their 5 nearest French/German captions "
+        "(Table 6) and captions with their 5 nearest images (Table 7), as PNG/PDF figures and "
+        "CSVs of ids and ranks.",
+    )
+    p.add_argument("--runs", type=Path, nargs="+", required=True, help="bridge metrics.json")
+    p.add_argument("--coco-root", type=Path, required=True, help="prepared COCO (Multi30K layout)")
+    p.add_argument("--images", type=Path, required=True, help="directory the MIC paths are under")
+    p.add_argument("--per-language", type=int, default=2, help="queries per language and table")
+    p.add_argument("--seed", type=int, default=1, help="draw of the queries not from the paper")
+    p.add_argument(
+        "--paper-queries",
+        type=json.loads,
+        default=None,
+        help='JSON {"table6": {lang: [a caption of the image]}, "table7": {lang: [caption]}}',
+    )
+    p.add_argument("--figures", type=Path, required=True, help="output directory of the figures")
+    p.add_argument("--tables", type=Path, required=True, help="output directory of the CSVs")
+    p.set_defaults(func=run_examples)
+
 
 def run_train(args: argparse.Namespace) -> None:
     from mlmm.pivot.experiment import SETTINGS, mean_epoch_seconds, train_stage
@@ -84,3 +108,21 @@ def run_table(args: argparse.Namespace) -> None:
 
     table5(args.runs, args.paper_tables, args.out)
     print(f"wrote {args.out}.csv/.md/.tex")
+
+
+def run_examples(args: argparse.Namespace) -> None:
+    from mlmm.pivot.examples import tables6_7
+
+    frames = tables6_7(
+        args.runs,
+        args.coco_root,
+        args.images,
+        args.per_language,
+        args.seed,
+        args.paper_queries,
+        args.figures,
+        args.tables,
+    )
+    for table, frame in frames.items():
+        choice = frame.drop_duplicates(["language", "query_number"])["query_choice"]
+        print(f"Table {table}: {dict(choice.value_counts())} queries (paper: found in MIC)")
