@@ -575,9 +575,12 @@ def test_cli_writes_tables6_7_figures_and_csv_from_bridge_runs(world, tmp_path, 
     seven = pd.read_csv(tmp_path / "tab/rajendran2016_table7.csv")
     assert list(six.columns) == COLUMNS == list(seven.columns)
     assert len(six) == len(seven) == 2 * 2 * 5  # 2 languages x 2 queries x top-5
-    assert six.groupby(["language", "query_number"])["rank"].apply(list).map(
-        lambda ranks: ranks == [1, 2, 3, 4, 5]
-    ).all()
+    assert (
+        six.groupby(["language", "query_number"])["rank"]
+        .apply(list)
+        .map(lambda ranks: ranks == [1, 2, 3, 4, 5])
+        .all()
+    )
     first = seven[(seven.language == "de") & (seven.query_number == 1)]
     # the paper's German query found: MIC line 5 of file 3 = caption 5*4 + 2 (image 4)
     assert set(first.query_choice) == {"paper"} and set(first.query_caption) == {22}

@@ -124,7 +124,9 @@ rule pivot_table:
 
 rule pivot_examples:
     input:
-        runs=expand(PIVOT_DIR / "{pivot_job}/metrics.json", pivot_job=PIVOT_EXAMPLE_RUNS),
+        runs=expand(
+            PIVOT_DIR / "{pivot_job}/metrics.json", pivot_job=PIVOT_EXAMPLE_RUNS
+        ),
         rankings=expand(
             PIVOT_DIR / "{pivot_job}/test_ranking.npz", pivot_job=PIVOT_EXAMPLE_RUNS
         ),

@@ -66,7 +66,7 @@ def ranking_scores(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
             return scores, scores
         if "i2t_scores" in saved:
             i2t = saved["i2t_scores"]
-            return i2t, saved["t2i_scores"] if "t2i_scores" in saved else i2t
+            return i2t, saved.get("t2i_scores", i2t)
     raise InputError(path, "image_codes/caption_codes or i2t_scores", "neither")
 
 
@@ -161,9 +161,7 @@ def plot(frame: pd.DataFrame, table: int, images_root: Path, stem: Path) -> list
         )
         for (key, group), (left, right) in zip(queries, axes, strict=True):
             _thumbnail(left, images_root / group["query_image"].iloc[0])
-            left.set_title(
-                f"{LANGUAGE_NAMES[key[0]]}, {group['query_choice'].iloc[0]}", fontsize=8
-            )
+            left.set_title(f"{LANGUAGE_NAMES[key[0]]}, {group['query_choice'].iloc[0]}", fontsize=8)
             lines = [
                 f"{r.rank}. {'* ' if r.relevant else ''}{_wrap(r.text, 90)}"
                 for r in group.itertuples()
@@ -199,7 +197,9 @@ def plot(frame: pd.DataFrame, table: int, images_root: Path, stem: Path) -> list
         f"{LANGUAGE_NAMES[lang]} lambda {value:g}"
         for lang, value in frame.groupby("language", sort=False)["lambda"].first().items()
     )
-    fig.suptitle(f"Rajendran et al. 2016, Table {table}: Bridge CorrNet. {title}; {lam}", fontsize=9)
+    fig.suptitle(
+        f"Rajendran et al. 2016, Table {table}: Bridge CorrNet. {title}; {lam}", fontsize=9
+    )
     fig.tight_layout()
     paths = save_figure(fig, stem)
     plt.close(fig)
