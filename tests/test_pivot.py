@@ -363,6 +363,7 @@ def test_table5_chooses_lambda_per_direction_on_validation(tmp_path):
     assert "CorrNet+MT: not regenerated" in markdown and "AlexNet" in markdown
     assert "Karpathy train + restval minus MIC" in markdown  # runs without pivot_split
     assert "Bridge CorrNet fr i2t: 1; Bridge CorrNet fr t2i: 10" in markdown
+    assert "Features used as extracted" in markdown  # no standardise_images recorded: raw
     for suffix in (".csv", ".tex"):
         assert (tmp_path / f"out/rajendran2016_table5{suffix}").is_file()
     if paper is None:
