@@ -125,4 +125,5 @@ def run_examples(args: argparse.Namespace) -> None:
     )
     for table, frame in frames.items():
         choice = frame.drop_duplicates(["language", "query_number"])["query_choice"]
-        print(f"Table {table}: {dict(choice.value_counts())} queries (paper: found in MIC)")
+        counts = ", ".join(f"{n} {kind}" for kind, n in choice.value_counts().items())
+        print(f"Table {table}: {counts} queries (paper: the paper's, found in MIC)")

@@ -131,7 +131,7 @@ def rows_for(
     return rows
 
 
-def _thumbnail(ax, path: Path, size: int = 256) -> None:
+def _thumbnail(ax, path: Path, size: int = 192) -> None:
     from PIL import Image
 
     with Image.open(path) as image:
@@ -172,14 +172,14 @@ def plot(frame: pd.DataFrame, table: int, images_root: Path, stem: Path) -> list
     else:
         fig, axes = plt.subplots(
             len(queries), TOP + 1, figsize=(12, 2.2 * len(queries)), squeeze=False,
-            width_ratios=[1.6] + [1] * TOP,
+            width_ratios=[1.3] + [1] * TOP,
         )  # fmt: skip
         for (key, group), row in zip(queries, axes, strict=True):
             row[0].text(
                 0,
                 0.5,
                 f"{LANGUAGE_NAMES[key[0]]} ({group['query_choice'].iloc[0]}):\n"
-                + _wrap(group["query_text"].iloc[0], 30),
+                + _wrap(group["query_text"].iloc[0], 28),
                 va="center",
                 ha="left",
                 fontsize=8,
