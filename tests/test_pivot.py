@@ -35,6 +35,7 @@ SETTINGS = {
     "validation_fraction": 0.1,
     "validation_max": 1000,
     "seed": 1,
+    "standardise_images": True,
 }
 
 
@@ -179,7 +180,7 @@ def test_repeated_rows_index_without_copying():
 
 def test_load_splits_and_shapes(world):
     coco, feats, ted = world
-    data = pdata.load(coco, feats, "alexnet_fc6", ted, "fr", 1, 0.1, 1000, 1)
+    data = pdata.load(coco, feats, "alexnet_fc6", ted, "fr", 1, 0.1, 1000, 1, True)
     assert data.z1.images.shape == (270, 32) and data.z1.val_images.shape == (30, 32)
     assert data.z1.captions.shape == (270 * 5, len(data.words["en"]))
     assert data.z2.foreign.shape[0] == 72 and data.z2.val_foreign.shape[0] == 8
@@ -189,6 +190,18 @@ def test_load_splits_and_shapes(world):
     assert "chat3" in data.words["fr"] and "cat3" in data.words["en"]
     direct = pdata.load(coco, feats, "alexnet_fc6", None, None, 1, 0.1, 1000, 1)
     assert direct.language == "en" and set(direct.words) == {"en"}
+
+
+def test_image_features_stay_raw_unless_standardised(world):
+    """Paper and apsarath/CorrNet (`NNUtil.denseloader`) feed the features as they are."""
+    coco, feats, _ = world
+    raw = pdata.load(coco, feats, "alexnet_fc6", None, None, 1, 0.1, 1000, 1)
+    mic = np.load(feats / "alexnet_fc6/mic.npy")
+    np.testing.assert_array_equal(raw.mic.images, mic)
+    assert raw.mean.tolist() == [0.0] * 32 and raw.std.tolist() == [1.0] * 32
+    z = pdata.load(coco, feats, "alexnet_fc6", None, None, 1, 0.1, 1000, 1, True)
+    np.testing.assert_allclose(z.mic.images, (mic - z.mean) / z.std, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(z.z1.images.std(0), 1, atol=1e-3)
 
 
 # --- models ----------------------------------------------------------------------------
@@ -350,6 +363,7 @@ def test_table5_chooses_lambda_per_direction_on_validation(tmp_path):
     assert "CorrNet+MT: not regenerated" in markdown and "AlexNet" in markdown
     assert "Karpathy train + restval minus MIC" in markdown  # runs without pivot_split
     assert "Bridge CorrNet fr i2t: 1; Bridge CorrNet fr t2i: 10" in markdown
+    assert "Features used as extracted" in markdown  # no standardise_images recorded: raw
     for suffix in (".csv", ".tex"):
         assert (tmp_path / f"out/rajendran2016_table5{suffix}").is_file()
     if paper is None:
@@ -459,3 +473,123 @@ def test_images_without_features_leave_training_but_not_the_test(world, tmp_path
             assert np.isfinite(data.z1.images).all()
     with pytest.raises(InputError, match=r"mic.npy: expected features for every test image"):
         pdata.load(coco, tmp_path / "f", "alexnet_fc6", None, None, 1, 0.1, 1000, 1)
+
+
+# --- Tables 6 and 7 (qualitative top-5) ------------------------------------------------
+
+
+def test_top5_ranks_by_score_with_ties_to_the_lower_index():
+    from mlmm.pivot.examples import top_k
+
+    # hand ranking of the scores -0.5, -0.1, -0.9, -0.1, -0.3, -0.2, -1.0: indices 1 and 3 tie
+    scores = np.array([-0.5, -0.1, -0.9, -0.1, -0.3, -0.2, -1.0])
+    assert top_k(scores).tolist() == [1, 3, 5, 4, 0]
+    assert top_k(scores, 2).tolist() == [1, 3]
+
+
+def test_ranking_scores_are_minus_euclidean_distances_of_the_codes(tmp_path):
+    from mlmm.io import write_npz
+    from mlmm.pivot.examples import ranking_scores
+
+    images = np.array([[0.0, 0.0], [3.0, 4.0]], dtype=np.float32)
+    captions = np.array([[3.0, 0.0], [0.0, 0.0], [3.0, 4.0]], dtype=np.float32)
+    write_npz(tmp_path / "codes.npz", {"image_codes": images, "caption_codes": captions})
+    i2t, t2i = ranking_scores(tmp_path / "codes.npz")
+    np.testing.assert_allclose(i2t, [[-3, 0, -5], [-4, -5, 0]])  # |(0,0)-(3,0)| = 3, ...
+    assert t2i is i2t
+    write_npz(tmp_path / "two.npz", {"i2t_scores": images, "t2i_scores": images + 1})
+    i2t, t2i = ranking_scores(tmp_path / "two.npz")
+    np.testing.assert_array_equal(t2i - i2t, 1)
+    with pytest.raises(InputError, match="no such file"):
+        ranking_scores(tmp_path / "absent.npz")
+
+
+def test_queries_take_the_found_paper_ones_then_a_seeded_draw():
+    from mlmm.pivot.examples import choose_queries, find_caption
+
+    captions = [["ein", "hund", "."], ["zwei", "pferde", "grasen", "."], ["ein", "hund", "."]]
+    assert find_caption(captions, "Zwei Pferde grasen.", "de") == 1
+    assert find_caption(captions, "Ein Hund.", "de") == 0  # the first of equal captions
+    assert find_caption(captions, "Eine Katze.", "de") is None
+    picked = choose_queries(10, [7, None, 7], 3, np.random.default_rng(5))
+    assert picked[0] == (7, "paper") and [c for _, c in picked[1:]] == ["seeded", "seeded"]
+    assert len({item for item, _ in picked}) == 3
+    again = choose_queries(10, [7, None, 7], 3, np.random.default_rng(5))
+    assert again == picked  # the same seed, the same queries
+    assert choose_queries(10, [1, 2, 3], 2, np.random.default_rng(0)) == [
+        (1, "paper"),
+        (2, "paper"),
+    ]
+
+
+def test_table6_and_7_rows_hold_ids_ranks_and_relevance():
+    from mlmm.pivot.examples import COLUMNS, rows_for
+
+    images = ["a.jpg", "b.jpg"]
+    captions = [[f"w{c}"] for c in range(10)]  # captions 0-4: image a, 5-9: image b
+    scores = -np.array([[5, 4, 3, 2, 1, 0.5, 6, 7, 8, 9], [0, 1, 2, 3, 4, 5, 2, 7, 8, 9.0]])
+    rows = rows_for(6, "de", scores, [(0, "seeded")], images, captions, 10.0)
+    assert [r["caption"] for r in rows] == [5, 4, 3, 2, 1]  # distances 0.5, 1, 2, 3, 4
+    assert [r["relevant"] for r in rows] == [False, True, True, True, True]
+    assert [r["rank"] for r in rows] == [1, 2, 3, 4, 5] and rows[0]["text"] == "w5"
+    assert rows[0]["distance"] == pytest.approx(0.5) and rows[0]["query_image"] == "a.jpg"
+    assert all(set(r) == set(COLUMNS) for r in rows)
+    rows = rows_for(7, "fr", scores, [(6, "paper")], images, captions, 1.0)
+    # caption 6 (image b) lies 6 from image a and 2 from image b; two images: two ranks
+    assert [r["image"] for r in rows] == ["b.jpg", "a.jpg"]
+    assert [r["distance"] for r in rows] == pytest.approx([2.0, 6.0])
+    assert [r["relevant"] for r in rows] == [True, False] and rows[0]["caption"] is None
+    assert rows[0]["query_text"] == "w6" and rows[0]["query_image"] == "b.jpg"
+
+
+def test_cli_writes_tables6_7_figures_and_csv_from_bridge_runs(world, tmp_path, capsys):
+    import pandas as pd
+
+    from mlmm.pivot.examples import COLUMNS
+
+    coco, feats, ted = world
+    runs = []
+    for language in ("de", "fr"):
+        for lam in ("1", "10"):
+            out = tmp_path / f"bridge_{language}_{lam}"
+            args = ["pivot-train", "--coco-root", str(coco), "--features", str(feats)]
+            args += ["--model", "bridge", "--language", language, "--ted-root", str(ted)]
+            args += ["--lambda", lam, "--hidden", "8", "--epochs", "2", "--min-count", "1"]
+            assert main([*args, "--out", str(out)]) == 0
+            assert (out / "test_ranking.npz").is_file()
+            runs.append(str(out / "metrics.json"))
+    images = tmp_path / "images"
+    images.mkdir()
+    names = (coco / "data/task1/image_splits/mic.txt").read_text().split()
+    for i, name in enumerate(names):
+        Image.new("RGB", (40, 30), (6 * i, 100, 200)).save(images / name)
+    mic_de = (coco / "data/task2/tok/mic.lc.norm.tok.3.de").read_text().splitlines()
+    paper = {"table7": {"de": [mic_de[4], "nicht in MIC"]}, "table6": {"fr": ["absent"]}}
+    common = ["pivot-examples", "--runs", *runs, "--coco-root", str(coco)]
+    common += ["--images", str(images), "--paper-queries", json.dumps(paper)]
+    code = main([*common, "--figures", str(tmp_path / "fig"), "--tables", str(tmp_path / "tab")])
+    assert code == 0
+    for table in (6, 7):
+        for suffix in (".png", ".pdf"):
+            assert (tmp_path / f"fig/rajendran2016_table{table}{suffix}").is_file()
+    six = pd.read_csv(tmp_path / "tab/rajendran2016_table6.csv")
+    seven = pd.read_csv(tmp_path / "tab/rajendran2016_table7.csv")
+    assert list(six.columns) == COLUMNS == list(seven.columns)
+    assert len(six) == len(seven) == 2 * 2 * 5  # 2 languages x 2 queries x top-5
+    assert (
+        six.groupby(["language", "query_number"])["rank"]
+        .apply(list)
+        .map(lambda ranks: ranks == [1, 2, 3, 4, 5])
+        .all()
+    )
+    first = seven[(seven.language == "de") & (seven.query_number == 1)]
+    # the paper's German query found: MIC line 5 of file 3 = caption 5*4 + 2 (image 4)
+    assert set(first.query_choice) == {"paper"} and set(first.query_caption) == {22}
+    assert set(first.query_image) == {names[4]}
+    assert set(seven.query_choice[seven.language == "fr"]) == {"seeded"}
+    assert (six.caption // 5).map(lambda i: names[i]).tolist() == six.image.tolist()
+    assert "Table 7" in capsys.readouterr().out
+    common[common.index("--images") + 1] = str(tmp_path / "none")
+    bad = main([*common, "--figures", str(tmp_path / "f"), "--tables", str(tmp_path / "t")])
+    assert bad == 2 and "expected a MIC image" in capsys.readouterr().err
+    assert not (tmp_path / "f").exists() and not (tmp_path / "t").exists()  # nothing written

@@ -99,6 +99,41 @@ def test_pipeline_on_tiny_demo(tmp_path):
     # the origin columns every tidy CSV ends with (mlmm.origin): data, configs, backbone
     assert list(table4.columns) == ["english", "rank", *languages, "data", "configs", "backbone"]
     assert (table4.loc[table4["english"] == "market", "de"] != "").all()
+    if not PAPER_TABLES.is_dir():
+        return
+    args = ["--words", *words, "--paper-tables", PAPER_TABLES, "--demo", "--out-dir", tables]
+    run("ted-neighbours", "--bow", bow, "--tuning", tuning, *args)
+    table4 = pd.read_csv(tables / "rajendran2016_table4.csv", keep_default_na=False, dtype=str)
+    with_paper = [lang for lang in languages if lang not in ("de", "ar")]  # the paper's 9
+    want = ["english", "rank"]
+    for lang in languages:
+        want += [lang, f"{lang}_paper"] if lang in with_paper else [lang]
+    assert list(table4.columns) == want
+    market = table4[table4["english"] == "market"]
+    assert market["rank"].tolist() == ["1", "2", "3", "4", "overlap"]
+    assert market["fr_paper"].tolist()[:4] == ["marché", "market", "boursier", "marketer"]
+    ours = market["fr"].tolist()[:4]
+    hits = len(set(ours) & {"marché", "market", "boursier", "marketer"})
+    assert market["fr"].tolist()[4] == f"{hits}/4" and market["de"].tolist()[4] == ""
+    notes = (tables / "rajendran2016_table4.md").read_text()
+    assert "Demo corpus" in notes and "|ours ∩ paper|" in notes
+
+
+def test_table4_paper_neighbours_and_overlap_by_hand():
+    from mlmm.ted.report import overlap, paper_neighbours
+
+    paper = paper_neighbours(PAPER_TABLES)
+    if not paper:
+        pytest.skip("no paper tables here")
+    assert len(paper) == 4 * 9 and all(len(words) == 4 for words in paper.values())
+    assert paper["market", "es"] == ["mercado", "market", "place", "comercializan"]
+    assert paper["oil", "pt-br"] == ["petróleo", "óleo", "azeite", "derramamento"]  # column 5
+    assert paper["home", "pl"] == ["domu", "dom", "domem", "domach"]  # column 6
+    assert paper["history", "ru"][0] == "истории"
+    assert overlap(["maison", "foyer", "x", "y"], paper["home", "fr"]) == "2/4"
+    assert overlap(["", "", "", ""], paper["home", "fr"]) == ""  # word not in our vocabulary
+    assert overlap(["a"], []) == ""
+    assert paper_neighbours(None) == {} and paper_neighbours(Path("/nonexistent")) == {}
 
 
 def test_malformed_corpus_is_one_line_error(tmp_path, capsys):

@@ -46,7 +46,7 @@ STAGE_RULES = {
     "features": {"extract_features"},
     "retrieval": {"train_retrieval"},
     "nmt": {"train_nmt", "nbest_lists", "mira"},
-    "pivot": {"pivot_train", "pivot_table"},
+    "pivot": {"pivot_train", "pivot_table", "pivot_examples"},
 }
 # conda-forge names of PyPI distributions whose names differ.
 CONDA_TO_PYPI = {"pytorch": "torch", "matplotlib-base": "matplotlib"}

@@ -140,6 +140,9 @@ ALL_TABLES = sorted(
     [spec.stem for spec in TABLES] + OTHER_TABLES,
     key=lambda stem: (stem.split("_")[0], int(stem.rsplit("table", 1)[1])),
 )
+# Rajendran Tables 6 and 7 are pictures (images with captions), so figures (rule pivot_examples)
 ALL_FIGURES = [f"{paper}_figure{number}" for paper, number in FIGURES.items()] + [
-    "rajendran2016_table1_heatmap"
+    "rajendran2016_table1_heatmap",
+    "rajendran2016_table6",
+    "rajendran2016_table7",
 ]

@@ -130,6 +130,12 @@ def write_npy(target: str | Path, array: np.ndarray) -> None:
         np.save(handle, array)
 
 
+def write_npz(target: str | Path, arrays: dict[str, np.ndarray]) -> None:
+    """Named arrays in one uncompressed .npz, atomically."""
+    with atomic_path(target) as tmp, open(tmp, "wb") as handle:
+        np.savez(handle, **arrays)
+
+
 def save_figure(fig, stem: str | Path) -> list[Path]:
     """`stem`.png and .pdf of a matplotlib figure, atomically; the PDF without a creation
     date, so that two runs write the same bytes."""

@@ -7,6 +7,7 @@ prepared COCO (COCO_MARKER), its image features (coco_feature_file) and a ted-cl
 (PIVOT_TED_ROOT, complete when PIVOT_TED_INPUT exists); see src/mlmm/pivot.
 """
 
+import json
 import re
 
 PIVOT = config["pivot"]
@@ -24,7 +25,7 @@ PIVOT_SETTINGS = " ".join(
     f"--{key.replace('_', '-')} {PIVOT[key]}"
     for key in ("backbone", "device", "hidden", "epochs", "batch_size", "learning_rate", "input",
                 "reconstruction", "min_count", "validation_fraction", "validation_max", "seed")
-)  # fmt: skip
+) + (" --standardise-images" if PIVOT["standardise_images"] else " --no-standardise-images")  # fmt: skip
 
 # job name -> (command-line flags, needs the TED talks)
 PIVOT_JOBS = {"random": ("--model random", False)}
@@ -49,7 +50,16 @@ PIVOT_FEATURES = [
 # coco_feature_file gives <features>/<backbone>/<split>.npy; the command takes <features>.
 PIVOT_FEATURE_DIR = Path(PIVOT_FEATURES[0]).parent.parent
 
-FINAL_TARGETS += PIVOT_TABLES
+# Tables 6 and 7 (qualitative top-5) from the Bridge CorrNet runs of every language and lambda
+PIVOT_EXAMPLES = PIVOT["examples"]
+PIVOT_EXAMPLE_RUNS = [job for job in PIVOT_JOBS if job.startswith("bridge_")]
+PIVOT_EXAMPLE_FILES = [
+    RESULTS / f"figures/rajendran2016_table{table}.{suffix}"
+    for table in (6, 7)
+    for suffix in ("png", "pdf")
+] + [RESULTS / f"tables/rajendran2016_table{table}.csv" for table in (6, 7)]
+
+FINAL_TARGETS += PIVOT_TABLES + PIVOT_EXAMPLE_FILES
 
 
 wildcard_constraints:
@@ -62,7 +72,9 @@ rule pivot_train:
         features=lambda w: [] if w.pivot_job == "random" else PIVOT_FEATURES,
         ted=lambda w: PIVOT_TED_INPUT if PIVOT_JOBS[w.pivot_job][1] else [],
     output:
-        PIVOT_DIR / "{pivot_job}/metrics.json",
+        metrics=PIVOT_DIR / "{pivot_job}/metrics.json",
+        # what ranks the MIC test set (codes or scores), read by pivot_examples
+        ranking=PIVOT_DIR / "{pivot_job}/test_ranking.npz",
     log:
         LOGS / "pivot/{pivot_job}.log",
     benchmark:
@@ -108,3 +120,39 @@ rule pivot_table:
         stem=RESULTS / "tables/rajendran2016_table5",
     shell:
         "mlmm pivot-table --runs {input:q} {params.paper} --out {params.stem:q} > {log:q} 2>&1"
+
+
+rule pivot_examples:
+    input:
+        runs=expand(
+            PIVOT_DIR / "{pivot_job}/metrics.json", pivot_job=PIVOT_EXAMPLE_RUNS
+        ),
+        rankings=expand(
+            PIVOT_DIR / "{pivot_job}/test_ranking.npz", pivot_job=PIVOT_EXAMPLE_RUNS
+        ),
+        images=COCO_IMAGES_INPUT,
+    output:
+        reported(PIVOT_EXAMPLE_FILES),
+    log:
+        LOGS / "pivot/examples.log",
+    benchmark:
+        BENCHMARKS / "pivot/examples.tsv"
+    conda:
+        "../../envs/core.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        coco=COCO_ROOT,
+        images=COCO_IMAGES,
+        per_language=PIVOT_EXAMPLES["per_language"],
+        seed=PIVOT_EXAMPLES["seed"],
+        queries=json.dumps(PIVOT_EXAMPLES["paper_queries"]),
+        figures=RESULTS / "figures",
+        tables=RESULTS / "tables",
+    shell:
+        "mlmm pivot-examples --runs {input.runs:q} --coco-root {params.coco:q}"
+        " --images {params.images:q} --per-language {params.per_language}"
+        " --seed {params.seed} --paper-queries {params.queries:q}"
+        " --figures {params.figures:q} --tables {params.tables:q} > {log:q} 2>&1"

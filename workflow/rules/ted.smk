@@ -259,7 +259,9 @@ rule ted_table4:
         bow=TED_DIR / "bow",
         words=" ".join(TED["table4_words"]),
         k=TED["table4_k"],
+        paper=TED_PAPER,
+        demo="--demo" if TED["source"] == "demo" else "",
         out_dir=RESULTS / "tables",
     shell:
         "mlmm ted-neighbours --bow {params.bow:q} --tuning {input.tuning:q} --words {params.words}"
-        " --k {params.k} --out-dir {params.out_dir:q} > {log:q} 2>&1"
+        " --k {params.k} {params.paper} {params.demo} --out-dir {params.out_dir:q} > {log:q} 2>&1"

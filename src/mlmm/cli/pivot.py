@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from mlmm.cli import declare_outputs
@@ -60,6 +61,12 @@ def register(subparsers) -> None:
         help="cap on held-out items",
     )
     checked_option(p, "--seed", "pivot.seed", type=int, default=1)
+    p.add_argument(
+        "--standardise-images",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="z-score image features with the Z1 statistics (default: raw, as the paper)",
+    )
     checked_option(p, "--threads", "pivot.threads", type=int, default=1)
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument("--out", type=Path, required=True, help="run directory")
@@ -71,6 +78,43 @@ def register(subparsers) -> None:
     p.add_argument("--out", type=Path, required=True, help="output stem (no suffix)")
     declare_outputs(p, "out", suffixes=TABLE_SUFFIXES)
     p.set_defaults(func=run_table)
+
+    p = subparsers.add_parser(
+        "pivot-examples",
+        help="Rajendran 2016 Tables 6 and 7: top-5 captions of images, top-5 images of captions",
+        description="From Bridge CorrNet runs (their test_ranking.npz, lambda chosen per "
+        "direction as in Table 5): MIC images with their 5 nearest French/German captions "
+        "(Table 6) and captions with their 5 nearest images (Table 7), as PNG/PDF figures and "
+        "CSVs of ids and ranks.",
+    )
+    p.add_argument("--runs", type=Path, nargs="+", required=True, help="bridge metrics.json")
+    p.add_argument("--coco-root", type=Path, required=True, help="prepared COCO (Multi30K layout)")
+    p.add_argument("--images", type=Path, required=True, help="directory the MIC paths are under")
+    checked_option(
+        p,
+        "--per-language",
+        "pivot.examples.per_language",
+        type=int,
+        default=2,
+        help="queries per language and table",
+    )
+    checked_option(
+        p,
+        "--seed",
+        "pivot.examples.seed",
+        type=int,
+        default=1,
+        help="draw of the queries not from the paper",
+    )
+    p.add_argument(
+        "--paper-queries",
+        type=json.loads,
+        default=None,
+        help='JSON {"table6": {lang: [a caption of the image]}, "table7": {lang: [caption]}}',
+    )
+    p.add_argument("--figures", type=Path, required=True, help="output directory of the figures")
+    p.add_argument("--tables", type=Path, required=True, help="output directory of the CSVs")
+    p.set_defaults(func=run_examples)
 
 
 def run_train(args: argparse.Namespace) -> None:
@@ -102,3 +146,22 @@ def run_table(args: argparse.Namespace) -> None:
 
     table5(args.runs, args.paper_tables, args.out)
     print(f"wrote {args.out}.csv/.md/.tex")
+
+
+def run_examples(args: argparse.Namespace) -> None:
+    from mlmm.pivot.examples import tables6_7
+
+    frames = tables6_7(
+        args.runs,
+        args.coco_root,
+        args.images,
+        args.per_language,
+        args.seed,
+        args.paper_queries,
+        args.figures,
+        args.tables,
+    )
+    for table, frame in frames.items():
+        choice = frame.drop_duplicates(["language", "query_number"])["query_choice"]
+        counts = ", ".join(f"{n} {kind}" for kind, n in choice.value_counts().items())
+        print(f"Table {table}: {counts} queries (paper: the paper's, found in MIC)")

@@ -167,6 +167,10 @@ def register(subparsers) -> None:
     p.add_argument("--tuning", type=Path, required=True)
     p.add_argument("--words", nargs="+", required=True)
     checked_option(p, "--k", "ted.table4_k", type=int, default=4)
+    p.add_argument("--paper-tables", type=Path, default=None, help="for the paper's neighbours")
+    p.add_argument(
+        "--demo", action="store_true", help="the corpus is the generated demo (says so in notes)"
+    )
     p.add_argument("--out-dir", type=Path, required=True)
     p.set_defaults(func=run_neighbours)
 
@@ -284,4 +288,6 @@ def run_neighbours(args: argparse.Namespace) -> None:
     from mlmm.ted.report import neighbours
 
     run = Path(json.loads(args.tuning.read_text(encoding="utf-8"))["overall"]["run"])
-    neighbours(run / "model.pt", args.bow, args.words, args.k, args.out_dir)
+    neighbours(
+        run / "model.pt", args.bow, args.words, args.k, args.out_dir, args.paper_tables, args.demo
+    )

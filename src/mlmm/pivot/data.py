@@ -7,8 +7,11 @@ mlmm.evaluation. Image features: `F/<backbone>/<split>.npy`, row i = image i of 
 
 A Z1 training instance is one (image, caption) pair, five per image; the image rows are not
 copied five times (118K x 5 x 4096 floats would be 9.6 GB) but indexed (RepeatedRows).
-Image features are standardised per dimension with the Z1 training statistics, which keeps
-the squared error of the 4096 dense inputs on the scale of the word reconstructions.
+Image features are used as extracted, as the paper and the authors' CorrNet code do
+(apsarath/CorrNet `Model/NNUtil.py` `denseloader` only casts the array); with
+`standardise_images` (the demo's choice) they are standardised per dimension with the Z1 training
+statistics, which keeps the squared error of the dense inputs on the scale of the word
+reconstructions.
 """
 
 from __future__ import annotations
@@ -146,7 +149,7 @@ def standardise(features: np.ndarray, mean: np.ndarray, std: np.ndarray) -> np.n
 
 @dataclass
 class Z1:
-    """Images with English captions: fit and validation portions, features standardised."""
+    """Images with English captions: fit and validation portions."""
 
     images: np.ndarray  # fit images (n_fit, dim)
     captions: sp.csr_matrix  # their captions (n_fit * 5, |V_en|), image-major
@@ -172,7 +175,7 @@ class Z2:
 
 @dataclass
 class Mic:
-    images: np.ndarray  # standardised with the Z1 statistics
+    images: np.ndarray  # as Z1's (standardised with its statistics or raw)
     captions: sp.csr_matrix  # (n * 5, |V|) in the language of the caption vocabulary
 
 
@@ -227,12 +230,15 @@ def load(
     validation_fraction: float,
     validation_max: int,
     seed: int,
+    standardise_images: bool = False,
 ) -> PivotData:
     """Read and split Z1, Z2 (when `ted_root` is given) and the MIC test set.
 
     The English vocabulary is built from the Z1 captions and, with Z2, the English talks; the
     vocabulary of X from the X talks alone (the test captions in X never shape it). Without
     `language` (the En-Image CorrNet) the test captions are the English MIC captions.
+    `standardise_images`: z-score the image features with the Z1 fit statistics (else raw, as
+    the paper; mean 0 and std 1 are recorded then).
     """
     names = image_list(coco_root, TRAIN_SPLIT)
     feats = pivot_train_features(coco_root, features, backbone, names)
@@ -265,7 +271,11 @@ def load(
                 "none (lower min_count)",
             )
 
-    mean, std = standardiser(feats[fit])
+    if standardise_images:
+        mean, std = standardiser(feats[fit])
+    else:
+        mean = np.zeros(feats.shape[1], dtype=np.float32)
+        std = np.ones(feats.shape[1], dtype=np.float32)
     en = words["en"]
     z1 = Z1(
         images=standardise(feats[fit], mean, std),

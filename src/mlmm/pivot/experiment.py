@@ -5,6 +5,11 @@ validation recalls that use no image-French/German pairs (Section 6):
 - image-to-caption: retrieval of X talks for English talks on held-out Z2 talks
   (`z2_en_to_x`); for the En-Image CorrNet, image-to-caption on held-out Z1 images;
 - caption-to-image: image retrieval with English captions on held-out Z1 images (`z1`).
+
+Beside it, `test_ranking.npz` keeps what ranks the MIC test set: the common-space codes of the
+MIC images and captions (`image_codes`, `caption_codes`; Bridge CorrNet, Bridge MAE, En-Image
+CorrNet), or the score matrices (`i2t_scores`, `t2i_scores`: 2-CorrNet's chains; `i2t_scores`:
+Random), so that Tables 6 and 7 rank without retraining.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import numpy as np
 
 from mlmm.data.multi30k import image_list
 from mlmm.errors import InputError
-from mlmm.io import write_json
+from mlmm.io import write_json, write_npz
 from mlmm.pivot import IMAGE, LANGUAGES, MODELS, PIVOT
 from mlmm.pivot.data import CAPTIONS_PER_IMAGE, TEST_SPLIT, PivotData, load
 from mlmm.pivot.evaluate import criterion, recalls
@@ -35,7 +40,10 @@ SETTINGS = (
     "validation_fraction",
     "validation_max",
     "seed",
+    "standardise_images",
 )
+# Beside metrics.json, what ranks the MIC test set (Tables 6 and 7 read it; mlmm.pivot.examples)
+RANKING_FILE = "test_ranking.npz"
 
 
 def coco_pivot_split(coco_root: str | Path) -> str:
@@ -111,9 +119,12 @@ def evaluate_run(model: str, data: PivotData, settings: dict, lam: float, progre
         validation = {"z1": _validation_z1(image, en, data)}
         if model != "direct":
             validation["z2_en_to_x"] = _validation_z2(en, _encoder(net, x), data)
+        ranking = {
+            "image_codes": image(data.mic.images),
+            "caption_codes": _encoder(net, x)(data.mic.captions),
+        }
         test = recalls(
-            distance_scores(image(data.mic.images), _encoder(net, x)(data.mic.captions)),
-            CAPTIONS_PER_IMAGE,
+            distance_scores(ranking["image_codes"], ranking["caption_codes"]), CAPTIONS_PER_IMAGE
         )
         histories = {"model": history}
     else:  # two: image-en CorrNet on Z1, en-X CorrNet on Z2, chained via Z1 training captions
@@ -126,6 +137,7 @@ def evaluate_run(model: str, data: PivotData, settings: dict, lam: float, progre
         i2t_scores = chain_scores(images, pool_first, pool_second, captions)
         t2i_scores = chain_scores(captions, pool_second, pool_first, images).T
         test = recalls(i2t_scores, CAPTIONS_PER_IMAGE, t2i_scores)
+        ranking = {"i2t_scores": i2t_scores, "t2i_scores": t2i_scores}
         validation = {
             "z1": _validation_z1(_encoder(first, IMAGE), _encoder(first, PIVOT), data),
             "z2_en_to_x": _validation_z2(_encoder(second, PIVOT), _encoder(second, x), data),
@@ -133,7 +145,13 @@ def evaluate_run(model: str, data: PivotData, settings: dict, lam: float, progre
         histories = {"image_en": h1, f"en_{x}": h2}
     i2t_source = validation["z1"]["i2t"] if model == "direct" else validation["z2_en_to_x"]
     criteria = {"i2t": criterion(i2t_source), "t2i": criterion(validation["z1"]["t2i"])}
-    return {"history": histories, "validation": validation, "criteria": criteria, "test": test}
+    return {
+        "history": histories,
+        "validation": validation,
+        "criteria": criteria,
+        "test": test,
+        "ranking": {key: np.asarray(value, dtype=np.float32) for key, value in ranking.items()},
+    }
 
 
 def train_stage(
@@ -150,7 +168,8 @@ def train_stage(
     device: str = "cpu",
     progress: bool = True,
 ) -> dict:
-    """Run one (model, language, lambda) and write `out_dir/metrics.json`; returns its content.
+    """Run one (model, language, lambda); write `out_dir/test_ranking.npz`, then
+    `out_dir/metrics.json` (returned).
 
     `device`: auto, cpu or cuda for training (a GPU pays at paper scale: the English decoder
     spans the whole vocabulary at every step); evaluation runs on the CPU.
@@ -184,6 +203,7 @@ def train_stage(
             n = len(image_list(coco_root, TEST_SPLIT))
             scores = random_scores(n, n * CAPTIONS_PER_IMAGE, settings["seed"])
             result |= {"criteria": None, "test": recalls(scores, CAPTIONS_PER_IMAGE)}
+            ranking = {"i2t_scores": scores.astype(np.float32)}
         result["data"] = {"mic_images": n, "mic_captions": n * CAPTIONS_PER_IMAGE}
     else:
         with timer("load"):
@@ -197,11 +217,14 @@ def train_stage(
                 settings["validation_fraction"],
                 settings["validation_max"],
                 settings["seed"],
+                settings["standardise_images"],
             )
         with timer("train_evaluate"):
             result |= evaluate_run(model, data, settings, lam, progress)
+        ranking = result.pop("ranking")
         result["data"] = data.sizes()
     result |= {"provenance": provenance(config, settings["seed"]), "timings": timer.seconds}
+    write_npz(Path(out_dir) / RANKING_FILE, ranking)
     write_json(Path(out_dir) / "metrics.json", result)
     return result
 

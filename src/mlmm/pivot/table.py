@@ -121,6 +121,16 @@ def notes(runs: list[dict], chosen: dict) -> list[str]:
             f"Image features: {backbone}, not the paper's CaffeNet fc6 (config pivot.backbone; "
             "alexnet_fc6 is the nearest torchvision model)."
         )
+    if config.get("standardise_images"):
+        features += (
+            " Features z-scored per dimension with the Z1 statistics (pivot.standardise_images: "
+            "true; neither the paper nor the authors' CorrNet code does so)."
+        )
+    else:
+        features += (
+            " Features used as extracted, as the paper and the authors' CorrNet code "
+            "(pivot.standardise_images: false)."
+        )
     return [
         "Recall@K as fractions of 1, as the paper prints them; I To C = i2t, C To I = t2i; "
         "ranking by Euclidean distance in the common space; 5 captions per image.",

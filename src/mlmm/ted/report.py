@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mlmm.errors import InputError
 from mlmm.io import save_figure
 from mlmm.origin import Origin, stamp_figure
 from mlmm.tables import beside_paper, load_paper_table, summarise_runs, write_table
@@ -142,10 +143,43 @@ def heatmap(table1_csv: Path, stem: Path) -> list[Path]:
     return paths
 
 
+def paper_neighbours(paper_tables: str | Path | None) -> dict[tuple[str, str], list[str]]:
+    """The paper's Table 4 words: {(English word, language): neighbours, nearest first}, read
+    from `rajendran2016_table4.csv` (value = a word, variant_note = rank=N); {} without it."""
+    if paper_tables is None:
+        return {}
+    path = Path(paper_tables) / f"{PAPER}_table4.csv"
+    if not path.is_file():
+        return {}
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    if not {"system", "variant_note", "language", "value"} <= set(frame.columns):
+        raise InputError(path, "columns system, variant_note, language, value", "others")
+    frame["rank"] = pd.to_numeric(frame["variant_note"].str.removeprefix("rank="))
+    out: dict[tuple[str, str], list[str]] = {}
+    for (word, language), group in frame.sort_values("rank").groupby(["system", "language"]):
+        out[word, language] = group["value"].tolist()
+    return out
+
+
+def overlap(ours: list[str], paper: list[str]) -> str:
+    """|ours ∩ paper| / |paper| as text ("2/4"); empty where either list is empty."""
+    if not ours or not any(ours) or not paper:
+        return ""
+    return f"{len(set(ours) & set(paper))}/{len(paper)}"
+
+
 def neighbours(
-    model_path: Path, bow_dir: Path, words: list[str], k: int, out_dir: Path
+    model_path: Path,
+    bow_dir: Path,
+    words: list[str],
+    k: int,
+    out_dir: Path,
+    paper_tables: str | Path | None = None,
+    demo: bool = False,
 ) -> pd.DataFrame:
-    """Table 4: each English word's k nearest words (Euclidean, encoder columns) per language."""
+    """Table 4: each English word's k nearest words (Euclidean, encoder columns) per language,
+    with the paper's neighbours (`<lang>_paper`) and a row `overlap` per word:
+    |ours ∩ paper| / |paper| for the languages the paper shows."""
     from mlmm.ted import PIVOT, corrnet
     from mlmm.ted.bow import Bow
 
@@ -153,7 +187,10 @@ def neighbours(
     model = corrnet.load(model_path)
     english = {w: i for i, w in enumerate(bow.words(PIVOT))}
     pivot = corrnet.word_vectors(model, PIVOT)
+    paper = paper_neighbours(paper_tables)
+    with_paper = [lang for lang in bow.languages if any(lang == la for _, la in paper)]
     rows = []
+    shared = total = 0
     for word in words:
         cells = {lang: [""] * k for lang in bow.languages}
         if word in english:
@@ -163,19 +200,50 @@ def neighbours(
                 distance = np.linalg.norm(vectors - query, axis=1)
                 vocab = bow.words(lang)
                 cells[lang] = [vocab[i] for i in np.argsort(distance, kind="stable")[:k]]
-        for rank in range(k):
-            label = word if word in english else f"{word} (not in vocabulary)"
-            rows.append(
-                {
-                    "english": label,
-                    "rank": rank + 1,
-                    **{lang: cells[lang][rank] for lang in bow.languages},
-                }
-            )
+        label = word if word in english else f"{word} (not in vocabulary)"
+        theirs = {lang: paper.get((word, lang), []) for lang in with_paper}
+        depth = max([k, *map(len, theirs.values())])
+        for rank in range(depth):
+            row = {"english": label, "rank": str(rank + 1)}
+            for lang in bow.languages:
+                row[lang] = cells[lang][rank] if rank < k else ""
+                if lang in with_paper:
+                    row[f"{lang}_paper"] = theirs[lang][rank] if rank < len(theirs[lang]) else ""
+            rows.append(row)
+        if any(theirs.values()):
+            row = {"english": label, "rank": "overlap"}
+            for lang in bow.languages:
+                row[lang] = overlap(cells[lang], theirs.get(lang, []))
+                if lang in with_paper:
+                    row[f"{lang}_paper"] = ""
+                if row[lang]:
+                    hit, size = map(int, row[lang].split("/"))
+                    shared, total = shared + hit, total + size
+            rows.append(row)
     frame = pd.DataFrame(rows)
     notes = [
         f"Nearest {k} words by Euclidean distance between encoder columns (model "
         f"{Path(model_path).parent.name})."
     ]
+    if not paper:
+        notes.append(f"No paper column: no {PAPER}_table4.csv in {paper_tables}.")
+    else:
+        notes.append(
+            "<lang>_paper: the paper's 4 neighbours (Table 4: market, oil, home, history in 9 "
+            "languages; none for German or Arabic). Row 'overlap': |ours ∩ paper| / |paper| per "
+            f"language; over every such cell {shared}/{total}."
+        )
+        asked = [w for w in words if any(w == pw for pw, _ in paper)]
+        if demo:
+            notes.append(
+                "Demo corpus: its generated words are not the TED talks', so the paper's "
+                "neighbours are shown for reference only and the overlap says nothing about "
+                "fidelity" + ("" if asked else "; none of the query words is the paper's") + "."
+            )
+        elif not asked:
+            notes.append("None of the query words (ted.table4_words) is one of the paper's.")
+        absent = [w for w in asked if w not in english]
+        if absent:
+            notes.append(f"Paper query words not in our English vocabulary: {', '.join(absent)}.")
     write_table(frame, Path(out_dir) / f"{PAPER}_table4", "Rajendran et al. 2016, Table 4", notes)
     return frame
