@@ -225,6 +225,7 @@ def test_table5_corrnet_mt_rows_labels_and_note(tmp_path):
     assert MT_LABEL in markdown
     assert "Moses (Section 6, footnote 4)" in markdown
     assert "project's attention NMT" in markdown and "beam search (12)" in markdown
+    assert "trained De->En and Fr->En on the sentence pairs of the Z2 train talks" in markdown
     assert "English MIC captions: de 17.0; fr 21.5" in markdown
     assert "paper names no" not in markdown and "not regenerated" not in markdown
     if paper is None:

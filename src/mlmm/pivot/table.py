@@ -164,13 +164,14 @@ def mt_note(runs: list[dict]) -> str:
         if "bleu_against_english_mic" in stats
     )
     beams = sorted({stats["beam"] for stats in translations.values() if "beam" in stats})
+    directions = " and ".join(f"{lang.capitalize()}->En" for lang in sorted(translations))
     return (
-        f"{paper} Ours uses the project's attention NMT (mlmm.nmt, config pivot.mt) instead of "
-        "Moses, trained Fr->En and De->En on the sentence pairs of the Z2 train talks, "
-        f"validated on the talks held out of Z2, beam search ({', '.join(map(str, beams)) or '?'}"
-        ") 1-best; the En-Image CorrNet (the same network and lambda as its row) ranks the "
-        "translations. BLEU of the translations against the English MIC captions: "
-        f"{bleu or 'not computed'}."
+        f"{paper} Ours uses the project's attention NMT (mlmm.nmt with nmt's recipe, config "
+        f"pivot.mt) instead of Moses, trained {directions} on the sentence pairs of the Z2 train "
+        "talks, validated on the talks held out of Z2, beam search "
+        f"({', '.join(map(str, beams)) or '?'}) 1-best; the En-Image CorrNet (the network and "
+        "lambda of the En-Image CorrNet row) ranks the translations. BLEU of the translations "
+        f"against the English MIC captions: {bleu or 'not computed'}."
     )
 
 
