@@ -360,7 +360,7 @@ def test_table5_chooses_lambda_per_direction_on_validation(tmp_path):
     assert cell.loc[("En-Image CorrNet", "en", "t2i", "R@50"), "ours"] == pytest.approx(0.35)
     assert cell.loc[("Random", "", "i2t", "R@10"), "ours"] == pytest.approx(0.01)
     markdown = (tmp_path / "out/rajendran2016_table5.md").read_text()
-    assert "CorrNet+MT: not regenerated" in markdown and "AlexNet" in markdown
+    assert "CorrNet + MT: the paper translates" in markdown and "AlexNet" in markdown
     assert "Karpathy train + restval minus MIC" in markdown  # runs without pivot_split
     assert "Bridge CorrNet fr i2t: 1; Bridge CorrNet fr t2i: 10" in markdown
     assert "Features used as extracted" in markdown  # no standardise_images recorded: raw
@@ -370,7 +370,7 @@ def test_table5_chooses_lambda_per_direction_on_validation(tmp_path):
         pytest.skip("no paper tables here: the paper column is not checked")
     assert cell.loc[("Bridge CorrNet", "fr", "i2t", "R@5"), "paper"] == pytest.approx(0.072)
     assert cell.loc[("Random", "", "t2i", "R@50"), "paper"] == pytest.approx(0.050)
-    mt = cell.loc[("CorrNet+MT", "de", "i2t", "R@50")]
+    mt = cell.loc[("CorrNet + MT (NMT; the paper used Moses)", "de", "i2t", "R@50")]
     assert mt["paper"] == pytest.approx(0.420) and np.isnan(mt["ours"])
 
 

@@ -108,7 +108,7 @@ def test_pipeline_on_tiny_demo(tmp_path):
     want = ["english", "rank"]
     for lang in languages:
         want += [lang, f"{lang}_paper"] if lang in with_paper else [lang]
-    assert list(table4.columns) == want
+    assert list(table4.columns) == [*want, "data", "configs", "backbone"]
     market = table4[table4["english"] == "market"]
     assert market["rank"].tolist() == ["1", "2", "3", "4", "overlap"]
     assert market["fr_paper"].tolist()[:4] == ["marché", "market", "boursier", "marketer"]

@@ -37,7 +37,8 @@ except ModuleNotFoundError:  # Python 3.10
 ENVS = REPO / "envs"
 SLURM_PROFILE = REPO / "profiles" / "slurm" / "config.yaml"
 GPU_RULES = {
-    "extract_features", "train_retrieval", "train_nmt", "nbest_lists", "pivot_train", "ted_train"
+    "extract_features", "train_retrieval", "train_nmt", "nbest_lists", "pivot_train", "ted_train",
+    "pivot_train_nmt", "pivot_translate",
 }
 # Rules each stage is expected to define; a stage without rules yet is skipped.
 STAGE_RULES = {
@@ -278,7 +279,7 @@ def test_dry_run_from_another_directory(tmp_path):
 def test_rules_files_import_no_third_party_module_while_parsed():
     """A Snakemake installed by conda or pipx has no numpy/pandas: what the rules files import
     at parse time is standard library only."""
-    parse_time = {"mlmm.catalogue", "mlmm.retrieval.config", "mlmm.nmt.selection"}
+    parse_time = {"mlmm.catalogue", "mlmm.retrieval.config", "mlmm.nmt.selection", "mlmm.pivot"}
     code = (
         f"import sys; import {', '.join(sorted(parse_time))}; "
         "print(sorted({'numpy', 'pandas', 'torch', 'yaml'} & set(sys.modules)))"

@@ -10,6 +10,8 @@ prepared COCO (COCO_MARKER), its image features (coco_feature_file) and a ted-cl
 import json
 import re
 
+from mlmm.pivot import nmt_records
+
 PIVOT = config["pivot"]
 PIVOT_DIR = RESULTS / "pivot"
 # Z2: the COCO demo world's TED-like talks, or the TED stage's corpus (its index.json names the
@@ -59,11 +61,33 @@ PIVOT_EXAMPLE_FILES = [
     for suffix in ("png", "pdf")
 ] + [RESULTS / f"tables/rajendran2016_table{table}.csv" for table in (6, 7)]
 
+# CorrNet + MT rows: per language X an X -> en NMT on Z2's sentences (the one NMT trainer with
+# the record of mlmm.pivot.nmt_records), the MIC captions in X translated with it, and the
+# En-Image CorrNet of each direct run ranking the translations (one run per lambda).
+PIVOT_MT = nmt_records(config)
+PIVOT_MT_DIR = PIVOT_DIR / "mt"
+PIVOT_MT_RUNS = [
+    PIVOT_MT_DIR / f"{x}/lambda{lam:g}/metrics.json"
+    for x in PIVOT_MT
+    for lam in PIVOT["lambdas"]
+]
+PIVOT_MT_DATA = [
+    PIVOT_MT_DIR / "{language}/data" / f"{split}.lc.norm.tok.{side}"
+    for split in ("train", "val")
+    for side in ("{language}", "en")
+]
+PIVOT_MT_TRANSLATIONS = [
+    PIVOT_MT_DIR / "{language}/translations" / f"mic.lc.norm.tok.{k}.en"
+    for k in range(1, 6)
+]
+
 FINAL_TARGETS += PIVOT_TABLES + PIVOT_EXAMPLE_FILES
 
 
 wildcard_constraints:
     pivot_job="|".join(re.escape(job) for job in PIVOT_JOBS),
+    language="|".join(re.escape(x) for x in PIVOT_MT),
+    mt_lambda="|".join(re.escape(f"{lam:g}") for lam in PIVOT["lambdas"]),
 
 
 rule pivot_train:
@@ -102,9 +126,139 @@ rule pivot_train:
         " {params.ted} {params.settings} --threads {threads} --out {params.out_dir:q} > {log:q} 2>&1"
 
 
+rule pivot_mt_data:
+    input:
+        ted=PIVOT_TED_INPUT,
+    output:
+        PIVOT_MT_DATA,
+        stats=PIVOT_MT_DIR / "{language}/data/stats.json",
+    log:
+        LOGS / "pivot/mt_data_{language}.log",
+    benchmark:
+        BENCHMARKS / "pivot/mt_data_{language}.tsv"
+    conda:
+        "../../envs/core.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    params:
+        ted=PIVOT_TED_ROOT,
+        settings=lambda w: (
+            f"--validation-fraction {PIVOT['validation_fraction']}"
+            f" --validation-max {PIVOT['validation_max']} --seed {PIVOT['seed']}"
+            f" --max-length {PIVOT_MT[w.language]['max_length']}"
+        ),
+        out=lambda w: PIVOT_MT_DIR / w.language / "data",
+    shell:
+        "mlmm pivot-mt-data --ted-root {params.ted:q} --language {wildcards.language}"
+        " {params.settings} --out {params.out:q} > {log:q} 2>&1"
+
+
+# The trainer of rule train_nmt (same flags), X -> en on the Z2 sentence pairs.
+rule pivot_train_nmt:
+    input:
+        PIVOT_MT_DATA,
+    output:
+        model=PIVOT_MT_DIR / "{language}/nmt/model.pt",
+        history=PIVOT_MT_DIR / "{language}/nmt/history.csv",
+        metrics=PIVOT_MT_DIR / "{language}/nmt/metrics.json",
+    log:
+        LOGS / "pivot/train_nmt_{language}.log",
+    benchmark:
+        BENCHMARKS / "pivot/train_nmt_{language}.tsv"
+    conda:
+        "../../envs/torch.yaml"
+    threads: PIVOT["threads"]
+    resources:
+        mem_mb=8000,
+        runtime=720,
+    params:
+        data=lambda w: PIVOT_MT_DIR / w.language / "data",
+        tgt=lambda w: PIVOT_MT[w.language]["tgt"],
+        model=lambda w: PIVOT_MT[w.language]["model"],
+        train=lambda w: PIVOT_MT[w.language]["train"],
+        device=PIVOT["device"],
+        max_length=lambda w: (
+            f"--max-length {PIVOT_MT[w.language]['train']['max_length']}"
+            if PIVOT_MT[w.language]["train"]["max_length"] is not None
+            else ""
+        ),
+    shell:
+        "mlmm train-nmt --data {params.data:q} --src {wildcards.language} --tgt {params.tgt}"
+        " --embedding {params.model[embedding]} --hidden {params.model[hidden]}"
+        " --attention {params.model[attention]} --dropout {params.model[dropout]}"
+        " --decoder {params.model[decoder]} --device {params.device}"
+        " --min-count {params.train[min_count]} --batch-size {params.train[batch_size]}"
+        " --lr {params.train[learning_rate]} --max-epochs {params.train[max_epochs]}"
+        " --optimizer {params.train[optimizer]} {params.max_length}"
+        " --patience {params.train[patience]} --seed {params.train[seed]}"
+        " --threads {threads} --out {output.model:q} --history {output.history:q}"
+        " --metrics {output.metrics:q} > {log:q} 2>&1"
+
+
+rule pivot_translate:
+    input:
+        model=PIVOT_MT_DIR / "{language}/nmt/model.pt",
+        coco=COCO_MARKER,
+    output:
+        PIVOT_MT_TRANSLATIONS,
+        stats=PIVOT_MT_DIR / "{language}/translations/stats.json",
+    log:
+        LOGS / "pivot/translate_{language}.log",
+    benchmark:
+        BENCHMARKS / "pivot/translate_{language}.tsv"
+    conda:
+        "../../envs/torch.yaml"
+    threads: PIVOT["threads"]
+    resources:
+        mem_mb=4000,
+        runtime=120,
+    params:
+        coco=COCO_ROOT,
+        beam=lambda w: PIVOT_MT[w.language]["beam"],
+        out=lambda w: PIVOT_MT_DIR / w.language / "translations",
+    shell:
+        "mlmm pivot-translate --model {input.model:q} --coco-root {params.coco:q}"
+        " --language {wildcards.language} --beam {params.beam} --threads {threads}"
+        " --out {params.out:q} > {log:q} 2>&1"
+
+
+rule pivot_mt:
+    input:
+        direct=PIVOT_DIR / "direct_lambda{mt_lambda}/metrics.json",
+        translations=PIVOT_MT_DIR / "{language}/translations/stats.json",
+        features=PIVOT_FEATURES,
+    output:
+        PIVOT_MT_DIR / "{language}/lambda{mt_lambda}/metrics.json",
+    log:
+        LOGS / "pivot/mt_{language}_lambda{mt_lambda}.log",
+    benchmark:
+        BENCHMARKS / "pivot/mt_{language}_lambda{mt_lambda}.tsv"
+    conda:
+        "../../envs/torch.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    params:
+        coco=COCO_ROOT,
+        features=PIVOT_FEATURE_DIR,
+        backbone=PIVOT["backbone"],
+        direct=lambda w: PIVOT_DIR / f"direct_lambda{w.mt_lambda}",
+        translations=lambda w: PIVOT_MT_DIR / w.language / "translations",
+        out=lambda w: PIVOT_MT_DIR / w.language / f"lambda{w.mt_lambda}",
+    shell:
+        "mlmm pivot-mt --direct-run {params.direct:q}"
+        " --translations {params.translations:q} --coco-root {params.coco:q}"
+        " --features {params.features:q} --backbone {params.backbone}"
+        " --language {wildcards.language} --out {params.out:q} > {log:q} 2>&1"
+
+
 rule pivot_table:
     input:
         expand(PIVOT_DIR / "{pivot_job}/metrics.json", pivot_job=PIVOT_JOBS),
+        PIVOT_MT_RUNS,
     output:
         reported(PIVOT_TABLES),
     log:

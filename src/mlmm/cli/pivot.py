@@ -72,6 +72,50 @@ def register(subparsers) -> None:
     p.add_argument("--out", type=Path, required=True, help="run directory")
     p.set_defaults(func=run_train)
 
+    p = subparsers.add_parser(
+        "pivot-mt-data",
+        help="X-en sentence pairs of the Z2 talks, for the CorrNet + MT rows' NMT",
+        description="Write OUT/{train,val}.lc.norm.tok.{X,en} (what `mlmm train-nmt --data OUT` "
+        "reads) from the sentence-aligned TED train talks of the X-en pair; validation = the "
+        "talks pivot-train holds out of Z2 (same fraction, cap and seed).",
+    )
+    p.add_argument("--ted-root", type=Path, required=True, help="ted-cldc root or index.json")
+    p.add_argument("--language", choices=LANGUAGES, required=True, help="source language X")
+    p.add_argument("--validation-fraction", type=float, default=0.1)
+    p.add_argument("--validation-max", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--max-length", type=int, default=80, help="longest training sentence")
+    p.add_argument("--out", type=Path, required=True, help="output directory")
+    p.set_defaults(func=run_mt_data)
+
+    p = subparsers.add_parser(
+        "pivot-translate", help="translate the MIC captions in X to English with an NMT model",
+        description="Beam-search 1-best of every MIC caption file mic.lc.norm.tok.<k>.X into "
+        "OUT/mic.lc.norm.tok.<k>.en (line i = image i); OUT/stats.json with BLEU against the "
+        "English MIC captions.",
+    )
+    p.add_argument("--model", type=Path, required=True, help="X -> en model of train-nmt")
+    p.add_argument("--coco-root", type=Path, required=True)
+    p.add_argument("--language", choices=LANGUAGES, required=True)
+    p.add_argument("--beam", type=int, default=5)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--out", type=Path, required=True, help="output directory")
+    p.set_defaults(func=run_translate)
+
+    p = subparsers.add_parser(
+        "pivot-mt", help="CorrNet + MT: the En-Image CorrNet on translated MIC captions",
+        description="Rank the MIC images against the translated captions with the network of a "
+        "`pivot-train --model direct` run; write OUT/metrics.json (model mt) for pivot-table.",
+    )
+    p.add_argument("--direct-run", type=Path, required=True, help="a direct run's directory")
+    p.add_argument("--translations", type=Path, required=True, help="pivot-translate output")
+    p.add_argument("--coco-root", type=Path, required=True)
+    p.add_argument("--features", type=Path, required=True)
+    p.add_argument("--backbone", default="alexnet_fc6")
+    p.add_argument("--language", choices=LANGUAGES, required=True)
+    p.add_argument("--out", type=Path, required=True, help="run directory")
+    p.set_defaults(func=run_mt)
+
     p = subparsers.add_parser("pivot-table", help="Rajendran 2016 Table 5 beside the paper")
     p.add_argument("--runs", type=Path, nargs="+", required=True, help="pivot-train outputs")
     p.add_argument("--paper-tables", default=None)
@@ -136,6 +180,48 @@ def run_train(args: argparse.Namespace) -> None:
     )
     seconds = mean_epoch_seconds(result)
     print(f"test: {result['test']}" + (f"; seconds per epoch {seconds:.2f}" if seconds else ""))
+
+
+def run_mt_data(args: argparse.Namespace) -> None:
+    from mlmm.pivot.data import ted_corpus_root
+    from mlmm.pivot.mt import parallel_corpus, write_parallel
+
+    corpus, stats = parallel_corpus(
+        ted_corpus_root(args.ted_root), args.language, args.validation_fraction,
+        args.validation_max, args.seed, args.max_length,
+    )
+    write_parallel(args.out, args.language, corpus, stats)
+    print(f"{stats['train_pairs']} training and {stats['val_pairs']} validation sentence pairs; "
+          f"{len(stats['unaligned_talks'])} of {stats['talks']} talks unaligned")
+
+
+def run_translate(args: argparse.Namespace) -> None:
+    import torch
+
+    from mlmm.io import write_json
+    from mlmm.pivot.mt import translate_mic
+    from mlmm.provenance import provenance
+
+    torch.set_num_threads(args.threads)
+    stats = translate_mic(args.model, args.coco_root, args.language, args.beam, args.out)
+    settings = {k: str(v) for k, v in vars(args).items() if k != "func"}
+    write_json(args.out / "stats.json", stats | {"provenance": provenance(settings)})
+    print(json.dumps(stats))
+
+
+def run_mt(args: argparse.Namespace) -> None:
+    from mlmm.io import write_json
+    from mlmm.pivot.mt import evaluate_translations
+    from mlmm.provenance import provenance
+
+    result = evaluate_translations(
+        args.direct_run, args.translations, args.coco_root, args.features, args.backbone,
+        args.language,
+    )
+    settings = {k: str(v) for k, v in vars(args).items() if k != "func"}
+    result["provenance"] = provenance(settings)
+    write_json(args.out / "metrics.json", result)
+    print(f"test: {result['test']}")
 
 
 def run_table(args: argparse.Namespace) -> None:

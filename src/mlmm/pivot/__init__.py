@@ -7,6 +7,9 @@ chained through the nearest English training caption), Bridge MAE (Ngiam et al. 
 random ranking. Test: the MIC set, images with five French and five German captions each;
 Recall@5/10/50 by Euclidean distance in the common space, as fractions of 1.
 
+CorrNet + MT (mlmm.pivot.mt): the MIC captions translated to English by the project's NMT
+trained X -> en on Z2 (the paper: Moses), ranked by the En-Image CorrNet.
+
 Stages: `mlmm pivot-train` (one model, language and lambda per job) and `mlmm pivot-table`
 (lambda chosen per direction on validation data, never on image-French/German pairs).
 """
@@ -16,3 +19,25 @@ PIVOT = "en"
 LANGUAGES = ("fr", "de")
 MODELS = ("bridge", "mae", "two", "direct", "random")
 KS = (5, 10, 50)
+
+
+def nmt_records(config: dict) -> dict[str, dict]:
+    """{X: the record of the X -> en NMT of the CorrNet + MT rows} for every pivot language.
+
+    One NMT recipe for the project: `nmt.model` and `nmt.train` (Calixto Table 3's NMT), with
+    what `pivot.mt.model` / `pivot.mt.train` change; direction X -> en, data = Z2's sentences.
+    """
+    pivot, nmt = config["pivot"], config["nmt"]
+    mt = pivot["mt"]
+    return {
+        x: {
+            "src": x,
+            "tgt": PIVOT,
+            "data": "z2",
+            "model": {**nmt["model"], **mt.get("model", {})},
+            "train": {**nmt["train"], **mt.get("train", {})},
+            "max_length": mt["max_length"],
+            "beam": mt["beam"],
+        }
+        for x in pivot["languages"]
+    }

@@ -104,8 +104,18 @@ def _encoder(model, view: str):
     return lambda matrix: corrnet.encode(model, view, matrix)
 
 
-def evaluate_run(model: str, data: PivotData, settings: dict, lam: float, progress: bool) -> dict:
-    """Train and evaluate one model on loaded data: history, validation, criteria, test."""
+def evaluate_run(
+    model: str,
+    data: PivotData,
+    settings: dict,
+    lam: float,
+    progress: bool,
+    save_dir: str | Path | None = None,
+) -> dict:
+    """Train and evaluate one model on loaded data: history, validation, criteria, test.
+
+    `save_dir`: where a direct run keeps its network for the CorrNet + MT rows (mlmm.pivot.mt).
+    """
     x = data.language
     if model in ("bridge", "mae", "direct"):
         pairs = {IMAGE: data.z1.pairs()}
@@ -127,6 +137,10 @@ def evaluate_run(model: str, data: PivotData, settings: dict, lam: float, progre
             distance_scores(ranking["image_codes"], ranking["caption_codes"]), CAPTIONS_PER_IMAGE
         )
         histories = {"model": history}
+        if model == "direct" and save_dir is not None:
+            from mlmm.pivot.mt import save_direct
+
+            save_direct(save_dir, net, data.words[PIVOT], data.mean, data.std)
     else:  # two: image-en CorrNet on Z1, en-X CorrNet on Z2, chained via Z1 training captions
         first, h1 = _train({IMAGE: data.z1.pairs()}, data, settings, lam, progress)
         second, h2 = _train({x: (data.z2.foreign, data.z2.english)}, data, settings, lam, progress)
@@ -220,7 +234,7 @@ def train_stage(
                 settings["standardise_images"],
             )
         with timer("train_evaluate"):
-            result |= evaluate_run(model, data, settings, lam, progress)
+            result |= evaluate_run(model, data, settings, lam, progress, save_dir=out_dir)
         ranking = result.pop("ranking")
         result["data"] = data.sizes()
     result |= {"provenance": provenance(config, settings["seed"]), "timings": timer.seconds}

@@ -47,18 +47,27 @@ def _id_key(name: str) -> tuple[int, int | str]:
     return (0, int(name)) if name.isdigit() else (1, name)
 
 
-def read_document(path: Path, code: str) -> list[str]:
-    """Tokens of one .ted file; an empty or non-UTF-8 file is an InputError naming it."""
+def read_sentences(path: Path, code: str) -> list[list[str]]:
+    """The tokens of each line of one .ted file (markup lines skipped, empty lines kept as []):
+    the sentence view of a talk, which the pivot stage's Z2 MT corpus aligns line by line."""
     lines = read_lines(path, allow_empty_lines=True)
     suffix = f"_{code}"
-    tokens = []
+    sentences = []
     for line in lines:
         if line.startswith("<"):
             continue
+        tokens = []
         for token in line.split():
             if token.endswith(suffix) and len(token) > len(suffix):
                 token = token[: -len(suffix)]
             tokens.append(token.lower())
+        sentences.append(tokens)
+    return sentences
+
+
+def read_document(path: Path, code: str) -> list[str]:
+    """Tokens of one .ted file; an empty or non-UTF-8 file is an InputError naming it."""
+    tokens = [token for sentence in read_sentences(path, code) for token in sentence]
     if not tokens:
         raise InputError(path, "a tokenised TED document", "no tokens (empty file)")
     return tokens
