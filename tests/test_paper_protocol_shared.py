@@ -70,8 +70,9 @@ def test_ranking_loss_is_vsepp_hinge_sum_or_max_over_in_batch_negatives():
 def test_order_score_is_the_vsepp_norm_and_ranks_as_evaluation():
     """Row 'order score': training -||max(0, c - i)||, evaluation its square (same ranking)."""
     order = {n for n, r in paper_variants().items() if r["similarity"] == "order"}
-    assert order and all(n.startswith("ame_") and n.endswith("_asym") or n == "ame_figure2"
-                         for n in order), order
+    assert order and all(
+        n.startswith("ame_") and n.endswith("_asym") or n == "ame_figure2" for n in order
+    ), order
     images = torch.tensor([[1.0, 0.0], [0.2, 0.5]])
     captions = torch.tensor([[0.5, 0.5], [0.0, 1.0], [0.3, 0.1]])
     train = score_matrix(images, captions, "order")
