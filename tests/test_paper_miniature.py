@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import BIN, REPO, tool_env
+from paper_config import paper_variant
 
 from mlmm.catalogue import ALL_FIGURES, ALL_TABLES
 from mlmm.demo.paper_layouts import LOCATION_KEYS, flattened_keys
@@ -46,6 +47,10 @@ SIZE_KEYS = (
     "retrieval.variants.*.joint",
     "retrieval.variants.*.early_stopping.every",
     "retrieval.variants.*.alignment.every",
+    # Calixto cuts Multi30K's val split at image 500 into validation and test: the cut, scaled
+    # to the miniature's val split (test_calixto_cut_is_only_scaled holds its shape)
+    "retrieval.variants.calixto_*.validation.images",
+    "retrieval.variants.calixto_*.test.images",
     "retrieval.vectors.dim",
     "nmt.model.embedding",
     "nmt.model.hidden",
@@ -83,12 +88,31 @@ def test_the_miniature_override_changes_sizes_only():
     assert named <= set(variants), named - set(variants)  # no variant is added
 
 
+def test_calixto_cut_is_only_scaled():
+    """The override moves Calixto's cut of the val split (images [0, 500) validation, [500, end)
+    test), never the split, the portion or the two parts' order."""
+    record = yaml.safe_load(MINIATURE.read_text(encoding="utf-8"))["retrieval"]["variants"]
+    for name, override in record.items():
+        if "validation" not in override and "test" not in override:
+            continue
+        paper = paper_variant(name)
+        assert (paper["validation"]["split"], paper["test"]["split"]) == ("val", "val"), name
+        cut = paper["validation"]["images"][1]
+        assert paper["validation"]["images"] == [0, cut] and paper["test"]["images"] == [cut, None]
+        small = override["validation"]["images"][1]
+        assert override["validation"] == {"images": [0, small]}, name
+        assert override["test"] == {"images": [small, None]}, name
+        assert 0 < small < cut
+
+
 @pytest.mark.parametrize(
     "override",
     [
         {"retrieval": {"defaults": {"loss": "sum"}}},
         {"retrieval": {"variants": {"kadar_bi": {"select_language": "en"}}}},
         {"retrieval": {"defaults": {"validation": {"portion": "translation"}}}},
+        {"retrieval": {"variants": {"kadar_bi": {"test": {"images": [0, 10]}}}}},
+        {"retrieval": {"variants": {"calixto_vse_en": {"test": {"split": "test_2016_flickr"}}}}},
         {"retrieval": {"defaults": {"backbone": "efficientnet_lite0"}}},
         {"features": {"weights": "DEFAULT"}},
         {"nmt": {"model": {"decoder": "bahdanau"}}},
