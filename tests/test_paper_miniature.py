@@ -193,3 +193,41 @@ def test_the_paper_configuration_runs_every_rule_in_miniature(tmp_path, paper_ru
     again = _snakemake(workdir, "-n", *configs, env=env, timeout=600)
     assert "Nothing to be done" in again.stdout, again.stdout[-3000:]
     print(f"paper miniature: {len(executed)} rules in {minutes:.1f} min")
+
+
+def test_layouts_refuse_a_directory_with_files(tmp_path):
+    from mlmm.demo.paper_layouts import write_paper_layouts
+    from mlmm.errors import InputError
+
+    (tmp_path / "mine.txt").write_text("a user's file")
+    with pytest.raises(InputError, match="a new or empty directory"):
+        write_paper_layouts(tmp_path)
+    assert [p.name for p in tmp_path.iterdir()] == ["mine.txt"]
+
+
+def test_random_weights_never_replace_a_cached_file(tmp_path):
+    import torchvision
+
+    from mlmm.demo.paper_layouts import write_random_backbone_weights
+    from mlmm.errors import InputError
+
+    url = torchvision.models.ResNet50_Weights.IMAGENET1K_V1.url
+    cached = tmp_path / "hub" / "checkpoints" / url.rsplit("/", 1)[-1]
+    cached.parent.mkdir(parents=True)
+    cached.write_bytes(b"real weights")
+    with pytest.raises(InputError, match="never replace"):
+        write_random_backbone_weights(tmp_path)
+    assert cached.read_bytes() == b"real weights"
+
+
+def test_muse_sections_split_by_source_word(tmp_path):
+    from mlmm.demo.paper_layouts import _muse_sections
+
+    full = tmp_path / "en-de.txt"
+    pairs = [f"w{i} x{i}" for i in range(10)] + ["w0 y0"]  # w0 twice: one source word
+    full.write_text("\n".join(pairs) + "\n", encoding="utf-8")
+    _muse_sections(full, tmp_path / "muse", "de")
+    read = lambda name: (tmp_path / "muse" / name).read_text(encoding="utf-8").split("\n")[:-1]  # noqa: E731
+    assert read("en-de.txt") == pairs
+    assert read("en-de.0-5000.txt") == [*pairs[:8], "w0 y0"]  # 8 of 10 source words
+    assert read("en-de.5000-6500.txt") == pairs[8:10]
