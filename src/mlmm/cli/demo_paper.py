@@ -18,7 +18,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "fastText-style .vec vectors, caption_datasets.zip, STAIR Captions' tar.gz, "
             "train2014.zip/val2014.zip) under sources/, and OUT/locations.yaml pointing the "
             "location keys at them. Run: snakemake -d OUT --configfile config/paper.yaml "
-            "config/paper_miniature.yaml OUT/locations.yaml (docs/reproducibility.md)."
+            "config/paper_miniature.yaml OUT/locations.yaml (docs/workflow.md)."
         ),
     )
     p.add_argument("out", type=Path, metavar="OUT", help="output directory (new or empty)")

@@ -1,6 +1,6 @@
 """The demo worlds written into every real layout config/paper.yaml reads: a miniature of the
 real data, so that the paper configuration runs end to end offline (tests/test_paper_miniature.py,
-docs/reproducibility.md).
+docs/workflow.md).
 
 ``write_paper_layouts(out)`` makes ``out`` a working directory for
 ``snakemake -d OUT --configfile config/paper.yaml config/paper_miniature.yaml OUT/locations.yaml``:
@@ -114,7 +114,7 @@ def write_paper_layouts(
     }
     text = (
         "# Written by `mlmm demo-paper-layouts`: where the miniature's copies of the paper\n"
-        "# configuration's downloads are (location keys only; docs/reproducibility.md).\n"
+        "# configuration's downloads are (location keys only; docs/workflow.md).\n"
     )
     (out / "locations.yaml").write_text(
         text + yaml.safe_dump(locations, sort_keys=False), encoding="utf-8"
