@@ -48,9 +48,10 @@ ROTATED_VECTORS = RETRIEVAL_VECTORS["rotated"]
 # sections
 ROTATION = RETRIEVAL_VECTORS["rotation"]
 ROTATION_OPTIONS = rotation_options(ROTATION)
-# retrieval.muse may be the URL of MUSE's dictionaries: en-<lang>.txt of every aligned language
+# retrieval.muse may be the URL of MUSE's dictionaries (file:// too, copied as downloads are):
+# en-<lang>.txt of every aligned language
 # is then downloaded (rule fetch_muse).
-MUSE_URL = (RETRIEVAL["muse"] or "").startswith(("http://", "https://"))
+MUSE_URL = (RETRIEVAL["muse"] or "").startswith(("http://", "https://", "file://"))
 MUSE_DOWNLOADS = DOWNLOADS / "muse"
 MUSE_LANGUAGES = sorted(
     {lang for lang in RETRIEVAL_VECTORS["languages"] if lang != "en"}

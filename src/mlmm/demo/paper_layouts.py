@@ -1,0 +1,207 @@
+"""The demo worlds written into every real layout config/paper.yaml reads: a miniature of the
+real data, so that the paper configuration runs end to end offline (tests/test_paper_miniature.py,
+docs/workflow.md).
+
+``write_paper_layouts(out)`` makes ``out`` a working directory for
+``snakemake -d OUT --configfile config/paper.yaml config/paper_miniature.yaml OUT/locations.yaml``:
+
+- the paper config's local data sets at its default relative paths: ``flickr30k-images/`` (the
+  Multi30K demo world's JPEGs), ``semeval-sts/<year>/STS.{input,gs}.images.txt``, ``mic-test/``
+  (the COCO demo world's MIC set) and ``ted-cldc/`` (the TED demo corpus, every language pair);
+- what the paper config downloads, under ``sources/``: the upstream Multi30K tree with its
+  manifest, MUSE dictionaries (full, 0-5000, 5000-6500 sections), fastText-style aligned
+  ``wiki.<lang>.align.vec`` and ``cc.ja.300.vec.gz``, Karpathy's ``caption_datasets.zip``, STAIR
+  Captions' ``stair_captions_v1.2.tar.gz`` and COCO's ``train2014.zip`` / ``val2014.zip``;
+- ``locations.yaml``: the location keys pointing at ``sources/`` (file:// URLs and absolute
+  paths, which the fetch helpers copy as they download); only ``LOCATION_KEYS`` appear there.
+
+``write_random_backbone_weights(torch_home)`` puts randomly initialised ResNet-50, VGG-19,
+ResNet-152 and AlexNet state dicts under torchvision's cache names, so that the paper's
+``features.weights: IMAGENET1K_V1`` loads offline. For tests only: the features mean nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tarfile
+import zipfile
+from pathlib import Path
+
+import yaml
+
+from mlmm.errors import InputError
+from mlmm.io import temp_dir_beside
+
+# The keys locations.yaml may set: where data come from, never what is done with them.
+LOCATION_KEYS = (
+    "multi30k.url",
+    "multi30k.manifest",
+    "coco.karpathy.location",
+    "coco.japanese.location",
+    "coco.image_archives.location",
+    "retrieval.muse",
+    "retrieval.vectors.url",
+    "retrieval.vectors.rotated.ja",
+)
+# MUSE's sections of each dictionary, scaled: 0-5000 (train) the first 80 % of the source
+# words, 5000-6500 (test) the rest; full = both.
+MUSE_TRAIN_FRACTION = 0.8
+# The torchvision architectures behind the paper backbones (resnet50, vgg19, resnet152,
+# alexnet_fc6) and the weights the paper config names.
+PAPER_ARCHITECTURES = ("resnet50", "vgg19", "resnet152", "alexnet")
+
+
+def write_paper_layouts(
+    out: str | Path,
+    seed: int = 1,
+    images: int = 30,
+    coco_images: int = 60,
+    ted_train: int = 30,
+    ted_test: int = 10,
+    vector_dim: int = 16,
+) -> dict:
+    """Write the miniature under ``out`` (a new or empty directory); returns the locations."""
+    from mlmm.demo import generate_coco_world, generate_world
+    from mlmm.ted.demo import generate as generate_ted
+
+    out = Path(out).resolve()
+    if out.exists() and any(out.iterdir()):
+        raise InputError(out, "a new or empty directory", "a directory with files")
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = temp_dir_beside(out)
+    try:
+        sources = tmp / "sources"
+        world = sources / "multi30k"
+        generate_world(world, seed=seed, images=images)
+        (world / "images").rename(tmp / "flickr30k-images")
+        (world / "sts").rename(tmp / "semeval-sts")
+        coco = tmp / "coco-world"
+        generate_coco_world(coco, seed=seed, images=coco_images, ted_train=1, ted_test=1)
+        (coco / "mic").rename(tmp / "mic-test")
+        generate_ted(tmp / "ted-cldc", seed=seed, train_docs=ted_train, test_docs=ted_test)
+        muse = sources / "muse"
+        _muse_sections(world / "muse" / "en-de.txt", muse, "de")
+        _muse_sections(coco / "muse" / "en-ja.txt", muse, "ja")
+        _vectors(world, coco, muse, sources, vector_dim)
+        _coco_archives(coco, sources)
+        shutil.rmtree(coco)
+        shutil.rmtree(world / "muse")
+        for path in tmp.iterdir():
+            path.rename(out / path.name)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    sources = out / "sources"
+    locations = {
+        "multi30k": {
+            "url": (sources / "multi30k").as_uri(),
+            "manifest": str(sources / "multi30k" / "MANIFEST.sha256"),
+        },
+        "coco": {
+            "karpathy": {"location": str(sources / "caption_datasets.zip")},
+            "japanese": [{"location": str(sources / "stair_captions_v1.2.tar.gz")}],
+            "image_archives": [
+                {"location": str(sources / f"{split}.zip")} for split in ("train2014", "val2014")
+            ],
+        },
+        "retrieval": {
+            "muse": (sources / "muse").as_uri(),
+            "vectors": {
+                "url": (sources / "fasttext").as_uri(),
+                "rotated": {"ja": str(sources / "cc.ja.300.vec.gz")},
+            },
+        },
+    }
+    text = (
+        "# Written by `mlmm demo-paper-layouts`: where the miniature's copies of the paper\n"
+        "# configuration's downloads are (location keys only; docs/workflow.md).\n"
+    )
+    (out / "locations.yaml").write_text(
+        text + yaml.safe_dump(locations, sort_keys=False), encoding="utf-8"
+    )
+    return locations
+
+
+def _muse_sections(full: Path, muse: Path, lang: str) -> None:
+    """en-<lang>.txt and its two scaled sections, split by English source word."""
+    lines = full.read_text(encoding="utf-8").splitlines()
+    sources = list(dict.fromkeys(line.split()[0] for line in lines))
+    train = set(sources[: max(1, int(len(sources) * MUSE_TRAIN_FRACTION))])
+    muse.mkdir(parents=True, exist_ok=True)
+    sections = {
+        "": lines,
+        ".0-5000": [line for line in lines if line.split()[0] in train],
+        ".5000-6500": [line for line in lines if line.split()[0] not in train],
+    }
+    for suffix, kept in sections.items():
+        (muse / f"en-{lang}{suffix}.txt").write_text("\n".join(kept) + "\n", encoding="utf-8")
+
+
+def _vectors(world: Path, coco: Path, muse: Path, sources: Path, dim: int) -> None:
+    """fastText-style aligned en/de vectors (the demo derivation) and Japanese crawl-style
+    vectors of the STAIR captions' MeCab tokens (PPMI+SVD), gzipped as cc.ja.300.vec.gz is."""
+    import gzip
+
+    from mlmm.data.coco import tokenise_japanese
+    from mlmm.retrieval.align import derive_demo, ppmi_svd
+
+    derive_demo(world, muse, ["en", "de"], dim, MUSE_TRAIN_FRACTION, sources / "fasttext")
+    sentences = []
+    for name in sorted((coco / "annotations").glob("stair_captions_*.json")):
+        document = json.loads(name.read_text(encoding="utf-8"))
+        sentences += [tokenise_japanese(a["caption"]) for a in document["annotations"]]
+    vectors = ppmi_svd(sentences, dim)
+    with gzip.open(sources / "cc.ja.300.vec.gz", "wt", encoding="utf-8") as handle:
+        handle.write(f"{len(vectors)} {dim}\n")
+        for word, v in vectors.items():
+            handle.write(word + " " + " ".join(f"{x:.5f}" for x in v) + "\n")
+
+
+def _coco_archives(coco: Path, sources: Path) -> None:
+    """The COCO world's files packed as the real downloads are."""
+    with zipfile.ZipFile(sources / "caption_datasets.zip", "w") as archive:
+        archive.write(coco / "annotations" / "dataset_coco.json", "dataset_coco.json")
+    with tarfile.open(sources / "stair_captions_v1.2.tar.gz", "w:gz") as archive:
+        for name in sorted((coco / "annotations").glob("stair_captions_*.json")):
+            archive.add(name, name.name)
+    for split in ("train2014", "val2014"):
+        with zipfile.ZipFile(sources / f"{split}.zip", "w", zipfile.ZIP_STORED) as archive:
+            for image in sorted((coco / "images" / split).iterdir()):
+                archive.write(image, f"{split}/{image.name}")
+
+
+def write_random_backbone_weights(torch_home: str | Path, seed: int = 0) -> list[Path]:
+    """Random-init state dicts of the paper backbones under ``torch_home/hub/checkpoints`` with
+    the file names torchvision's IMAGENET1K_V1 weights download to (torch.hub loads a cached
+    file without its network check). Refuses to replace a file: never into a real cache."""
+    import torch
+    import torchvision
+
+    checkpoints = Path(torch_home) / "hub" / "checkpoints"
+    checkpoints.mkdir(parents=True, exist_ok=True)
+    written = []
+    torch.manual_seed(seed)
+    for arch in PAPER_ARCHITECTURES:
+        weights = torchvision.models.get_model_weights(arch).IMAGENET1K_V1
+        target = checkpoints / weights.url.rsplit("/", 1)[-1]
+        if target.exists():
+            raise InputError(target, "no file there (random weights never replace one)", "a file")
+        state = torchvision.models.get_model(arch, weights=None).state_dict()
+        torch.save({k: v.half() if v.is_floating_point() else v for k, v in state.items()}, target)
+        written.append(target)
+    return written
+
+
+def flattened_keys(record: dict, prefix: str = "") -> list[str]:
+    """Dotted key paths of every leaf of a config record; a list of records contributes its
+    items' keys under the list's own key (coco.image_archives.location)."""
+    keys = []
+    for key, value in record.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            keys += flattened_keys(value, path + ".")
+        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            keys += sorted({k for item in value for k in flattened_keys(item, path + ".")})
+        else:
+            keys.append(path)
+    return keys
