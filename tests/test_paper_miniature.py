@@ -21,6 +21,7 @@ import pytest
 import yaml
 from conftest import BIN, REPO, tool_env
 from paper_config import paper_variant
+from test_bad_inputs import PAPER_LOCAL_DATA, provide_local_data
 
 from mlmm.catalogue import ALL_FIGURES, ALL_TABLES
 from mlmm.demo.paper_layouts import LOCATION_KEYS, flattened_keys
@@ -159,8 +160,8 @@ def _executed_rules(output: str) -> set[str]:
 def paper_rules(tmp_path_factory) -> set[str]:
     """The rules of the real paper DAG (config/paper.yaml alone, its local data sets present)."""
     workdir = tmp_path_factory.mktemp("paper_dag")
-    for name in ("flickr30k-images", "mic-test", "ted-cldc", "semeval-sts"):
-        (workdir / name).mkdir()
+    for name in PAPER_LOCAL_DATA.values():
+        provide_local_data(workdir, name)
     proc = _snakemake(workdir, "-n", "--configfile", str(PAPER), env=tool_env(), timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:]
     return _planned_rules(proc.stdout)

@@ -99,10 +99,14 @@ def test_embeddings_are_vsepp_encoders():
     assert torch.allclose(out.norm(dim=1), torch.ones(5)) and (out >= 0).all()  # use_abs
 
 
-def test_gradient_clipping_is_2_in_every_variant():
-    """Row 'gradient clipping': vsepp train.py --grad_clip 2."""
-    assert "2.0" in _row("gradient clipping")
-    assert {record["grad_clip"] for record in paper_variants().values()} == {2.0}
+def test_gradient_clipping_is_2_except_calixtos_mlmme():
+    """Row 'gradient clipping': vsepp train.py --grad_clip 2.; Calixto's do_train.py 1."""
+    row = _row("gradient clipping")
+    assert "2.0" in row and "`calixto_mlmme_*` 1.0" in row
+    clips = {name: record["grad_clip"] for name, record in paper_variants().items()}
+    mlmme = {name for name in clips if name.startswith("calixto_mlmme")}
+    assert mlmme and {clips[name] for name in mlmme} == {1.0}
+    assert {clip for name, clip in clips.items() if name not in mlmme} == {2.0}
 
 
 def test_every_paper_variant_trains_in_fp32():
@@ -140,8 +144,10 @@ def test_non_finite_feature_rows_are_refused_naming_the_first(tmp_path):
     feats[1, 0] = np.inf
     (tmp_path / "bb").mkdir()
     np.save(tmp_path / "bb/val.npy", feats)
-    with pytest.raises(InputError, match=r"val\.npy.*1 rows \(first: row 1\)"):
-        load_features(tmp_path, "bb", "val", 3)
+    names = ["a.jpg", "b.jpg", "c.jpg"]
+    (tmp_path / "bb/val.txt").write_text("\n".join(names) + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"val\.npy.*1 of 3 rows \(first: row 1\)"):
+        load_features(tmp_path, "bb", "val", names)
 
 
 def test_metric_is_recall_at_k_on_zero_based_ranks():

@@ -7,7 +7,9 @@ docs/workflow.md).
 
 - the paper config's local data sets at its default relative paths: ``flickr30k-images/`` (the
   Multi30K demo world's JPEGs), ``semeval-sts/<year>/STS.{input,gs}.images.txt``, ``mic-test/``
-  (the COCO demo world's MIC set) and ``ted-cldc/`` (the TED demo corpus, every language pair);
+  (the COCO demo world's MIC set), ``ted-cldc/`` (the TED demo corpus, every language pair)
+  and ``meteor-1.5/`` (the METEOR 1.5 jar pycocoevalcap ships, with a German paraphrase table
+  made from the demo world's words);
 - what the paper config downloads, under ``sources/``: the upstream Multi30K tree with its
   manifest, MUSE dictionaries (full, 0-5000, 5000-6500 sections), fastText-style aligned
   ``wiki.<lang>.align.vec`` and ``cc.ja.300.vec.gz``, Karpathy's ``caption_datasets.zip``, STAIR
@@ -85,6 +87,7 @@ def write_paper_layouts(
         _muse_sections(coco / "muse" / "en-ja.txt", muse, "ja")
         _vectors(world, coco, muse, sources, vector_dim)
         _coco_archives(coco, sources)
+        _meteor(world, tmp / "meteor-1.5")
         shutil.rmtree(coco)
         shutil.rmtree(world / "muse")
         for path in tmp.iterdir():
@@ -123,18 +126,47 @@ def write_paper_layouts(
 
 
 def _muse_sections(full: Path, muse: Path, lang: str) -> None:
-    """en-<lang>.txt and its two scaled sections, split by English source word."""
-    lines = full.read_text(encoding="utf-8").splitlines()
-    sources = list(dict.fromkeys(line.split()[0] for line in lines))
-    train = set(sources[: max(1, int(len(sources) * MUSE_TRAIN_FRACTION))])
+    """en-<lang>.txt and <lang>-en.txt (AME's second mapping trains on the reverse direction),
+    each with its two scaled sections, split by source word."""
+    forward = full.read_text(encoding="utf-8").splitlines()
+    reverse = [" ".join(reversed(line.split())) for line in forward]
     muse.mkdir(parents=True, exist_ok=True)
-    sections = {
-        "": lines,
-        ".0-5000": [line for line in lines if line.split()[0] in train],
-        ".5000-6500": [line for line in lines if line.split()[0] not in train],
-    }
-    for suffix, kept in sections.items():
-        (muse / f"en-{lang}{suffix}.txt").write_text("\n".join(kept) + "\n", encoding="utf-8")
+    for pair, lines in ((f"en-{lang}", forward), (f"{lang}-en", reverse)):
+        sources = list(dict.fromkeys(line.split()[0] for line in lines))
+        train = set(sources[: max(1, int(len(sources) * MUSE_TRAIN_FRACTION))])
+        sections = {
+            "": lines,
+            ".0-5000": [line for line in lines if line.split()[0] in train],
+            ".5000-6500": [line for line in lines if line.split()[0] not in train],
+        }
+        for suffix, kept in sections.items():
+            (muse / f"{pair}{suffix}.txt").write_text("\n".join(kept) + "\n", encoding="utf-8")
+
+
+def _meteor(world: Path, out: Path) -> None:
+    """A METEOR 1.5 distribution in miniature at the paper config's nmt.meteor_jar: the METEOR
+    1.5 jar pycocoevalcap ships, and a German paraphrase table in METEOR's format (probability,
+    phrase, phrase) pairing the inflected forms of the demo world's German words that share
+    their first five letters (the real table is Bannard & Callison-Burch pivot paraphrases)."""
+    import gzip
+
+    from pycocoevalcap.meteor import meteor as pycoco_meteor
+
+    jar = Path(pycoco_meteor.__file__).parent / "meteor-1.5.jar"
+    (out / "data").mkdir(parents=True)
+    shutil.copyfile(jar, out / "meteor-1.5.jar")
+    words = sorted(
+        {
+            word
+            for path in (world / "data/task2/tok").glob("train.lc.norm.tok.*.de")
+            for word in path.read_text(encoding="utf-8").split()
+            if len(word) > 5 and word.isalpha()
+        }
+    )
+    pairs = [(a, b) for a in words for b in words if a != b and a[:5] == b[:5]]
+    table = "".join(f"0.5\n{a}\n{b}\n" for a, b in pairs)
+    with gzip.open(out / "data" / "paraphrase-de.gz", "wt", encoding="utf-8") as handle:
+        handle.write(table)
 
 
 def _vectors(world: Path, coco: Path, muse: Path, sources: Path, dim: int) -> None:
