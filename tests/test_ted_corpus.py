@@ -105,3 +105,20 @@ def test_fetch_url_unpacks_an_archive(tmp_path):
     assert len(french.ids) == len(english.ids) == 5
     with pytest.raises(InputError, match="ted.path"):
         fetch("path", tmp_path / "out2", ["fr"], None)
+
+
+def test_demo_talks_are_sentence_aligned_like_the_real_corpus(tmp_path):
+    """Line j of a talk's X side translates line j of its English side (the Z2 sentence pairs
+    of Table 5's CorrNet + MT rows), in every pair and split."""
+    from mlmm.ted.demo import generate
+
+    root = generate(tmp_path / "ted-cldc", train_docs=6, test_docs=3, languages=["fr", "de"])
+    talks = sorted(root.glob("??-en/*/*/*/*.ted"))
+    assert talks
+    for talk in talks:
+        pair = talk.relative_to(root).parts[0]
+        english = root / f"en-{pair[:2]}" / talk.relative_to(root / pair)
+        foreign_lines = talk.read_text(encoding="utf-8").splitlines()
+        english_lines = english.read_text(encoding="utf-8").splitlines()
+        assert len(foreign_lines) == len(english_lines) > 1, talk
+        assert all(line.strip() for line in foreign_lines), talk

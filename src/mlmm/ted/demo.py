@@ -161,25 +161,38 @@ def generate(
             for split, size in (("train", train_docs), ("test", test_docs))}  # fmt: skip
     offset = {"train": 0, "test": len(pool["train"])}
 
+    def sentences(concepts: list[int]) -> list[tuple[int, int]]:
+        """Sentence spans (8-18 concepts) of one talk, the same in every language: the real
+        corpus's talks are sentence-aligned translations, one sentence a line (the CorrNet + MT
+        rows of Table 5 train on line pairs). Drawn from the talk's own generator, so every
+        language of the talk gets the same spans whatever order the talks are rendered in."""
+        local = np.random.default_rng([seed, len(concepts), *concepts[:4]])
+        spans, start = [], 0
+        while start < len(concepts):
+            stop = start + int(local.integers(8, 19))
+            spans.append((start, min(stop, len(concepts))))
+            start = stop
+        return spans
+
     def render(language: str, concepts: list[int]) -> str:
         code = corpus_code(language, codes)
         n = len(concepts)
         u, variant = rng.random(n), rng.random(n)
         substitute = rng.choice(general_words, size=n, p=general_p)
-        words = []
+        words: list[str | None] = []
         for i, concept in enumerate(concepts):
             if language != PIVOT:
                 if u[i] < 0.08:
+                    words.append(None)  # a word the translation leaves out
                     continue
                 if u[i] < 0.16:
                     concept = int(substitute[i])
             variants = forms[language][concept]
             words.append(variants[0 if len(variants) == 1 or variant[i] < 0.7 else 1])
-        lines, start = [], 0
-        while start < len(words):
-            stop = start + int(rng.integers(8, 19))
-            lines.append(" ".join(f"{w}_{code}" for w in words[start:stop]))
-            start = stop
+        lines = [
+            " ".join(f"{w}_{code}" for w in words[start:stop] if w is not None)
+            for start, stop in sentences(concepts)
+        ]
         return "\n".join(lines) + "\n"
 
     for language in paired:
