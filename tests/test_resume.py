@@ -121,6 +121,8 @@ def assert_same_tree(full: Path, resumed: Path) -> None:
     other = sorted(p.relative_to(resumed).as_posix() for p in resumed.rglob("*") if p.is_file())
     assert names == other
     for name in names:
+        if name.endswith(".mlmm-written"):  # the sha256 of an output: its clock columns too
+            continue
         assert_same(load_any(full / name), load_any(resumed / name), name)
 
 
