@@ -132,20 +132,12 @@ def run_eval(args) -> None:
 
 
 def _runs(args):
-    import json
-
     from mlmm.report import load_runs, read_section
 
     if args.record_json is not None:
-        from mlmm.errors import InputError
-        from mlmm.schema import validate_record
+        from mlmm.schema import retrieval_record_json
 
-        try:
-            section = json.loads(args.record_json)
-        except ValueError as exc:
-            raise InputError("--record-json", "a JSON object", f"invalid JSON ({exc})") from None
-        validate_record(section, "retrieval", "--record-json")
-        return load_runs(args.runs, section, "--record-json")
+        return load_runs(args.runs, retrieval_record_json(args.record_json), "--record-json")
     return load_runs(args.runs, read_section(args.config), " + ".join(map(str, args.config)))
 
 

@@ -148,15 +148,10 @@ def _section(args) -> dict:
     from mlmm.config import read_sources, validate_config
     from mlmm.errors import InputError
     from mlmm.retrieval.config import merge_config
-    from mlmm.schema import SCHEMA_PATH, validate_record
+    from mlmm.schema import SCHEMA_PATH, retrieval_record_json
 
     if args.record_json is not None:
-        try:
-            section = json.loads(args.record_json)
-        except ValueError as exc:
-            raise InputError("--record-json", "a JSON object", f"invalid JSON ({exc})") from None
-        validate_record(section, "retrieval", "--record-json")
-        return section
+        return retrieval_record_json(args.record_json)
     merged: dict = {}
     for path in args.config:
         if not path.is_file():
