@@ -593,3 +593,26 @@ def test_cli_writes_tables6_7_figures_and_csv_from_bridge_runs(world, tmp_path, 
     bad = main([*common, "--figures", str(tmp_path / "f"), "--tables", str(tmp_path / "t")])
     assert bad == 2 and "expected a MIC image" in capsys.readouterr().err
     assert not (tmp_path / "f").exists() and not (tmp_path / "t").exists()  # nothing written
+
+
+def test_table7_figure_with_fewer_images_than_the_top_5(tmp_path):
+    """A test set of 3 images gives each caption 3 ranked images: the figure leaves the other
+    columns empty instead of failing (the paper miniature's MIC set is that small)."""
+    import pandas as pd
+
+    from mlmm.pivot.examples import COLUMNS, plot
+
+    images = tmp_path / "images"
+    images.mkdir()
+    for i in range(3):
+        Image.new("RGB", (40, 30), (60 * i, 100, 200)).save(images / f"{i}.jpg")
+    rows = [
+        {"table": 7, "language": "de", "query_number": 1, "query_choice": "drawn",
+         "query_image": "0.jpg", "query_caption": 0, "query_text": "ein hund", "lambda": 1.0,
+         "rank": rank, "image": f"{i}.jpg", "caption": -1, "text": "", "distance": 0.1 * rank,
+         "relevant": i == 0}
+        for rank, i in enumerate((2, 0, 1), start=1)
+    ]  # fmt: skip
+    paths = plot(pd.DataFrame(rows, columns=COLUMNS), 7, images, tmp_path / "fig")
+    assert sorted(p.suffix for p in paths) == [".pdf", ".png"]
+    assert all(p.stat().st_size > 0 for p in paths)

@@ -185,7 +185,10 @@ def plot(frame: pd.DataFrame, table: int, images_root: Path, stem: Path) -> list
                 fontsize=8,
             )
             row[0].axis("off")
-            for ax, r in zip(row[1:], group.itertuples(), strict=True):
+            hits = list(group.itertuples())  # fewer than TOP when the test set is smaller
+            for ax in row[1 + len(hits) :]:
+                ax.axis("off")
+            for ax, r in zip(row[1:], hits, strict=False):
                 _thumbnail(ax, images_root / r.image)
                 ax.set_title(f"{r.rank}{' (its image)' if r.relevant else ''}", fontsize=8)
                 if r.relevant:
