@@ -574,7 +574,8 @@ def test_cli_writes_tables6_7_figures_and_csv_from_bridge_runs(world, tmp_path, 
             assert (tmp_path / f"fig/rajendran2016_table{table}{suffix}").is_file()
     six = pd.read_csv(tmp_path / "tab/rajendran2016_table6.csv")
     seven = pd.read_csv(tmp_path / "tab/rajendran2016_table7.csv")
-    assert list(six.columns) == COLUMNS == list(seven.columns)
+    origin = ["data", "configs", "backbone"]  # what produced them (mlmm.origin)
+    assert list(six.columns) == [*COLUMNS, *origin] == list(seven.columns)
     assert len(six) == len(seven) == 2 * 2 * 5  # 2 languages x 2 queries x top-5
     assert (
         six.groupby(["language", "query_number"])["rank"]

@@ -24,6 +24,7 @@ from mlmm.data.coco import tokenise_mic
 from mlmm.data.multi30k import image_list
 from mlmm.errors import InputError
 from mlmm.io import atomic_path, save_figure
+from mlmm.origin import Origin, stamp_figure
 from mlmm.pivot.data import CAPTIONS_PER_IMAGE, TEST_SPLIT, read_captions
 from mlmm.pivot.experiment import RANKING_FILE
 from mlmm.pivot.models import distance_scores
@@ -146,7 +147,9 @@ def _wrap(text: str, width: int) -> str:
     return "\n".join(textwrap.wrap(text, width)) or "(empty caption)"
 
 
-def plot(frame: pd.DataFrame, table: int, images_root: Path, stem: Path) -> list[Path]:
+def plot(
+    frame: pd.DataFrame, table: int, images_root: Path, stem: Path, origin: Origin | None = None
+) -> list[Path]:
     """Table 6: one row per query image, its thumbnail and top-5 captions (* = one of its own);
     Table 7: one row per query caption and its top-5 image thumbnails (green frame = its image)."""
     import matplotlib
@@ -203,6 +206,7 @@ def plot(frame: pd.DataFrame, table: int, images_root: Path, stem: Path) -> list
     fig.suptitle(
         f"Rajendran et al. 2016, Table {table}: Bridge CorrNet. {title}; {lam}", fontsize=9
     )
+    stamp_figure(fig, origin or Origin.current())  # demo world or real data, config, backbone
     fig.tight_layout()
     paths = save_figure(fig, stem)
     plt.close(fig)
@@ -258,8 +262,9 @@ def tables6_7(
     for name in dict.fromkeys(shown):  # every thumbnail there before anything is written
         if not (Path(images_root) / name).is_file():
             raise InputError(Path(images_root) / name, "a MIC image (--images)", "no such file")
+    origin = Origin.of_runs(records)
     for table, frame in frames.items():
         with atomic_path(Path(tables_dir) / f"{PAPER}_table{table}.csv") as tmp:
-            frame.to_csv(tmp, index=False)
-        plot(frame, table, Path(images_root), Path(figures_dir) / f"{PAPER}_table{table}")
+            frame.assign(**origin.columns()).to_csv(tmp, index=False)
+        plot(frame, table, Path(images_root), Path(figures_dir) / f"{PAPER}_table{table}", origin)
     return frames
