@@ -454,3 +454,23 @@ def test_options_of_the_other_commands_are_checked_too(argv, says, tmp_path, cap
     (tmp_path / "OUT").mkdir()
     assert says in one_line_error(argv, capsys)
     assert not any((tmp_path / "OUT").iterdir())
+
+
+def test_feature_row_checks_name_the_row_across_blocks():
+    """check_feature_rows reads float64 in blocks of rows: a bad row past the first block is
+    still found and named by its index in the whole array."""
+    import numpy as np
+
+    from mlmm.arrays import ROWS_PER_BLOCK, check_feature_rows
+    from mlmm.errors import InputError
+
+    feats = np.ones((ROWS_PER_BLOCK + 10, 3), dtype=np.float32)
+    feats[ROWS_PER_BLOCK + 7] = 0
+    want = rf"1 all-zero row\(s\) of {ROWS_PER_BLOCK + 10} \(first: row {ROWS_PER_BLOCK + 7}\)"
+    with pytest.raises(InputError, match=want):
+        check_feature_rows(feats, "f.npy")
+    feats[ROWS_PER_BLOCK + 7] = 1
+    feats[ROWS_PER_BLOCK + 2, 1] = np.nan
+    with pytest.raises(InputError, match=rf"first: row {ROWS_PER_BLOCK + 2}\)"):
+        check_feature_rows(feats, "f.npy")
+    assert check_feature_rows(np.ones((5, 2)), "f.npy").dtype == np.float32

@@ -21,6 +21,7 @@ from mlmm.errors import InputError
 # Row norms outside this range lose precision in float32 similarities (squares underflow
 # below ~1e-19 and overflow above ~1e19); real CNN features lie near 1 to 1e3.
 NORM_RANGE = (1e-15, 1e15)
+ROWS_PER_BLOCK = 4096
 
 
 def check_feature_rows(array: np.ndarray, where: str | Path) -> np.ndarray:
@@ -32,23 +33,28 @@ def check_feature_rows(array: np.ndarray, where: str | Path) -> np.ndarray:
         raise InputError(where, "a numeric array", f"dtype {array.dtype}")
     if array.ndim != 2 or array.shape[1] == 0:
         raise InputError(where, "a 2-d array with at least one column", f"shape {array.shape}")
-    wide = np.asarray(array, dtype=np.float64)
-    finite = np.isfinite(wide).all(axis=1)
+    # float64 in blocks of rows: exact norms for tiny/huge rows without a float64 copy of the
+    # whole array (COCO's 113K x 2048 training features would take 1.9 GB)
+    finite = np.empty(len(array), dtype=bool)
+    norms = np.empty(len(array), dtype=np.float64)
+    for start in range(0, len(array), ROWS_PER_BLOCK):
+        block = np.asarray(array[start : start + ROWS_PER_BLOCK], dtype=np.float64)
+        finite[start : start + len(block)] = np.isfinite(block).all(axis=1)
+        norms[start : start + len(block)] = np.linalg.norm(block, axis=1)
     if not finite.all():
         bad = np.flatnonzero(~finite)
         raise InputError(
             where,
             "finite values in every row",
-            f"NaN or inf in {len(bad)} of {len(wide)} rows (first: row {int(bad[0])})",
+            f"NaN or inf in {len(bad)} of {len(array)} rows (first: row {int(bad[0])})",
         )
-    norms = np.linalg.norm(wide, axis=1)
     low, high = NORM_RANGE
     zero = np.flatnonzero(norms == 0)
     if len(zero):
         raise InputError(
             where,
             "rows with a non-zero norm (an all-zero row ties with every image)",
-            f"{len(zero)} all-zero row(s) of {len(wide)} (first: row {int(zero[0])})",
+            f"{len(zero)} all-zero row(s) of {len(array)} (first: row {int(zero[0])})",
         )
     odd = np.flatnonzero((norms < low) | (norms > high))
     if len(odd):
