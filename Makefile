@@ -21,7 +21,7 @@ demo: setup
 test: setup
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
-# The fast tier: every test but the whole-workflow runs (-m "not slow"), about 3 minutes.
+# The fast tier: every test but those that run whole processes (-m "not slow"; docs/workflow.md).
 check: setup
 	$(BIN)/python -m pytest -n 2 -m "not slow"
 

@@ -65,6 +65,18 @@ def tool_env(extra_path: Path | None = None) -> dict[str, str]:
     return env
 
 
+# `make test` runs two xdist workers: each owns its share of the cores, and a job of a
+# whole-workflow run (or torch in a test) takes no more threads than that share. Two-thread
+# torch jobs of two workers on two cores spin against each other: measured on the 2-core
+# machine, two ResNet-152 feature jobs side by side took 80 s with two threads each and 58 s
+# with one (docs/workflow.md, "The test suite").
+WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+THREADS_PER_WORKER = max(1, (os.cpu_count() or 1) // WORKERS)
+os.environ.setdefault("OMP_NUM_THREADS", str(THREADS_PER_WORKER))  # before torch is imported
+# A whole-workflow run on the local machine: two jobs at once, each within the worker's threads.
+LOCAL_RUN = ("--cores", "2", "--max-threads", str(THREADS_PER_WORKER))
+
+
 def config_overrides() -> list[str]:
     """Points paper_tables at the real tables when ../shared is there (the copy has no ../)."""
     tables = SHARED / "paper_tables"
@@ -121,4 +133,4 @@ DEMO_RUN_GROUP = "default_demo_run"
 def default_demo_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
     """(workdir, process) of `snakemake --cores 2` on the default config (about 13 min idle)."""
     workdir = copy_workflow(tmp_path_factory.mktemp("default_demo") / "workflow")
-    return workdir, run_snakemake(workdir, "--cores", "2", timeout=3600)
+    return workdir, run_snakemake(workdir, *LOCAL_RUN, timeout=3600)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import DEMO_RUN_GROUP, copy_workflow, run_snakemake
+from conftest import DEMO_RUN_GROUP, LOCAL_RUN, copy_workflow, run_snakemake
 from test_resume import assert_same
 
 
@@ -62,10 +62,10 @@ def test_same_seed_same_numbers(default_demo_run, tmp_path):
     targets = subset(first)
     second = copy_workflow(tmp_path / "workflow")
     wanted = [t for kind in ("tables", "runs", "bytes") for t in targets[kind]]
-    again = run_snakemake(second, *wanted, "--cores", "2", timeout=3600)
+    again = run_snakemake(second, *wanted, *LOCAL_RUN, timeout=3600)
     assert again.returncode == 0, again.stdout[-4000:]
     if not retrieval_runs(second):  # the reranker's image features need none: train one
-        again = run_snakemake(second, f"{retrieval_runs(first)[0]}/metrics.json", "--cores", "2")
+        again = run_snakemake(second, f"{retrieval_runs(first)[0]}/metrics.json", *LOCAL_RUN)
         assert again.returncode == 0, again.stdout[-4000:]
     for name in [*targets["tables"], *targets["bytes"]]:
         assert (first / name).read_bytes() == (second / name).read_bytes(), name

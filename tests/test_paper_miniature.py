@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import BIN, REPO, tool_env
+from conftest import BIN, LOCAL_RUN, REPO, tool_env
 from paper_config import paper_variant
 from test_bad_inputs import PAPER_LOCAL_DATA, provide_local_data
 
@@ -180,7 +180,7 @@ def test_the_paper_configuration_runs_every_rule_in_miniature(tmp_path, paper_ru
     write_random_backbone_weights(env["TORCH_HOME"])
     configs = ["--configfile", str(PAPER), str(MINIATURE), str(locations)]
     start = time.perf_counter()
-    proc = _snakemake(workdir, "--cores", "2", *configs, env=env)
+    proc = _snakemake(workdir, *LOCAL_RUN, *configs, env=env)
     minutes = (time.perf_counter() - start) / 60
     assert proc.returncode == 0, proc.stdout[-6000:]
     executed = _executed_rules(proc.stdout)

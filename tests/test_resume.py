@@ -129,6 +129,7 @@ def assert_same_tree(full: Path, resumed: Path) -> None:
 # ------------------------------------------------------------------------------ stages
 
 
+@pytest.mark.slow
 def test_features_resume_after_a_kill(tmp_path):
     from test_features import make_images
 
@@ -144,6 +145,7 @@ def test_features_resume_after_a_kill(tmp_path):
     assert_same_tree(full, resumed)
 
 
+@pytest.mark.slow
 def test_retrieval_training_resume_after_a_kill(tmp_path):
     from test_retrieval_train import _cli, align, make_world, section
 
@@ -167,6 +169,7 @@ def test_retrieval_training_resume_after_a_kill(tmp_path):
     assert_same_tree(full, resumed)
 
 
+@pytest.mark.slow
 def test_nmt_training_restarts_after_a_kill(tmp_path):
     from test_nmt import _corpus
 
@@ -187,6 +190,7 @@ def test_nmt_training_restarts_after_a_kill(tmp_path):
     assert_same_tree(full, resumed)
 
 
+@pytest.mark.slow
 def test_bridge_corrnet_restarts_after_a_kill(tmp_path):
     from mlmm.cli import main
 
@@ -206,6 +210,7 @@ def test_bridge_corrnet_restarts_after_a_kill(tmp_path):
     assert_same_tree(full, resumed)
 
 
+@pytest.mark.slow
 def test_pivot_training_restarts_after_a_kill(tmp_path):
     from test_pivot import make_world
 

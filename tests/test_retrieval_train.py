@@ -297,6 +297,7 @@ def _cli(config: Path, out: Path, world: Paths) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_resume_after_kill(world, tmp_path):
     import yaml
 

@@ -217,7 +217,7 @@ def test_topics_listed_are_read_and_a_missing_one_is_named(tmp_path, capsys):
 def test_workflow_on_one_pair_of_fourteen_topics(tmp_path):
     """The TED rules of the workflow on the same corpus as it comes (source: path)."""
     import yaml
-    from conftest import copy_workflow, run_snakemake
+    from conftest import LOCAL_RUN, copy_workflow, run_snakemake
 
     root = one_pair_corpus(tmp_path / "ted-cldc")
     workdir = copy_workflow(tmp_path / "workflow")
@@ -226,7 +226,7 @@ def test_workflow_on_one_pair_of_fourteen_topics(tmp_path):
     (workdir / "one_pair.yaml").write_text(yaml.safe_dump(config))
     targets = [f"results/tables/rajendran2016_table{n}.csv" for n in (1, 3, 4)]
     targets.append("results/figures/rajendran2016_table1_heatmap.png")
-    proc = run_snakemake(workdir, *targets, "--cores", "2", "--configfile", "one_pair.yaml")
+    proc = run_snakemake(workdir, *targets, *LOCAL_RUN, "--configfile", "one_pair.yaml")
     assert proc.returncode == 0, proc.stdout[-4000:]
     table1 = pd.read_csv(workdir / targets[0], keep_default_na=False)
     assert set(zip(table1["language"], table1["variant_note"], strict=True)) == {

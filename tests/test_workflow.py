@@ -418,6 +418,8 @@ def slurm_run(workdir: Path, stub_dir: Path, *args: str):
         str(REPO / "profiles" / "slurm"),
         "--slurm-init-seconds-before-status-checks",
         "1",
+        "--seconds-between-status-checks",  # the stub answers at once: no 10 s rounds
+        "1",
         extra_path=stub_dir / "bin",
     )
     submitted = {}
@@ -439,6 +441,7 @@ def stub_dir(tmp_path, monkeypatch) -> Path:
     return tmp_path / "stub"
 
 
+@pytest.mark.slow
 def test_slurm_plugin_submits_with_the_profiles_resources(tmp_path, stub_dir):
     """The repository's profile, on rules named like the workflow's CPU and GPU rules."""
     workdir = tmp_path / "toy"
@@ -461,7 +464,9 @@ def test_slurm_plugin_submits_with_the_profiles_resources(tmp_path, stub_dir):
     srun = [json.loads(line) for line in (stub_dir / "state" / "srun.jsonl").open()]
     assert any("--gpus=1" in call["argv"] for call in srun)  # the GPU reaches the job step
 
-    proc, _ = slurm_run(workdir, stub_dir, "broken")
+    # a failed job is reported; --retries 0: the profile's two resubmissions only add the
+    # plugin's growing status-check waits (70 s), the same FAILED each time
+    proc, _ = slurm_run(workdir, stub_dir, "broken", "--retries", "0")
     assert proc.returncode != 0
     assert "SLURM status is: 'FAILED'" in proc.stdout, proc.stdout[-4000:]
 
@@ -483,6 +488,7 @@ rule ted_tables:
 """
 
 
+@pytest.mark.slow
 def test_slurm_profile_bundles_quick_jobs_into_one_sbatch(tmp_path, stub_dir):
     """Three classifiers and their table, rules of the profile's `quick` group: one sbatch."""
     workdir = tmp_path / "quick"
