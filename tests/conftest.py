@@ -124,13 +124,27 @@ def workflow_copy(tmp_path: Path) -> Path:
 
 # The default demo run, once per session: the whole-workflow test checks it, the determinism
 # test compares its tables with a second run of a subset (tests/test_determinism.py). Both are
-# marked xdist_group(DEMO_RUN_GROUP) so that `pytest -n 2 --dist loadgroup` (make test) runs
-# them on one worker, which runs the demo once.
+# marked xdist_group(DEMO_RUN_GROUP) so that `pytest -n 2 --dist loadgroup` (make test) sends
+# them to one worker. The run itself is shared by the workers through a lock in the session's
+# base directory (the pattern of pytest-xdist's documentation): a fresh-clone `make test` once
+# ran the two tests on different workers, and the demo twice (15 minutes more).
 DEMO_RUN_GROUP = "default_demo_run"
 
 
 @pytest.fixture(scope="session")
 def default_demo_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
     """(workdir, process) of `snakemake --cores 2` on the default config (about 13 min idle)."""
-    workdir = copy_workflow(tmp_path_factory.mktemp("default_demo") / "workflow")
-    return workdir, run_snakemake(workdir, *LOCAL_RUN, timeout=3600)
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # every worker's base directory is beside the others
+    root = shared / "default_demo"
+    record = root / "process.json"
+    with FileLock(str(shared / "default_demo.lock")):
+        if not record.is_file():
+            workdir = copy_workflow(root / "workflow")
+            proc = run_snakemake(workdir, *LOCAL_RUN, timeout=3600)
+            record.write_text(json.dumps([proc.args, proc.returncode, proc.stdout]))
+        args, returncode, stdout = json.loads(record.read_text())
+    return root / "workflow", subprocess.CompletedProcess(args, returncode, stdout)
