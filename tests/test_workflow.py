@@ -418,8 +418,6 @@ def slurm_run(workdir: Path, stub_dir: Path, *args: str):
         str(REPO / "profiles" / "slurm"),
         "--slurm-init-seconds-before-status-checks",
         "1",
-        "--seconds-between-status-checks",  # the stub answers at once: no 10 s rounds
-        "1",
         extra_path=stub_dir / "bin",
     )
     submitted = {}
