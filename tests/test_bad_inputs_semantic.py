@@ -1,0 +1,154 @@
+"""Semantic checks after the schema and runs of another configuration (issue 27, items 2-3).
+
+Each check lives in one place (the schema, ``mlmm.config.validate_config``, ``mlmm.report``'s
+run loader, the NMT table builder); these tests enumerate the members it covers: every numeric
+option of every subcommand, every seed of the schema.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from mlmm import report
+from mlmm.cli import build_parser, main
+from mlmm.config import validate_config
+from mlmm.errors import InputError
+from mlmm.schema import CHECKS, SCHEMA_PATH, _resolve, check_options, schema
+
+SEED_MAX = 2**32 - 1  # numpy.random.seed and default_rng(legacy) take 0..2**32-1
+
+
+def _subparsers() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser()
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(action.choices)
+
+
+def _numeric_options() -> list[tuple[str, argparse.Action, dict]]:
+    out = []
+    for name, sub in _subparsers().items():
+        checks = sub.get_default(CHECKS) or {}
+        out += [(name, a, checks) for a in sub._actions if a.type in (int, float)]
+    return out
+
+
+def test_every_numeric_option_of_every_subcommand_is_bound_to_a_schema_range():
+    """A number a subcommand takes without a range (pivot-translate --beam 0) would run and
+    fail late or score nothing: each is a ``checked_option`` naming its schema key."""
+    options = _numeric_options()
+    unbound = [(name, a.option_strings) for name, a, checks in options if a.dest not in checks]
+    assert unbound == []
+    assert len(options) >= 60  # 64 when written; a fall means the walk lost subcommands
+
+
+def _seed_options() -> list[tuple[str, str, str]]:
+    return [
+        (name, *checks[a.dest])
+        for name, a, checks in _numeric_options()
+        if a.dest in checks and checks[a.dest][1].rsplit(".", 1)[-1] in ("seed", "run_seed")
+    ]
+
+
+@pytest.mark.parametrize("command, option, pointer", _seed_options())
+def test_a_seed_beyond_what_numpy_takes_is_refused_before_the_command_runs(
+    command, option, pointer
+):
+    args = argparse.Namespace(seed=SEED_MAX + 1, **{CHECKS: {"seed": (option, pointer)}})
+    with pytest.raises(InputError, match=f"{option}: expected a number <= {SEED_MAX}"):
+        check_options(args)
+    check_options(argparse.Namespace(seed=SEED_MAX, **{CHECKS: {"seed": (option, pointer)}}))
+
+
+def _seed_nodes(node, path=()):
+    """(dotted path, schema node) of every property named seed/seeds/run_seed."""
+    if isinstance(node, dict):
+        for key, value in (node.get("properties") or {}).items():
+            if key in ("seed", "seeds", "run_seed"):
+                yield ".".join((*path, key)), value
+            yield from _seed_nodes(value, (*path, key))
+        for key in ("$defs", "items"):
+            if isinstance(node.get(key), dict):
+                inner = node[key] if key == "items" else {"properties": node[key]}
+                yield from _seed_nodes(inner, (*path, key))
+
+
+def test_every_seed_of_the_schema_stops_at_two_to_the_32():
+    nodes = list(_seed_nodes(schema()))
+    assert len(nodes) >= 12
+    assert [p for p, node in nodes if _resolve(node).get("maximum") != SEED_MAX] == []
+
+
+def test_a_seed_too_large_for_numpy_is_refused_at_planning_time(tmp_path):
+    source = tmp_path / "config.yaml"
+    source.write_text("demo_world: {seed: 4294967296}\n")
+    config = yaml.safe_load(source.read_text())
+    with pytest.raises(InputError, match="key 'demo_world.seed': expected a number <= 4294967295"):
+        validate_config(config, SCHEMA_PATH, [source])
+
+
+@pytest.mark.parametrize("pair, key", [({"src": "fr"}, "nmt.src"), ({"tgt": "cs"}, "nmt.tgt"),
+                                       ({"src": "de", "tgt": "en"}, "nmt.src")])
+def test_an_nmt_pair_other_than_the_tables_is_refused_at_planning_time(pair, key, tmp_path):
+    """Calixto & Liu Table 3 is English-German; nmt.src: fr would be labelled en-de."""
+    source = tmp_path / "config.yaml"
+    source.write_text(yaml.safe_dump({"nmt": pair}))
+    with pytest.raises(InputError, match=f"key '{key}': expected the pair en-de"):
+        validate_config(yaml.safe_load(source.read_text()), SCHEMA_PATH, [source])
+
+
+# ------------------------------------------------------------------------------------------
+# table builders: one run per (variant, seed), runs of the configuration they are read under
+
+SECTION = {"variants": {"v": {"epochs": 3, "paper_rows": []}}}
+
+
+def _run(root: Path, name: str, seed: int, record: dict | None = None) -> Path:
+    path = root / name / "metrics.json"
+    path.parent.mkdir(parents=True)
+    provenance = {"config": {"retrieval": record}} if record is not None else {}
+    path.write_text(json.dumps({"variant": "v", "seed": seed, "test": {},
+                                "provenance": provenance}))
+    return path
+
+
+def test_the_same_run_twice_is_not_two_seeds(tmp_path):
+    first = _run(tmp_path, "a", 1)
+    copy = _run(tmp_path, "b", 1)
+    with pytest.raises(InputError, match=f"variant 'v' seed 1 already read from {first}"):
+        report.load_runs([first, copy], SECTION)
+    assert len(report.load_runs([first, _run(tmp_path, "c", 2)], SECTION)) == 2
+
+
+def test_a_run_of_another_configuration_is_refused(tmp_path):
+    from mlmm.retrieval.config import resolve_variant
+
+    record = json.loads(json.dumps(resolve_variant(SECTION, "v")))
+    same = _run(tmp_path, "same", 1, record)
+    assert len(report.load_runs([same], SECTION)) == 1
+    other = _run(tmp_path, "other", 2, {**record, "epochs": 7, "device": "cuda"})
+    with pytest.raises(InputError, match=r"key 'provenance.config.retrieval.epochs': expected "
+                                         r"a run of retrieval.variants.v .*found epochs = 7"):
+        report.load_runs([other], SECTION)
+
+
+def _mt_metrics(path: Path, language: str = "de", seed: int = 1) -> Path:
+    path.write_text(json.dumps({
+        "system": "NMT", "variant_note": "", "scores": {"BLEU": 30.0},
+        "provenance": {"config": {"language": language}, "seed": seed},
+    }))  # fmt: skip
+    return path
+
+
+@pytest.mark.parametrize("damage", ["duplicate", "language"])
+def test_nmt_table_refuses_a_copied_run_and_another_pair(damage, tmp_path, capsys):
+    one = _mt_metrics(tmp_path / "one.json")
+    two = _mt_metrics(tmp_path / "two.json", language="fr" if damage == "language" else "de")
+    assert main(["nmt-table", "--metrics", str(one), str(two), "--out", str(tmp_path / "t")]) == 2
+    line = capsys.readouterr().err.strip()
+    assert line.startswith(f"mlmm nmt-table: error: {two}") and "\n" not in line
+    assert not (tmp_path / "t.csv").exists()
