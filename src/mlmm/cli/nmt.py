@@ -150,6 +150,8 @@ def run_train(args) -> None:
 
     guard_outputs([args.out, args.history, args.metrics], [args.data], args.force)
     torch.set_num_threads(args.threads)
+    files = [args.data / f"{s}.lc.norm.tok.{lang}"
+             for s in ("train", "val") for lang in (args.src, args.tgt)]
     split = {s: {lang: _tokenised(args.data / f"{s}.lc.norm.tok.{lang}")
                  for lang in (args.src, args.tgt)} for s in ("train", "val")}
     config = TrainConfig(
@@ -162,7 +164,7 @@ def run_train(args) -> None:
     with timer("train"):
         translator, history = train(
             split["train"][args.src], split["train"][args.tgt], split["val"][args.src],
-            split["val"][args.tgt], config, (args.src, args.tgt),
+            split["val"][args.tgt], config, (args.src, args.tgt), files=files,
         )
     translator.save(args.out)
     write_text(args.history, pd.DataFrame(history).to_csv(index=False))
@@ -262,7 +264,7 @@ def run_mira(args) -> None:
         nbest = nbest.select(args.features)
     refs = read_references(args.ref, nbest.ids)
     result = mira(nbest.features, nbest_stats(nbest.texts, refs), args.iters, args.c,
-                  args.decay, args.seed)
+                  args.decay, args.seed, where=args.nbest)
     write_weights(args.out, nbest.layout, result.weights)
     if args.history:
         write_text(args.history, pd.DataFrame(result.history).to_csv(index=False))
@@ -298,10 +300,8 @@ def run_score(args) -> None:
     refuse_overwrite(args.out, [args.hyp, args.ref], args.force)
     hyps = read_lines(args.hyp, allow_empty_lines=True)
     refs = read_lines(args.ref)
-    if len(hyps) != len(refs):
-        raise InputError(args.hyp, f"{len(refs)} lines like {args.ref}", f"{len(hyps)}")
     jar, meteor_note = resolve_meteor_jar(args.meteor_jar)
-    scores = mt_metrics(hyps, refs, args.language, jar)
+    scores = mt_metrics(hyps, refs, args.language, jar, where=(args.hyp, args.ref))
     if jar is not None:
         meteor_note = meteor_modules(jar, args.language)[1]
     settings = {k: str(v) for k, v in vars(args).items() if k != "func"}

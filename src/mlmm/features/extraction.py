@@ -29,6 +29,7 @@ import torch
 from PIL import Image
 from torch.utils.data import DataLoader
 
+from mlmm.degenerate import unique_ids
 from mlmm.errors import InputError
 from mlmm.features.backbones import FeatureNet, build_trunk, get_backbone, make_transform
 from mlmm.features.decoding import DECODERS, FileBytes, ImageRows, collate_lists, device_batch
@@ -212,6 +213,7 @@ def extract(
         raise InputError(images, "a directory of images", "no such directory")
     timer = Timer()
     names = read_lines(split)
+    unique_ids(names, split, "image name")  # a repeated image would be two rows, scored twice
     paths = [images / name for name in names]
     dev = resolve_device(device)
     batch_size = batch_size or default_batch_size(dev, spec.crops)
