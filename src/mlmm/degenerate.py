@@ -61,9 +61,10 @@ def not_empty(items, where: str | Path, what: str) -> None:
 
 
 def not_constant(values, where: str | Path, what: str) -> None:
-    """A correlation needs ``values`` to vary (Pearson of a constant is 0/0, NaN)."""
+    """A correlation needs ``values`` to vary (Pearson of a constant is 0/0, NaN; float noise
+    of 1e-12 around one value, such as the cosines of identical embeddings, is no variation)."""
     values = np.asarray(values, dtype=np.float64)
-    if len(values) and np.ptp(values) == 0:
+    if len(values) and np.allclose(values, values[0], rtol=1e-12, atol=1e-12):
         raise InputError(
             where, f"{what} that vary (a correlation with a constant is undefined)",
             f"all {len(values)} equal to {values[0]:g}",
