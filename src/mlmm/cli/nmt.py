@@ -218,6 +218,7 @@ def parse_feature_spec(spec: str) -> tuple[str, str, Path]:
 def run_features(args) -> None:
 
     from mlmm.arrays import check_feature_rows
+    from mlmm.fingerprint import check_made_from
     from mlmm.nbest import check_feature_name, check_parallel, read_nbest, write_nbest
     from mlmm.nmt.features import EmbeddingScorer, add_features
 
@@ -237,6 +238,7 @@ def run_features(args) -> None:
         images[name] = check_feature_rows(
             read_npy(path, "a .npy array of image features (--images NAME=NPY)"), path
         )
+        check_made_from(path, _source_split(args.source))
         if len(images[name]) != len(sources):  # row i is the image of sentence i
             raise InputError(
                 path, f"{len(sources)} rows, one per sentence of {args.nbest}",
@@ -249,6 +251,15 @@ def run_features(args) -> None:
     nbest = add_features(nbest, sources, scorers)
     write_nbest(args.out, nbest)
     print(f"features: {nbest.columns}")
+
+
+def _source_split(source: Path) -> dict[str, str]:
+    """The split a source text in the Multi30K layout (``val.lc.norm.tok.en``) belongs to, as
+    a feature array's record names it; nothing for a file named otherwise."""
+    from mlmm.fingerprint import value_digest
+
+    split, dot, rest = Path(source).name.partition(".")
+    return {"split": value_digest(split)} if dot and rest.startswith("lc.norm.tok.") else {}
 
 
 def run_mira(args) -> None:
