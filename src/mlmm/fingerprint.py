@@ -107,8 +107,12 @@ def stale(artefact: str | Path, recorded: Mapping | None, current: Mapping) -> b
 # The kinds of artefact that record what they were made from, with the inputs each record
 # names; tests/test_bad_inputs_provenance.py damages every kind and expects its reader to refuse.
 ARTEFACT_KINDS = {
-    "image feature array (mlmm features)": ("image list",),
+    # .NAME.made-from.json: bytes, image list in order, split (mlmm.features.extraction)
+    "image feature array (mlmm features)": ("image list", "split"),
+    # .codes.npz.made-from.json: bytes, bag of words (mlmm.ted.experiment.codes_file)
     "TED CorrNet codes (ted-train)": ("bag of words",),
+    # lambda.json: each chosen run relative to the file, the sha256 of its codes
+    # (mlmm.ted.experiment.chosen_run)
     "TED tuning (ted-tune)": ("codes of the chosen runs",),
 }
 

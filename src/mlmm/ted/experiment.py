@@ -11,6 +11,7 @@ is the mean over the pairs. With one pair the tables hold exactly that pair's ce
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -61,7 +62,7 @@ def chosen_run(tuning: str | Path, choice: dict, bow: str) -> Path:
     """The codes of a tuning's chosen run: its path resolved against the tuning file (not the
     working directory), its bytes those the tuning chose from."""
     run = Path(choice["run"])
-    run = run if run.is_absolute() else Path(tuning).parent / run
+    run = run if run.is_absolute() else Path(os.path.normpath(Path(tuning).parent / run))
     path = codes_file(run, bow)
     if "codes_sha256" in choice and sha256_file(path) != choice["codes_sha256"]:
         raise InputError(
@@ -183,8 +184,6 @@ def tune_stage(
 def _choice(lam: float, run: Path, codes: Path, tuning: Path) -> dict:
     """A chosen run as the tuning file records it: its path relative to the tuning file (the
     same file read from another directory finds the same run) and the sha256 of its codes."""
-    import os
-
     relative = os.path.relpath(Path(run).resolve(), Path(tuning).resolve().parent)
     return {"lambda": lam, "run": relative, "codes_sha256": sha256_file(codes)}
 

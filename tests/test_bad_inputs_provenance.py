@@ -1,0 +1,226 @@
+"""Finished artefacts are checked against what they were made from when read (issue 27, item 2).
+
+``mlmm.fingerprint.ARTEFACT_KINDS`` lists every kind of artefact that records what it was made
+from; each kind here is written by its real command and damaged as a careless or unlucky user
+would (another split's copy over it, rows reordered inside it, read with another input, its
+maker rerun since), and every reader of it must refuse in one line.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_bad_inputs import one_line_error
+from test_features import make_images
+
+from mlmm.cli import main
+from mlmm.errors import InputError
+from mlmm.features import extract
+from mlmm.fingerprint import ARTEFACT_KINDS, made_from_path
+from mlmm.pivot.data import read_features
+from mlmm.retrieval.data import load_features
+
+BACKBONE = "efficientnet_lite0"
+
+
+def _run(*args) -> None:
+    assert main([str(a) for a in args]) == 0
+
+
+# ------------------------------------------------------------------------------------------
+# image feature arrays (mlmm features), read by retrieval, pivot and nbest-features
+
+
+@pytest.fixture(scope="module")
+def features(tmp_path_factory) -> tuple[Path, dict[str, list[str]]]:
+    """val and test arrays of three distinct images each, by the real extraction."""
+    root = tmp_path_factory.mktemp("features")
+    names = {}
+    for split, seed in (("val", 0), ("test_2016_flickr", 1)):
+        work = root / split
+        names[split] = make_images(work, 3, seed)
+        (work / f"{split}.txt").write_text((work / "list.txt").read_text())
+        extract(work / "images", work / f"{split}.txt", root / "feat" / BACKBONE / f"{split}.npy",
+                BACKBONE, workers=0, progress=False, device="cpu")  # fmt: skip
+    return root, names
+
+
+def _copy(tmp_path: Path, features) -> tuple[Path, dict[str, list[str]]]:
+    root, names = features
+    shutil.copytree(root / "feat", tmp_path / "feat")
+    return tmp_path / "feat", names
+
+
+def _val_copied_over_test(feat: Path) -> str:
+    shutil.copyfile(feat / BACKBONE / "val.npy", feat / BACKBONE / "test_2016_flickr.npy")
+    return "test_2016_flickr"
+
+
+def _rows_shuffled(feat: Path) -> str:
+    path = feat / BACKBONE / "test_2016_flickr.npy"
+    np.save(path, np.load(path)[[2, 0, 1]])
+    return "test_2016_flickr"
+
+
+FEATURE_DAMAGE: dict[str, Callable[[Path], str]] = {
+    "val.npy copied over test.npy": _val_copied_over_test,
+    "rows shuffled inside the array": _rows_shuffled,
+}
+
+
+def _retrieval(feat: Path, split: str, names) -> None:
+    load_features(feat, BACKBONE, split, names[split])
+
+
+def _pivot(feat: Path, split: str, names) -> None:
+    read_features(feat, BACKBONE, split, len(names[split]))
+
+
+FEATURE_READERS: dict[str, Callable] = {
+    "retrieval (load_features)": _retrieval,
+    "pivot (read_features)": _pivot,
+}
+
+
+@pytest.mark.parametrize("reader", list(FEATURE_READERS))
+@pytest.mark.parametrize("damage", list(FEATURE_DAMAGE))
+def test_a_damaged_feature_array_is_refused_by_every_reader(damage, reader, features, tmp_path):
+    feat, names = _copy(tmp_path, features)
+    FEATURE_READERS[reader](feat, "test_2016_flickr", names)  # intact: read
+    split = FEATURE_DAMAGE[damage](feat)
+    with pytest.raises(InputError, match=r"test_2016_flickr\.npy: expected the bytes it was "
+                                         r"written with .*found other bytes"):
+        FEATURE_READERS[reader](feat, split, names)
+
+
+@pytest.mark.parametrize("damage", list(FEATURE_DAMAGE))
+def test_nbest_features_refuses_a_damaged_image_array(damage, features, tmp_path, capsys):
+    feat, names = _copy(tmp_path, features)
+    split = FEATURE_DAMAGE[damage](feat)
+    nbest, source = tmp_path / "dev.nbest", tmp_path / f"{split}.lc.norm.tok.en"
+    nbest.write_text("".join(f"{i} ||| ein hund ||| NMT= -1.0 ||| -1.0\n" for i in range(3)))
+    source.write_text("a dog\ntwo cats\na man\n")
+    argv = ["nbest-features", "--nbest", str(nbest), "--source", str(source), "--images",
+            f"img={feat / BACKBONE / f'{split}.npy'}", "--out", str(tmp_path / "out.nbest")]
+    line = one_line_error(argv, capsys)
+    assert f"{split}.npy: expected the bytes it was written with" in line
+    assert not (tmp_path / "out.nbest").exists()
+
+
+def test_nbest_features_refuses_the_array_of_another_split(features, tmp_path, capsys):
+    """The test split's array given for the val sentences (both three images here)."""
+    feat, _ = _copy(tmp_path, features)
+    nbest, source = tmp_path / "dev.nbest", tmp_path / "val.lc.norm.tok.en"
+    nbest.write_text("".join(f"{i} ||| ein hund ||| NMT= -1.0 ||| -1.0\n" for i in range(3)))
+    source.write_text("a dog\ntwo cats\na man\n")
+    base = ["nbest-features", "--nbest", str(nbest), "--source", str(source),
+            "--out", str(tmp_path / "out.nbest")]  # fmt: skip
+    assert main([*base, "--images", f"img={feat / BACKBONE / 'val.npy'}"]) == 0
+    (tmp_path / "out.nbest").unlink()
+    line = one_line_error(
+        [*base, "--images", f"img={feat / BACKBONE / 'test_2016_flickr.npy'}"], capsys
+    )
+    assert "test_2016_flickr.npy: expected an artefact made from the split it is read" in line
+    assert "found one made from another split" in line
+
+
+# ------------------------------------------------------------------------------------------
+# TED: CorrNet codes (ted-train) read by ted-tune; the tuning (ted-tune) read by ted-classify
+
+
+@pytest.fixture(scope="module")
+def ted(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("ted")
+    _run("demo-ted", root / "cldc", "--train-docs", 30, "--test-docs", 12, "--languages", "de")
+    _run("ted-fetch", "--source", "path", "--path", root / "cldc", "--out-dir", root / "corpus",
+         "--languages", "de")  # fmt: skip
+    for bow, count in (("bow", 2), ("bow3", 3)):
+        _run("ted-bow", "--index", root / "corpus/index.json", "--out-dir", root / bow,
+             "--min-count", count, "--languages", "de")  # fmt: skip
+    _run("ted-train", "--bow", root / "bow", "--out-dir", root / "run", "--lambda", 1,
+         "--hidden", 8, "--epochs", 1)  # fmt: skip
+    _run("ted-tune", "--bow", root / "bow", "--runs", root / "run", "--out",
+         root / "tuning/lambda.json")  # fmt: skip
+    return root
+
+
+def _ted_copy(tmp_path: Path, ted: Path) -> Path:
+    shutil.copytree(ted, tmp_path / "ted", symlinks=True)
+    return tmp_path / "ted"
+
+
+def test_codes_of_another_bag_of_words_are_refused(ted, tmp_path, capsys):
+    root = _ted_copy(tmp_path, ted)
+    out = root / "other.json"
+    line = one_line_error(["ted-tune", "--bow", str(root / "bow3"), "--runs", str(root / "run"),
+                           "--out", str(out)], capsys)  # fmt: skip
+    assert "codes.npz: expected an artefact made from the bag of words it is read with" in line
+    assert not out.exists()
+
+
+def test_codes_replaced_after_training_are_refused(ted, tmp_path, capsys):
+    root = _ted_copy(tmp_path, ted)
+    codes = dict(np.load(root / "run/codes.npz"))
+    first = next(iter(codes))
+    codes[first] = codes[first][::-1].copy()  # talks reordered
+    np.savez(root / "run/codes.npz", **codes)
+    out = root / "cldc.json"
+    line = one_line_error(["ted-classify", "--bow", str(root / "bow"), "--tuning",
+                           str(root / "tuning/lambda.json"), "--source", "de", "--out", str(out)],
+                          capsys)  # fmt: skip
+    assert "codes.npz: expected the bytes it was written with" in line and not out.exists()
+
+
+def test_a_run_retrained_after_tuning_is_refused(ted, tmp_path, capsys):
+    root = _ted_copy(tmp_path, ted)
+    shutil.rmtree(root / "run")
+    _run("ted-train", "--bow", root / "bow", "--out-dir", root / "run", "--lambda", 1,
+         "--hidden", 8, "--epochs", 1, "--seed", 2)  # fmt: skip
+    capsys.readouterr()
+    out = root / "cldc.json"
+    line = one_line_error(["ted-classify", "--bow", str(root / "bow"), "--tuning",
+                           str(root / "tuning/lambda.json"), "--source", "de", "--out", str(out)],
+                          capsys)  # fmt: skip
+    assert "codes.npz: expected the codes lambda.json chose" in line
+    assert "found other codes: the run was retrained since tuning" in line
+
+
+def test_tuning_run_paths_resolve_against_the_tuning_file(ted, tmp_path, monkeypatch):
+    """The same command from another directory reads the same run (lambda.json is relative)."""
+    root = _ted_copy(tmp_path, ted)
+    choice = json.loads((root / "tuning/lambda.json").read_text())["chosen"]["de"]
+    assert choice["run"] == "../run" and len(choice["codes_sha256"]) == 64
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "run").mkdir(parents=True)  # a decoy run where a cwd-relative path would look
+    monkeypatch.chdir(elsewhere)
+    _run("ted-classify", "--bow", root / "bow", "--tuning", root / "tuning/lambda.json",
+         "--source", "de", "--out", root / "cldc.json")  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------------
+# every kind is covered
+
+
+COVERED = {
+    "image feature array (mlmm features)": test_a_damaged_feature_array_is_refused_by_every_reader,
+    "TED CorrNet codes (ted-train)": test_codes_of_another_bag_of_words_are_refused,
+    "TED tuning (ted-tune)": test_a_run_retrained_after_tuning_is_refused,
+}
+
+
+def test_every_artefact_kind_that_records_its_inputs_is_tested_here():
+    assert set(COVERED) == set(ARTEFACT_KINDS)
+
+
+def test_writers_leave_their_records(features, ted):
+    root, _ = features
+    for split in ("val", "test_2016_flickr"):
+        record = json.loads(made_from_path(root / "feat" / BACKBONE / f"{split}.npy").read_text())
+        assert set(record["inputs"]) == set(ARTEFACT_KINDS["image feature array (mlmm features)"])
+    record = json.loads(made_from_path(ted / "run/codes.npz").read_text())
+    assert set(record["inputs"]) == {"bag of words"}
