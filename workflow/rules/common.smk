@@ -49,6 +49,13 @@ if not PAPER_TABLES.is_dir():
         f"config paper_tables: expected a directory of <paper>_table<N>.csv, "
         f"found no directory {PAPER_TABLES}"
     )
+
+
+def paper_csvs(paper="*"):
+    """The papers' CSVs a table rule reads, as its inputs: a corrected number reruns it."""
+    return sorted(PAPER_TABLES.glob(f"{paper}_table*.csv"))
+
+
 FINAL_TARGETS = []
 
 # The report (`snakemake --report`) shows every paper table as its HTML page and every figure as

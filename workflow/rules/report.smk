@@ -26,6 +26,7 @@ RETRIEVAL_FIGURE_FILES = [
 rule retrieval_tables:
     input:
         runs=REPORT_RUNS,
+        paper=paper_csvs(),
     output:
         reported(RETRIEVAL_TABLE_FILES),
     log:
