@@ -152,3 +152,48 @@ def test_nmt_table_refuses_a_copied_run_and_another_pair(damage, tmp_path, capsy
     line = capsys.readouterr().err.strip()
     assert line.startswith(f"mlmm nmt-table: error: {two}") and "\n" not in line
     assert not (tmp_path / "t.csv").exists()
+
+
+# ------------------------------------------------------------------------------------------
+# vector coverage and the lexicon's direction (mlmm.retrieval.word_embeddings, align)
+
+
+def _vec(path: Path, words: list[str], dim: int = 2) -> Path:
+    path.write_text(f"{len(words)} {dim}\n" + "".join(f"{w} 1 0\n" for w in words))
+    return path
+
+
+@pytest.mark.parametrize("covered, refused", [(["hund", "katze"], False), (["dog"], True)])
+def test_vectors_covering_too_little_of_the_vocabulary_are_refused(covered, refused, tmp_path):
+    """wiki.en vectors saved as wiki.de.align.vec cover almost no German word."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from mlmm.retrieval.word_embeddings import load_vectors
+
+    words = ["de:hund", "de:katze", "de:mann"]
+    vocab = SimpleNamespace(words=words, index={w: i for i, w in enumerate(words)})
+    model = SimpleNamespace(text={"shared": SimpleNamespace(embed=torch.nn.Embedding(3, 2))})
+    _vec(tmp_path / "wiki.de.align.vec", [*covered, "dog", "cat"])
+    record = {"embed_dim": 2, "word_embeddings": "fme"}
+    vocabs = SimpleNamespace(vocabs={"shared": vocab})
+    if refused:
+        with pytest.raises(InputError, match=r"wiki.de.align.vec: expected vectors for at least "
+                                             r"50% of the 3 de training words, found 0 \(0%\)"):
+            load_vectors(model, vocabs, ["de"], record, tmp_path)
+    else:
+        load_vectors(model, vocabs, ["de"], record, tmp_path)
+
+
+def test_a_reversed_lexicon_is_refused():
+    from mlmm.retrieval.align import lexicon_indices
+
+    english = {w: i for i, w in enumerate(f"en{i}" for i in range(20))}
+    german = {w: i for i, w in enumerate(f"de{i}" for i in range(20))}
+    right = [(f"en{i}", f"de{i}") for i in range(20)]
+    assert len(lexicon_indices(right, english, german, "en-de.txt")[0]) == 20
+    reversed_pairs = [(t, s) for s, t in right]
+    with pytest.raises(InputError, match="en-de.txt: expected source-language words first.*"
+                                         "found 0 pair.*20 read the other way"):
+        lexicon_indices(reversed_pairs, english, german, "en-de.txt")
