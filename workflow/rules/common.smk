@@ -49,12 +49,11 @@ if not PAPER_TABLES.is_dir():
         f"config paper_tables: expected a directory of <paper>_table<N>.csv, "
         f"found no directory {PAPER_TABLES}"
     )
-
-
-def paper_csvs(paper="*"):
-    """The papers' CSVs a table rule reads, as its inputs: a corrected number reruns it."""
-    return sorted(PAPER_TABLES.glob(f"{paper}_table*.csv"))
-
+# The papers' CSVs, by paper: inputs of the table rules that read them, so that a corrected
+# number reruns the table (a parameter would not).
+PAPER_CSVS = {}
+for _csv in sorted(PAPER_TABLES.glob("*_table*.csv")):
+    PAPER_CSVS.setdefault(_csv.name.split("_table")[0], []).append(_csv)
 
 FINAL_TARGETS = []
 

@@ -109,7 +109,7 @@ rule vocabularies:
 rule kadar_table1:
     input:
         MULTI30K_MARKER,
-        paper_csvs("kadar2018"),
+        PAPER_CSVS.get("kadar2018", []),
     output:
         reported(table_files(RESULTS / "tables/kadar2018_table1")),
     log:

@@ -192,7 +192,7 @@ rule nmt_table:
         metrics=expand(
             NMT_DIR / "systems/{system}/metrics.json", system=list(NMT["systems"])
         ),
-        paper=paper_csvs("calixto2017"),
+        paper=PAPER_CSVS.get("calixto2017", []),
     output:
         reported(table_files(NMT_TABLE)),
     log:

@@ -259,7 +259,7 @@ rule pivot_table:
     input:
         runs=expand(PIVOT_DIR / "{pivot_job}/metrics.json", pivot_job=PIVOT_JOBS)
         + PIVOT_MT_RUNS,
-        paper=paper_csvs("rajendran2016"),
+        paper=PAPER_CSVS.get("rajendran2016", []),
     output:
         reported(PIVOT_TABLES),
     log:
