@@ -197,3 +197,24 @@ def test_a_reversed_lexicon_is_refused():
     with pytest.raises(InputError, match="en-de.txt: expected source-language words first.*"
                                          "found 0 pair.*20 read the other way"):
         lexicon_indices(reversed_pairs, english, german, "en-de.txt")
+
+
+def test_the_languages_of_each_data_set_are_the_data_modules():
+    from mlmm.data.coco import SPLIT_LANGUAGES
+    from mlmm.data.multi30k import TRANSLATION_LANGUAGES
+    from mlmm.retrieval.config import DATASET_LANGUAGES
+
+    assert {"multi30k": TRANSLATION_LANGUAGES,
+                                 "coco": SPLIT_LANGUAGES["train"]} == DATASET_LANGUAGES  # fmt: skip
+
+
+@pytest.mark.parametrize("dataset, language", [("coco", "de"), ("multi30k", "ja"),
+                                               ("multi30k", "EN")])
+def test_a_variant_in_a_language_its_data_set_lacks_is_refused(dataset, language):
+    from mlmm.retrieval.config import resolve_variant
+
+    section = {"variants": {"v": {"dataset": dataset, "train_data": [
+        {"portion": "comparable", "languages": ["en", language]}]}}}  # fmt: skip
+    with pytest.raises(InputError, match=f"key 'train_data.languages': expected languages that "
+                                         f"{dataset} holds .*found '{language}'"):
+        resolve_variant(section, "v")
