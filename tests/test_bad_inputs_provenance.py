@@ -203,6 +203,58 @@ def test_tuning_run_paths_resolve_against_the_tuning_file(ted, tmp_path, monkeyp
 
 
 # ------------------------------------------------------------------------------------------
+# NMT: the model (train-nmt) read by nbest; n-best lists (nbest) read by nbest-features, mira
+
+
+@pytest.fixture(scope="module")
+def nmt(tmp_path_factory) -> Path:
+    from test_bad_inputs_degenerate import _nmt_data
+
+    root = tmp_path_factory.mktemp("nmt")
+    data = _nmt_data(root)
+    (data / "test.lc.norm.tok.en").write_text("two dogs\na cat\na man runs\n")
+    for seed in (1, 2):
+        _run("train-nmt", "--data", data, "--out", root / f"m{seed}.pt", "--history",
+             root / f"h{seed}.csv", "--metrics", root / f"m{seed}.json", "--max-epochs", 1,
+             "--embedding", 4, "--hidden", 4, "--attention", 4, "--device", "cpu",
+             "--seed", seed)  # fmt: skip
+    _run("nbest", "--model", root / "m1.pt", "--source", data / "val.lc.norm.tok.en", "--beam", 2,
+         "--device", "cpu", "--out", root / "val.base.nbest")  # fmt: skip
+    return root
+
+
+def test_a_replaced_nmt_model_is_refused(nmt, tmp_path, capsys):
+    root = _ted_copy(tmp_path, nmt)
+    shutil.copyfile(root / "m2.pt", root / "m1.pt")  # another run's checkpoint under the name
+    out = root / "again.nbest"
+    line = one_line_error(["nbest", "--model", str(root / "m1.pt"), "--source",
+                           str(root / "data/val.lc.norm.tok.en"), "--out", str(out)], capsys)
+    assert "m1.pt: expected the bytes it was written with" in line and not out.exists()
+
+
+def test_an_nbest_list_of_another_source_is_refused(nmt, tmp_path, capsys):
+    """The val n-best list given to nbest-features with the test source (both 3 sentences)."""
+    root = _ted_copy(tmp_path, nmt)
+    out = root / "val.nbest"
+    argv = ["nbest-features", "--nbest", str(root / "val.base.nbest"), "--out", str(out),
+            "--source"]  # fmt: skip
+    line = one_line_error([*argv, str(root / "data/test.lc.norm.tok.en")], capsys)
+    assert "val.base.nbest: expected an artefact made from the source it is read with" in line
+    assert not out.exists()
+    _run(*argv, root / "data/val.lc.norm.tok.en")
+
+
+def test_an_edited_nbest_list_is_refused_by_mira(nmt, tmp_path, capsys):
+    root = _ted_copy(tmp_path, nmt)
+    path = root / "val.base.nbest"
+    path.write_text(path.read_text().replace("|||", " |||", 1))
+    line = one_line_error(["mira", "--nbest", str(path), "--ref",
+                           str(root / "data/val.lc.norm.tok.de"), "--out", str(root / "w")],
+                          capsys)  # fmt: skip
+    assert "val.base.nbest: expected the bytes it was written with" in line
+
+
+# ------------------------------------------------------------------------------------------
 # every kind is covered
 
 
@@ -210,6 +262,8 @@ COVERED = {
     "image feature array (mlmm features)": test_a_damaged_feature_array_is_refused_by_every_reader,
     "TED CorrNet codes (ted-train)": test_codes_of_another_bag_of_words_are_refused,
     "TED tuning (ted-tune)": test_a_run_retrained_after_tuning_is_refused,
+    "NMT model (train-nmt)": test_a_replaced_nmt_model_is_refused,
+    "n-best list (nbest, nbest-features)": test_an_nbest_list_of_another_source_is_refused,
 }
 
 
@@ -217,10 +271,13 @@ def test_every_artefact_kind_that_records_its_inputs_is_tested_here():
     assert set(COVERED) == set(ARTEFACT_KINDS)
 
 
-def test_writers_leave_their_records(features, ted):
+def test_writers_leave_their_records(features, ted, nmt):
     root, _ = features
     for split in ("val", "test_2016_flickr"):
         record = json.loads(made_from_path(root / "feat" / BACKBONE / f"{split}.npy").read_text())
         assert set(record["inputs"]) == set(ARTEFACT_KINDS["image feature array (mlmm features)"])
-    record = json.loads(made_from_path(ted / "run/codes.npz").read_text())
-    assert set(record["inputs"]) == {"bag of words"}
+    for path, kind in ((ted / "run/codes.npz", "TED CorrNet codes (ted-train)"),
+                       (nmt / "m1.pt", "NMT model (train-nmt)"),
+                       (nmt / "val.base.nbest", "n-best list (nbest, nbest-features)")):
+        record = json.loads(made_from_path(path).read_text())
+        assert set(record["inputs"]) == set(ARTEFACT_KINDS[kind]), path

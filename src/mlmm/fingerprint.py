@@ -111,6 +111,10 @@ ARTEFACT_KINDS = {
     "image feature array (mlmm features)": ("image list", "split"),
     # .codes.npz.made-from.json: bytes, bag of words (mlmm.ted.experiment.codes_file)
     "TED CorrNet codes (ted-train)": ("bag of words",),
+    # .NAME.made-from.json: bytes, training data (mlmm.nmt.model.load_translator)
+    "NMT model (train-nmt)": ("training data",),
+    # .NAME.made-from.json: bytes, source text (mlmm.nbest.read_nbest)
+    "n-best list (nbest, nbest-features)": ("source",),
     # lambda.json: each chosen run relative to the file, the sha256 of its codes
     # (mlmm.ted.experiment.chosen_run)
     "TED tuning (ted-tune)": ("codes of the chosen runs",),

@@ -166,7 +166,9 @@ def run_train(args) -> None:
             split["train"][args.src], split["train"][args.tgt], split["val"][args.src],
             split["val"][args.tgt], config, (args.src, args.tgt), files=files,
         )
-    translator.save(args.out)
+    from mlmm.fingerprint import files_digest
+
+    translator.save(args.out, {"training data": files_digest(files)})
     write_text(args.history, pd.DataFrame(history).to_csv(index=False))
     best = max(history, key=lambda h: h["val_bleu"])
     settings = {k: v for k, v in vars(args).items() if k != "func"}
@@ -199,7 +201,7 @@ def run_nbest(args) -> None:
     start = time.perf_counter()
     nbest = nbest_lists(translator, sources, args.beam)
     seconds = time.perf_counter() - start
-    write_nbest(args.out, nbest)
+    write_nbest(args.out, nbest, args.source)
     if args.stats:
         write_json(args.stats, {"sentences": len(sources), "beam": args.beam,
                                 "seconds": seconds, "sentences_per_second": len(sources) / seconds})
@@ -228,7 +230,7 @@ def run_features(args) -> None:
     guard_outputs([args.out], inputs, args.force)
     for name, _, _ in specs:
         check_feature_name(name)
-    nbest, sources = read_nbest(args.nbest), _tokenised(args.source)
+    nbest, sources = read_nbest(args.nbest, args.source), _tokenised(args.source)
     check_parallel(args.source, sources, nbest.ids)
     images = {}
     for spec in args.images:
@@ -249,7 +251,7 @@ def run_features(args) -> None:
         for name, kind, model in specs
     ]
     nbest = add_features(nbest, sources, scorers)
-    write_nbest(args.out, nbest)
+    write_nbest(args.out, nbest, args.source)
     print(f"features: {nbest.columns}")
 
 
