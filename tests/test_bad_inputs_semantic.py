@@ -218,3 +218,16 @@ def test_a_variant_in_a_language_its_data_set_lacks_is_refused(dataset, language
     with pytest.raises(InputError, match=f"key 'train_data.languages': expected languages that "
                                          f"{dataset} holds .*found '{language}'"):
         resolve_variant(section, "v")
+
+
+def test_ted_tables_refuse_one_source_read_twice(tmp_path):
+    from mlmm.ted.report import table1
+
+    result = {"source": "de", "f1": {"de": 0.6, "en": 0.5}, "provenance": {}}
+    first, copy = tmp_path / "de.json", tmp_path / "de_copy.json"
+    for path in (first, copy):
+        path.write_text(json.dumps(result))
+    with pytest.raises(InputError, match="de_copy.json: expected one ted-classify result per "
+                                         "source language, found source 'de' again"):
+        table1([first, copy], None, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
