@@ -255,6 +255,41 @@ def test_an_edited_nbest_list_is_refused_by_mira(nmt, tmp_path, capsys):
 
 
 # ------------------------------------------------------------------------------------------
+# retrieval: model.pt (train-retrieval) read by load_trained (nbest-features --feature)
+
+
+@pytest.fixture(scope="module")
+def retrieval_run(tmp_path_factory) -> Path:
+    from test_retrieval_train import make_world, section
+
+    from mlmm.retrieval.config import resolve_variant
+    from mlmm.retrieval.train import train_variant
+
+    root = tmp_path_factory.mktemp("retrieval")
+    world = make_world(root / "world")
+    variant = {"train_data": [{"portion": "comparable", "languages": ["en"]}], "sts": False}
+    record = resolve_variant(section(en=variant), "en")
+    train_variant(record, 1, world, root / "run", progress=False, threads=1)
+    return root / "run"
+
+
+def test_an_edited_retrieval_model_is_refused(retrieval_run, tmp_path):
+    import torch
+
+    from mlmm.retrieval.api import load_trained
+
+    shutil.copytree(retrieval_run, tmp_path / "run")
+    shutil.copyfile(made_from_path(retrieval_run / "model.pt"),
+                    made_from_path(tmp_path / "run/model.pt"))  # fmt: skip
+    load_trained(tmp_path / "run")
+    saved = torch.load(tmp_path / "run/model.pt", weights_only=False)
+    saved["seed"] = 2  # another run's model under the name, as far as the bytes go
+    torch.save(saved, tmp_path / "run/model.pt")
+    with pytest.raises(InputError, match="model.pt: expected the bytes it was written with"):
+        load_trained(tmp_path / "run")
+
+
+# ------------------------------------------------------------------------------------------
 # every kind is covered
 
 
@@ -262,6 +297,7 @@ COVERED = {
     "image feature array (mlmm features)": test_a_damaged_feature_array_is_refused_by_every_reader,
     "TED CorrNet codes (ted-train)": test_codes_of_another_bag_of_words_are_refused,
     "TED tuning (ted-tune)": test_a_run_retrained_after_tuning_is_refused,
+    "retrieval model (train-retrieval)": test_an_edited_retrieval_model_is_refused,
     "NMT model (train-nmt)": test_a_replaced_nmt_model_is_refused,
     "n-best list (nbest, nbest-features)": test_an_nbest_list_of_another_source_is_refused,
 }
@@ -271,13 +307,14 @@ def test_every_artefact_kind_that_records_its_inputs_is_tested_here():
     assert set(COVERED) == set(ARTEFACT_KINDS)
 
 
-def test_writers_leave_their_records(features, ted, nmt):
+def test_writers_leave_their_records(features, ted, nmt, retrieval_run):
     root, _ = features
     for split in ("val", "test_2016_flickr"):
         record = json.loads(made_from_path(root / "feat" / BACKBONE / f"{split}.npy").read_text())
         assert set(record["inputs"]) == set(ARTEFACT_KINDS["image feature array (mlmm features)"])
     for path, kind in ((ted / "run/codes.npz", "TED CorrNet codes (ted-train)"),
                        (nmt / "m1.pt", "NMT model (train-nmt)"),
-                       (nmt / "val.base.nbest", "n-best list (nbest, nbest-features)")):
+                       (nmt / "val.base.nbest", "n-best list (nbest, nbest-features)"),
+                       (retrieval_run / "model.pt", "retrieval model (train-retrieval)")):
         record = json.loads(made_from_path(path).read_text())
         assert set(record["inputs"]) == set(ARTEFACT_KINDS[kind]), path

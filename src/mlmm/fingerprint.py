@@ -111,6 +111,12 @@ ARTEFACT_KINDS = {
     "image feature array (mlmm features)": ("image list", "split"),
     # .codes.npz.made-from.json: bytes, bag of words (mlmm.ted.experiment.codes_file)
     "TED CorrNet codes (ted-train)": ("bag of words",),
+    # model.pt's record: bytes, the digests of mlmm.retrieval.train.Run.fingerprint
+    # (mlmm.retrieval.api.load_trained: nbest-features --feature NAME=KIND:MODEL)
+    "retrieval model (train-retrieval)": (
+        "config", "train features", "validation features", "captions", "vocabularies",
+        "initial weights (word vectors)", "alignment lexicons",
+    ),
     # .NAME.made-from.json: bytes, training data (mlmm.nmt.model.load_translator)
     "NMT model (train-nmt)": ("training data",),
     # .NAME.made-from.json: bytes, source text (mlmm.nbest.read_nbest)
