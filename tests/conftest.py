@@ -38,6 +38,7 @@ with SnakemakeApi(OutputSettings(quiet=True)) as api:
             "log": [str(f) for f in r.log],
             "benchmark": str(r.benchmark) if r.benchmark else None,
             "input": [str(f) for f in r.input],
+            "shell": r.shellcmd or "",
         }
         for r in wf.rules
     }

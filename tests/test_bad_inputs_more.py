@@ -61,7 +61,7 @@ def test_eval_retrieval_empty_arrays(tmp_path, capsys):
 def test_eval_retrieval_chunk_zero(tmp_path, capsys):
     images, captions = _pair(tmp_path)
     out = tmp_path / "o.json"
-    says = ["--chunk", "expected a positive number of captions per block", "found 0"]
+    says = ["--chunk", "--chunk: expected a number >= 1, found 0", "found 0"]
     check(Case(_eval(images, captions, out, 2, "--chunk", "0"), says, [out]), capsys)
 
 

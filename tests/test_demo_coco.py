@@ -220,7 +220,7 @@ def test_refuses_foreign_directory_and_bad_arguments(
         generate_coco_world(tmp_path / "busy", seed=1, images=N)
     assert (tmp_path / "busy" / "notes.txt").read_text() == "mine\n"
     assert main(["demo-coco", str(tmp_path / "w"), "--images", "20"]) == 2
-    assert "at least 60 images, found 20" in capsys.readouterr().err
+    assert "--images: expected a number >= 60, found 20" in capsys.readouterr().err
     assert main(["demo-coco", str(tmp_path / "w"), "--images", str(N), "--ted-test", "0"]) == 2
     assert not (tmp_path / "w").exists()  # nothing written
 

@@ -180,6 +180,19 @@ def test_rules_that_run_code_name_an_existing_env_and_a_log(rules, workflow_dir)
     assert not problems, "\n".join(problems)
 
 
+def test_rules_that_read_the_paper_tables_take_them_as_inputs(rules):
+    """A corrected number in a paper CSV reruns every table that prints it (issue 27): each
+    rule whose command is given the paper tables lists their CSVs among its inputs."""
+    readers = {name: rule for name, rule in rules.items() if "{params.paper" in rule["shell"]}
+    assert len(readers) >= 6
+    missing = [
+        name for name, rule in readers.items()
+        if not any(Path(p).parent.name == "paper_tables" and p.endswith(".csv")
+                   for p in rule["input"])
+    ]  # fmt: skip
+    assert missing == []
+
+
 def test_gpu_rules_have_benchmarks(rules):
     for name in GPU_RULES & set(rules):
         bench = rules[name]["benchmark"]

@@ -170,6 +170,7 @@ def validate_config(
         expected, found, path = _expected(error)
         raise InputError(_source(path, named), expected, found, key=_dotted(path))
     _check_paper_tables(config, named)
+    _check_nmt_pair(config, named)
     retrieval = config.get("retrieval") or {}
     variants = retrieval.get("variants") or {}
     for index, name in enumerate(retrieval.get("run") or []):
@@ -199,6 +200,24 @@ def _check_paper_tables(config: dict, named: Sequence[tuple[str, dict]]) -> None
             f"a directory apart from {tables} (the workflow writes its tables there)",
             repr(paper),
             key="paper_tables",
+        )
+
+
+def _check_nmt_pair(config: dict, named: Sequence[tuple[str, dict]]) -> None:
+    """``nmt.src``-``nmt.tgt`` must be the pair of the one table the NMT stage fills (Calixto &
+    Liu 2017 Table 3, English to German): another pair would be printed under "en-de" beside
+    the paper's numbers."""
+    from mlmm.nmt.table import LANGUAGE
+
+    nmt = config.get("nmt") or {}
+    src, tgt = nmt.get("src", "en"), nmt.get("tgt", "de")
+    if f"{src}-{tgt}" != LANGUAGE:
+        key = "nmt.src" if src != LANGUAGE.split("-")[0] else "nmt.tgt"
+        raise InputError(
+            _source(key.split("."), named),
+            f"the pair {LANGUAGE} of the table it fills (Calixto & Liu 2017 Table 3)",
+            f"{src}-{tgt}",
+            key=key,
         )
 
 

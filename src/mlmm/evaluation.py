@@ -23,11 +23,13 @@ memory): no sort, only counts of "scores above the positive's score" per query.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
 import torch
 
+from mlmm.degenerate import not_constant
 from mlmm.errors import InputError
 from mlmm.io import read_lines
 
@@ -428,8 +430,9 @@ def c2c_metrics(
 # semantic textual similarity
 
 
-def sts_pearson(emb_a, emb_b, gold) -> float:
-    """Pearson r of ``5 * cosine(a, b)`` against the gold scores; NaN gold pairs are skipped.
+def sts_pearson(emb_a, emb_b, gold, where: str | Path = "STS gold scores") -> float:
+    """Pearson r of ``5 * cosine(a, b)`` against the gold scores; NaN gold pairs are skipped;
+    constant gold scores or similarities (r undefined) are refused naming ``where``.
 
     Calixto & Liu (2017, Table 2) scale the cosine by 5 onto the gold 0-5 range; Pearson is
     scale-invariant, the factor only keeps the predictions on the gold scale.
@@ -442,7 +445,9 @@ def sts_pearson(emb_a, emb_b, gold) -> float:
     predicted = 5.0 * (a * b).sum(1).numpy()
     keep = ~np.isnan(gold)
     if keep.sum() < 2:
-        raise ValueError("fewer than two pairs with a gold score")
+        raise InputError(where, "at least two pairs with a gold score", f"{int(keep.sum())}")
+    not_constant(gold[keep], where, "gold scores")
+    not_constant(predicted[keep], where, "similarities of the encoder for its pairs")
     return float(np.corrcoef(predicted[keep], gold[keep])[0, 1])
 
 

@@ -99,3 +99,72 @@ def stale(artefact: str | Path, recorded: Mapping | None, current: Mapping) -> b
         print(f"{artefact}: inputs changed since it was written ({what}), starting over",
               file=sys.stderr)  # fmt: skip
     return bool(changed)
+
+
+# ------------------------------------------------------------------------------------------
+# finished artefacts: what they were made from, checked whenever they are read
+
+# The kinds of artefact that record what they were made from, with the inputs each record
+# names; tests/test_bad_inputs_provenance.py damages every kind and expects its reader to refuse.
+ARTEFACT_KINDS = {
+    # .NAME.made-from.json: bytes, image list in order, split (mlmm.features.extraction)
+    "image feature array (mlmm features)": ("image list", "split"),
+    # .codes.npz.made-from.json: bytes, bag of words (mlmm.ted.experiment.codes_file)
+    "TED CorrNet codes (ted-train)": ("bag of words",),
+    # model.pt's record: bytes, the digests of mlmm.retrieval.train.Run.fingerprint
+    # (mlmm.retrieval.api.load_trained: nbest-features --feature NAME=KIND:MODEL)
+    "retrieval model (train-retrieval)": (
+        "config", "train features", "validation features", "captions", "vocabularies",
+        "initial weights (word vectors)", "alignment lexicons",
+    ),
+    # .NAME.made-from.json: bytes, training data (mlmm.nmt.model.load_translator)
+    "NMT model (train-nmt)": ("training data",),
+    # .NAME.made-from.json: bytes, source text (mlmm.nbest.read_nbest)
+    "n-best list (nbest, nbest-features)": ("source",),
+    # lambda.json: each chosen run relative to the file, the sha256 of its codes
+    # (mlmm.ted.experiment.chosen_run)
+    "TED tuning (ted-tune)": ("codes of the chosen runs",),
+}
+
+
+def made_from_path(artefact: str | Path) -> Path:
+    """The record beside ``artefact``: ``.NAME.made-from.json``."""
+    artefact = Path(artefact)
+    return artefact.with_name(f".{artefact.name}.made-from.json")
+
+
+def record_made_from(artefact: str | Path, inputs: Mapping[str, str]) -> None:
+    """Record beside a finished ``artefact`` the sha256 of its own bytes and the digests of the
+    inputs it was made from (``value_digest``/``files_digest``/``sha256_file``)."""
+    from mlmm.io import write_json
+
+    write_json(made_from_path(artefact), {"sha256": sha256_file(artefact), "inputs": dict(inputs)})
+
+
+def check_made_from(artefact: str | Path, inputs: Mapping[str, str] | None = None) -> None:
+    """Refuse ``artefact`` (InputError) when its bytes are not those recorded when it was
+    written (another split's array copied over it, rows reordered inside it, a rerun of its
+    maker since), or when an input it is read with has another digest than the one it was
+    made from. An artefact without a record (made by hand, or before records) is read as is:
+    the readers' own checks (row counts, list copies) still apply."""
+    from mlmm.errors import InputError
+
+    artefact, record_path = Path(artefact), made_from_path(artefact)
+    if not record_path.is_file():
+        return
+    try:
+        record = json.loads(record_path.read_text(encoding="utf-8"))
+        recorded, made_from = record["sha256"], dict(record["inputs"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputError(record_path, "a record written by mlmm", f"unreadable ({exc})") from None
+    if sha256_file(artefact) != recorded:
+        raise InputError(
+            artefact, f"the bytes it was written with ({record_path.name})",
+            "other bytes: replaced or edited since (another split's copy, reordered rows?)",
+        )  # fmt: skip
+    for name, digest in (inputs or {}).items():
+        if name in made_from and made_from[name] != digest:
+            raise InputError(
+                artefact, f"an artefact made from the {name} it is read with",
+                f"one made from another {name} ({record_path.name})",
+            )  # fmt: skip

@@ -185,6 +185,9 @@ def read_lines(path: str | Path, allow_empty_lines: bool = False) -> list[str]:
         raise InputError(
             path, "UTF-8 text", f"invalid byte 0x{data[exc.start]:02x}", line=line
         ) from None
+    if "\x00" in text:  # a binary file or a damaged caption: no tokenizer sees words in it
+        line = text[: text.index("\x00")].count("\n") + 1
+        raise InputError(path, "text without NUL bytes", "a NUL byte (0x00)", line=line)
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()

@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from mlmm.errors import InputError
-from mlmm.io import read_lines, write_text
+from mlmm.fingerprint import check_made_from, record_made_from
+from mlmm.io import read_lines, sha256_file, write_text
 
 Layout = list[tuple[str, int]]
 
@@ -116,14 +117,18 @@ def _parse_features(text: str, where: Path | str, line: int) -> dict[str, list[f
     return found
 
 
-def read_nbest(path: str | Path) -> NBestList:
+def read_nbest(path: str | Path, source: str | Path | None = None) -> NBestList:
     """Read a Moses n-best list; a malformed line is an InputError naming its line number.
+    A list edited since written, or (``source`` given) made from another source text, is
+    refused (``mlmm.fingerprint.check_made_from``).
 
     Sentence ids must run 0, 1, 2, ... in contiguous blocks, as Moses writes them: sentence
     ``i`` of the list is then line ``i + 1`` of the source and reference files, and the 1-best
     output is in reference order. A gap, an id out of order or a sentence split in two blocks
     would misalign every later sentence with its reference, so each is refused with its line.
     """
+    if Path(path).is_file():
+        check_made_from(path, _made_from(source))
     layout: Layout | None = None
     texts: list[list[str]] = []
     rows: list[list[list[float]]] = []
@@ -203,8 +208,14 @@ def _labelled(layout: Layout, vector: np.ndarray) -> list[str]:
     ]
 
 
-def write_nbest(path: str | Path, nbest: NBestList) -> None:
+def write_nbest(path: str | Path, nbest: NBestList, source: str | Path | None = None) -> None:
+    """The list, and beside it the digest of the ``source`` text it translates."""
     write_text(path, format_nbest(nbest))
+    record_made_from(path, _made_from(source))
+
+
+def _made_from(source: str | Path | None) -> dict[str, str]:
+    return {"source": sha256_file(source)} if source is not None else {}
 
 
 def read_weights(path: str | Path) -> dict[str, np.ndarray]:

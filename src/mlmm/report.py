@@ -76,6 +76,8 @@ def load_runs(paths: list[Path], section: dict, where: str = "config") -> list[R
 
     rows_of: dict[str, list[dict]] = {}
     protocol_of: dict[str, list[str]] = {}
+    records_of: dict[str, dict] = {}
+    seen: dict[tuple[str, int], Path] = {}
     runs = []
     for path in _metrics_files([Path(p) for p in paths]):
         try:
@@ -90,8 +92,41 @@ def load_runs(paths: list[Path], section: dict, where: str = "config") -> list[R
             record = resolve_variant(section, name, where)
             rows_of[name] = [_check_row(r, where, name) for r in record["paper_rows"]]
             protocol_of[name] = protocol_notes(record)
+            records_of[name] = record
+        _check_same_config(path, metrics, records_of[name], where)
+        key = (name, int(metrics["seed"]))
+        if key in seen:
+            raise InputError(
+                path, "one run per (variant, seed) (a copy would count as another seed)",
+                f"variant {name!r} seed {key[1]} already read from {seen[key]}",
+            )  # fmt: skip
+        seen[key] = path
         runs.append(Run(name, int(metrics["seed"]), metrics, rows_of[name], protocol_of[name]))
     return runs
+
+
+# Keys of a variant record that do not shape its numbers: where a table puts it, the device.
+UNSCORED_KEYS = ("paper_rows", "device", "name")
+
+
+def _check_same_config(path: Path, metrics: dict, record: dict, where: str) -> None:
+    """The variant record a run was trained with (``provenance.config.retrieval``) must be
+    the one the table builder resolves now: a run of an edited or another configuration is
+    refused instead of averaged in under the current variant's name."""
+    recorded = ((metrics.get("provenance") or {}).get("config") or {}).get("retrieval")
+    if not isinstance(recorded, dict):
+        return  # a run written before records were kept: nothing to compare
+    plain = json.loads(json.dumps(record, default=str))
+    for key, value in plain.items():
+        if key in UNSCORED_KEYS or key not in recorded or recorded[key] == value:
+            continue
+        raise InputError(
+            path,
+            f"a run of retrieval.variants.{record['name']} as {where} defines it "
+            f"({key} = {json.dumps(value)[:60]})",
+            f"{key} = {json.dumps(recorded[key])[:60]}",
+            key=f"provenance.config.retrieval.{key}",
+        )
 
 
 def _check_row(row: dict, where: str, variant: str) -> dict:

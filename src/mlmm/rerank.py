@@ -21,8 +21,12 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
+
+from mlmm.degenerate import nfc, not_empty
+from mlmm.errors import InputError
 
 ORDER = 4
 # Column layout of a statistics row: matches for n=1..4, totals for n=1..4, reference length.
@@ -126,9 +130,20 @@ def mira(
     decay: float = 0.999,
     seed: int = 1,
     initial: np.ndarray | None = None,
+    where: str | Path = "the n-best lists",
 ) -> MiraResult:
-    """Tune linear weights on n-best lists (features k_i x d, BLEU statistics k_i x 9 each)."""
+    """Tune linear weights on n-best lists (features k_i x d, BLEU statistics k_i x 9 each).
+
+    Lists whose hypotheses all share one feature vector give MIRA nothing to separate; when
+    every list is such (constant features), tuning would return its initial (zero) weights as
+    if tuned, so it is refused naming ``where``."""
+    not_empty(features, where, "n-best list")
     data = TuningSet.build(features, stats)
+    if (data.sizes <= 1).all():
+        raise InputError(
+            where, "features that differ between the hypotheses of some list (MIRA has "
+            "nothing to tune otherwise)", f"one feature vector per list in all {len(features)}",
+        )  # fmt: skip
     d = data.features.shape[2]
     w = np.zeros(d) if initial is None else np.asarray(initial, dtype=np.float64).copy()
     totals, updates = w.copy(), 0
@@ -173,8 +188,9 @@ def rerank(features: Sequence[np.ndarray], weights: np.ndarray) -> np.ndarray:
 
 
 def nbest_stats(texts: Sequence[Sequence[str]], refs: Sequence[Sequence[str]]) -> list[np.ndarray]:
-    """BLEU statistics of every hypothesis of every sentence."""
+    """BLEU statistics of every hypothesis of every sentence (text compared in NFC: an NFD
+    "é" would otherwise be another token than the reference's)."""
     return [
-        np.array([bleu_stats(h, r) for h in hyps]).reshape(len(hyps), N_STATS)
+        np.array([bleu_stats(h, nfc(r)) for h in nfc(hyps)]).reshape(len(hyps), N_STATS)
         for hyps, r in zip(texts, refs, strict=True)
     ]

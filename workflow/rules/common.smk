@@ -49,6 +49,12 @@ if not PAPER_TABLES.is_dir():
         f"config paper_tables: expected a directory of <paper>_table<N>.csv, "
         f"found no directory {PAPER_TABLES}"
     )
+# The papers' CSVs, by paper: inputs of the table rules that read them, so that a corrected
+# number reruns the table (a parameter would not).
+PAPER_CSVS = {}
+for _csv in sorted(PAPER_TABLES.glob("*_table*.csv")):
+    PAPER_CSVS.setdefault(_csv.name.split("_table")[0], []).append(_csv)
+
 FINAL_TARGETS = []
 
 # The report (`snakemake --report`) shows every paper table as its HTML page and every figure as

@@ -109,6 +109,7 @@ rule vocabularies:
 rule kadar_table1:
     input:
         MULTI30K_MARKER,
+        PAPER_CSVS.get("kadar2018", []),
     output:
         reported(table_files(RESULTS / "tables/kadar2018_table1")),
     log:

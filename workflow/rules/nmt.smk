@@ -189,7 +189,10 @@ rule mt_score:
 
 rule nmt_table:
     input:
-        expand(NMT_DIR / "systems/{system}/metrics.json", system=list(NMT["systems"])),
+        metrics=expand(
+            NMT_DIR / "systems/{system}/metrics.json", system=list(NMT["systems"])
+        ),
+        paper=PAPER_CSVS.get("calixto2017", []),
     output:
         reported(table_files(NMT_TABLE)),
     log:
@@ -204,7 +207,7 @@ rule nmt_table:
         paper=f"--paper-tables {quote(str(PAPER_TABLES))}" if PAPER_TABLES else "",
         stem=NMT_TABLE,
     shell:
-        "mlmm nmt-table --metrics {input:q} {params.paper} --out {params.stem:q} > {log:q} 2>&1"
+        "mlmm nmt-table --metrics {input.metrics:q} {params.paper} --out {params.stem:q} > {log:q} 2>&1"
 
 
 FINAL_TARGETS += [

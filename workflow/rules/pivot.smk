@@ -257,8 +257,9 @@ rule pivot_mt:
 
 rule pivot_table:
     input:
-        expand(PIVOT_DIR / "{pivot_job}/metrics.json", pivot_job=PIVOT_JOBS),
-        PIVOT_MT_RUNS,
+        runs=expand(PIVOT_DIR / "{pivot_job}/metrics.json", pivot_job=PIVOT_JOBS)
+        + PIVOT_MT_RUNS,
+        paper=PAPER_CSVS.get("rajendran2016", []),
     output:
         reported(PIVOT_TABLES),
     log:
@@ -273,7 +274,7 @@ rule pivot_table:
         paper=PIVOT_PAPER,
         stem=RESULTS / "tables/rajendran2016_table5",
     shell:
-        "mlmm pivot-table --runs {input:q} {params.paper} --out {params.stem:q} > {log:q} 2>&1"
+        "mlmm pivot-table --runs {input.runs:q} {params.paper} --out {params.stem:q} > {log:q} 2>&1"
 
 
 rule pivot_examples:

@@ -26,6 +26,7 @@ RETRIEVAL_FIGURE_FILES = [
 rule retrieval_tables:
     input:
         runs=REPORT_RUNS,
+        paper=[path for paths in PAPER_CSVS.values() for path in paths],
     output:
         reported(RETRIEVAL_TABLE_FILES),
     log:

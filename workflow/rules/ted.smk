@@ -203,6 +203,7 @@ rule ted_tables:
     input:
         cldc=expand(TED_DIR / "cldc/{ted_source}.json", ted_source=TED_SOURCES),
         nb=TED_DIR / "nb.json",
+        paper=PAPER_CSVS.get("rajendran2016", []),
     output:
         reported(path for path in TED_TABLES if "table4" not in path.name),
     log:
@@ -245,6 +246,7 @@ rule ted_table4:
         bow=TED_DIR / "bow/meta.json",
         tuning=TED_DIR / "lambda.json",
         models=expand(TED_DIR / "corrnet/{ted_run}/model.pt", ted_run=TED_RUNS),
+        paper=PAPER_CSVS.get("rajendran2016", []),
     output:
         reported(path for path in TED_TABLES if "table4" in path.name),
     log:

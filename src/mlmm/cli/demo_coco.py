@@ -33,21 +33,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=1,
         help="random seed (default: %(default)s)",
     )
-    p.add_argument(
+    checked_option(
+        p,
         "--images",
+        "$defs.cli_options.coco_demo_images",
         type=int,
         default=1500,
         help="number of images, at least 60; 1/6 test (5 folds), 1/15 val, 1/10 restval "
         "(default: %(default)s)",
     )
-    p.add_argument(
+    checked_option(
+        p,
         "--ted-train",
+        "$defs.cli_options.talks",
         type=int,
         default=150,
         help="TED training talks per pair (default: %(default)s)",
     )
-    p.add_argument(
-        "--ted-test", type=int, default=30, help="TED test talks per pair (default: %(default)s)"
+    checked_option(
+        p,
+        "--ted-test",
+        "$defs.cli_options.talks",
+        type=int,
+        default=30,
+        help="TED test talks per pair (default: %(default)s)",
     )
     p.add_argument(
         "--force", action="store_true", help="replace OUT even if it holds other or edited files"

@@ -6,6 +6,8 @@ import argparse
 import time
 from pathlib import Path
 
+from mlmm.schema import checked_option
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -22,14 +24,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument("out", type=Path, metavar="OUT", help="output directory (new or empty)")
-    p.add_argument("--seed", type=int, default=1, help="random seed (default: %(default)s)")
-    p.add_argument("--images", type=int, default=30, help="Multi30K-world images (min 30)")
-    p.add_argument("--coco-images", type=int, default=60, help="COCO-world images (min 60)")
-    p.add_argument("--ted-train", type=int, default=30, help="TED talks per language, train")
-    p.add_argument("--ted-test", type=int, default=10, help="TED talks per language, test")
-    p.add_argument(
-        "--vector-dim", type=int, default=16, help="word vector size (config retrieval.vectors.dim)"
-    )
+    checked_option(p, "--seed", "demo_world.seed", type=int, default=1,
+                   help="random seed (default: %(default)s)")
+    checked_option(p, "--images", "demo_world.images", type=int, default=30,
+                   help="Multi30K-world images (min 30)")
+    checked_option(p, "--coco-images", "$defs.cli_options.coco_demo_images", type=int,
+                   default=60, help="COCO-world images (min 60)")
+    checked_option(p, "--ted-train", "$defs.cli_options.talks", type=int, default=30,
+                   help="TED talks per language, train")
+    checked_option(p, "--ted-test", "$defs.cli_options.talks", type=int, default=10,
+                   help="TED talks per language, test")
+    checked_option(p, "--vector-dim", "retrieval.vectors.dim", type=int, default=16,
+                   help="word vector size (config retrieval.vectors.dim)")
     p.add_argument(
         "--torch-home",
         type=Path,

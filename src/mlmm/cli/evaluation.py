@@ -35,7 +35,8 @@ def register(subparsers) -> None:
         help="5 = COCO 1K protocol (mean of 5 folds)",
     )
     p.add_argument("--similarity", choices=["cosine", "order"], default="cosine")
-    p.add_argument("--chunk", type=int, default=None, help="captions per score block")
+    checked_option(p, "--chunk", "$defs.cli_options.chunk", type=int, default=None,
+                   help="captions per score block")
     p.add_argument("--out", required=True, type=Path, help="metrics JSON")
     declare_outputs(p, "out")
     p.set_defaults(func=run_eval)
@@ -96,8 +97,6 @@ def run_eval(args) -> None:
         if arrays[name].ndim != 2 or shape[0] == 0:
             raise InputError(path, "a 2-d array with at least one row", f"shape {shape}")
         check_finite(arrays[name], str(path))
-    if args.chunk is not None and args.chunk < 1:
-        raise InputError("--chunk", "a positive number of captions per block", str(args.chunk))
     # float32 and float64 arrays (a float64 export) are compared in the wider of the two types
     common = np.result_type(arrays["images"].dtype, arrays["captions"].dtype, np.float32)
     arrays = {name: array.astype(common, copy=False) for name, array in arrays.items()}

@@ -150,6 +150,8 @@ def run_train(args) -> None:
 
     guard_outputs([args.out, args.history, args.metrics], [args.data], args.force)
     torch.set_num_threads(args.threads)
+    files = [args.data / f"{s}.lc.norm.tok.{lang}"
+             for s in ("train", "val") for lang in (args.src, args.tgt)]
     split = {s: {lang: _tokenised(args.data / f"{s}.lc.norm.tok.{lang}")
                  for lang in (args.src, args.tgt)} for s in ("train", "val")}
     config = TrainConfig(
@@ -162,9 +164,11 @@ def run_train(args) -> None:
     with timer("train"):
         translator, history = train(
             split["train"][args.src], split["train"][args.tgt], split["val"][args.src],
-            split["val"][args.tgt], config, (args.src, args.tgt),
+            split["val"][args.tgt], config, (args.src, args.tgt), files=files,
         )
-    translator.save(args.out)
+    from mlmm.fingerprint import files_digest
+
+    translator.save(args.out, {"training data": files_digest(files)})
     write_text(args.history, pd.DataFrame(history).to_csv(index=False))
     best = max(history, key=lambda h: h["val_bleu"])
     settings = {k: v for k, v in vars(args).items() if k != "func"}
@@ -197,7 +201,7 @@ def run_nbest(args) -> None:
     start = time.perf_counter()
     nbest = nbest_lists(translator, sources, args.beam)
     seconds = time.perf_counter() - start
-    write_nbest(args.out, nbest)
+    write_nbest(args.out, nbest, args.source)
     if args.stats:
         write_json(args.stats, {"sentences": len(sources), "beam": args.beam,
                                 "seconds": seconds, "sentences_per_second": len(sources) / seconds})
@@ -216,6 +220,7 @@ def parse_feature_spec(spec: str) -> tuple[str, str, Path]:
 def run_features(args) -> None:
 
     from mlmm.arrays import check_feature_rows
+    from mlmm.fingerprint import check_made_from
     from mlmm.nbest import check_feature_name, check_parallel, read_nbest, write_nbest
     from mlmm.nmt.features import EmbeddingScorer, add_features
 
@@ -225,7 +230,7 @@ def run_features(args) -> None:
     guard_outputs([args.out], inputs, args.force)
     for name, _, _ in specs:
         check_feature_name(name)
-    nbest, sources = read_nbest(args.nbest), _tokenised(args.source)
+    nbest, sources = read_nbest(args.nbest, args.source), _tokenised(args.source)
     check_parallel(args.source, sources, nbest.ids)
     images = {}
     for spec in args.images:
@@ -235,6 +240,7 @@ def run_features(args) -> None:
         images[name] = check_feature_rows(
             read_npy(path, "a .npy array of image features (--images NAME=NPY)"), path
         )
+        check_made_from(path, _source_split(args.source))
         if len(images[name]) != len(sources):  # row i is the image of sentence i
             raise InputError(
                 path, f"{len(sources)} rows, one per sentence of {args.nbest}",
@@ -245,8 +251,17 @@ def run_features(args) -> None:
         for name, kind, model in specs
     ]
     nbest = add_features(nbest, sources, scorers)
-    write_nbest(args.out, nbest)
+    write_nbest(args.out, nbest, args.source)
     print(f"features: {nbest.columns}")
+
+
+def _source_split(source: Path) -> dict[str, str]:
+    """The split a source text in the Multi30K layout (``val.lc.norm.tok.en``) belongs to, as
+    a feature array's record names it; nothing for a file named otherwise."""
+    from mlmm.fingerprint import value_digest
+
+    split, dot, rest = Path(source).name.partition(".")
+    return {"split": value_digest(split)} if dot and rest.startswith("lc.norm.tok.") else {}
 
 
 def run_mira(args) -> None:
@@ -262,7 +277,7 @@ def run_mira(args) -> None:
         nbest = nbest.select(args.features)
     refs = read_references(args.ref, nbest.ids)
     result = mira(nbest.features, nbest_stats(nbest.texts, refs), args.iters, args.c,
-                  args.decay, args.seed)
+                  args.decay, args.seed, where=args.nbest)
     write_weights(args.out, nbest.layout, result.weights)
     if args.history:
         write_text(args.history, pd.DataFrame(result.history).to_csv(index=False))
@@ -298,10 +313,8 @@ def run_score(args) -> None:
     refuse_overwrite(args.out, [args.hyp, args.ref], args.force)
     hyps = read_lines(args.hyp, allow_empty_lines=True)
     refs = read_lines(args.ref)
-    if len(hyps) != len(refs):
-        raise InputError(args.hyp, f"{len(refs)} lines like {args.ref}", f"{len(hyps)}")
     jar, meteor_note = resolve_meteor_jar(args.meteor_jar)
-    scores = mt_metrics(hyps, refs, args.language, jar)
+    scores = mt_metrics(hyps, refs, args.language, jar, where=(args.hyp, args.ref))
     if jar is not None:
         meteor_note = meteor_modules(jar, args.language)[1]
     settings = {k: str(v) for k, v in vars(args).items() if k != "func"}

@@ -81,10 +81,12 @@ def register(subparsers) -> None:
     )
     p.add_argument("--ted-root", type=Path, required=True, help="ted-cldc root or index.json")
     p.add_argument("--language", choices=LANGUAGES, required=True, help="source language X")
-    p.add_argument("--validation-fraction", type=float, default=0.1)
-    p.add_argument("--validation-max", type=int, default=1000)
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--max-length", type=int, default=80, help="longest training sentence")
+    checked_option(p, "--validation-fraction", "pivot.validation_fraction", type=float,
+                   default=0.1)
+    checked_option(p, "--validation-max", "pivot.validation_max", type=int, default=1000)
+    checked_option(p, "--seed", "pivot.seed", type=int, default=1)
+    checked_option(p, "--max-length", "pivot.mt.max_length", type=int, default=80,
+                   help="longest training sentence")
     p.add_argument("--out", type=Path, required=True, help="output directory")
     p.set_defaults(func=run_mt_data)
 
@@ -97,8 +99,8 @@ def register(subparsers) -> None:
     p.add_argument("--model", type=Path, required=True, help="X -> en model of train-nmt")
     p.add_argument("--coco-root", type=Path, required=True)
     p.add_argument("--language", choices=LANGUAGES, required=True)
-    p.add_argument("--beam", type=int, default=5)
-    p.add_argument("--threads", type=int, default=1)
+    checked_option(p, "--beam", "pivot.mt.beam", type=int, default=5)
+    checked_option(p, "--threads", "pivot.threads", type=int, default=1)
     p.add_argument("--out", type=Path, required=True, help="output directory")
     p.set_defaults(func=run_translate)
 

@@ -285,9 +285,11 @@ def run_neighbours(args: argparse.Namespace) -> None:
     guard_outputs([args.out_dir], [args.bow, args.tuning])
     import json
 
+    from mlmm.ted.experiment import bow_digest, chosen_run
     from mlmm.ted.report import neighbours
 
-    run = Path(json.loads(args.tuning.read_text(encoding="utf-8"))["overall"]["run"])
+    choice = json.loads(args.tuning.read_text(encoding="utf-8"))["overall"]
+    run = chosen_run(args.tuning, choice, bow_digest(args.bow)).parent
     neighbours(
         run / "model.pt", args.bow, args.words, args.k, args.out_dir, args.paper_tables, args.demo
     )

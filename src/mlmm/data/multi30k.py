@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mlmm.degenerate import unique_ids
 from mlmm.errors import InputError
 from mlmm.io import read_lines
 
@@ -38,6 +39,7 @@ def image_list(root: str | Path, split: str) -> list[str]:
     names = read_lines(path)
     if not names:
         raise InputError(path, "at least one image name", "an empty list")
+    unique_ids(names, path, "image name")  # a repeated image would be scored twice
     return names
 
 

@@ -29,10 +29,11 @@ import torch
 from PIL import Image
 from torch.utils.data import DataLoader
 
+from mlmm.degenerate import unique_ids
 from mlmm.errors import InputError
 from mlmm.features.backbones import FeatureNet, build_trunk, get_backbone, make_transform
 from mlmm.features.decoding import DECODERS, FileBytes, ImageRows, collate_lists, device_batch
-from mlmm.fingerprint import files_digest, stale
+from mlmm.fingerprint import files_digest, record_made_from, stale, value_digest
 from mlmm.io import atomic_path, read_lines, sha256_file, write_json, write_npy, write_text
 from mlmm.logs import progress as progress_bar
 from mlmm.provenance import Timer, provenance
@@ -65,6 +66,12 @@ class Outputs:
     @property
     def work(self) -> Path:
         return self.array.with_name(self.array.stem + ".work")
+
+
+def feature_inputs(names: list[str], split: str | Path) -> dict[str, str]:
+    """What a feature array is made from, as its record names it (``check_made_from``): the
+    image list in order, and the split's name (the list file's stem, ``val``)."""
+    return {"image list": value_digest(list(names)), "split": value_digest(Path(split).stem)}
 
 
 def resolve_device(device: str) -> torch.device:
@@ -212,6 +219,7 @@ def extract(
         raise InputError(images, "a directory of images", "no such directory")
     timer = Timer()
     names = read_lines(split)
+    unique_ids(names, split, "image name")  # a repeated image would be two rows, scored twice
     paths = [images / name for name in names]
     dev = resolve_device(device)
     batch_size = batch_size or default_batch_size(dev, spec.crops)
@@ -333,6 +341,7 @@ def extract(
             final.flush()
             del final
         write_text(outputs.image_list, "".join(f"{name}\n" for name in names))
+        record_made_from(outputs.array, feature_inputs(names, split))
         if on_bad_image == "skip":
             write_text(
                 outputs.skipped,

@@ -18,6 +18,7 @@ from pathlib import Path
 import sacrebleu
 from sacrebleu.metrics import BLEU
 
+from mlmm.degenerate import parallel_text
 from mlmm.errors import InputError
 
 
@@ -75,9 +76,13 @@ def mt_metrics(
     references: Sequence[str],
     language: str,
     meteor_jar: Path | None = None,
+    where: tuple[str | Path, str | Path] = ("hypotheses", "references"),
 ) -> dict[str, float]:
-    """BLEU, TER, chrF (and METEOR when a jar is given) of tokenised 1-best output, 0-100."""
-    hyps, refs = list(hypotheses), [list(references)]
+    """BLEU, TER, chrF (and METEOR when a jar is given) of tokenised 1-best output, 0-100;
+    ``where`` names the hypothesis and reference files for the refusal of degenerate input
+    (``mlmm.degenerate.parallel_text``: line counts that differ, no line; text compared NFC)."""
+    hyps, references = parallel_text(hypotheses, references, *where)
+    refs = [references]
     bleu = BLEU(tokenize="none", smooth_method="none", force=True)  # force: text is tokenised
     scores = {
         "BLEU": bleu.corpus_score(hyps, refs).score,

@@ -136,7 +136,11 @@ class Translator:
     src_lang: str
     tgt_lang: str
 
-    def save(self, path: str | Path) -> None:
+    def save(self, path: str | Path, made_from: dict[str, str] | None = None) -> None:
+        """The checkpoint, and beside it what it was made from (``made_from``: digests of
+        its training data), checked by ``load_translator``."""
+        from mlmm.fingerprint import record_made_from
+
         blob = {
             "sizes": asdict(self.model.sizes),
             "state": self.model.state_dict(),
@@ -146,9 +150,15 @@ class Translator:
         }
         with atomic_path(path) as tmp:
             torch.save(blob, tmp)
+        record_made_from(path, made_from or {})
 
 
 def load_translator(path: str | Path) -> Translator:
+    """A checkpoint of ``save``, refused if replaced since (``check_made_from``)."""
+    from mlmm.fingerprint import check_made_from
+
+    if Path(path).is_file():
+        check_made_from(path)
     try:
         blob = torch.load(path, map_location="cpu", weights_only=True)
         src, tgt = Tokens(blob["src_words"]), Tokens(blob["tgt_words"])

@@ -19,12 +19,23 @@ METRICS = ["BLEU", "METEOR", "TER", "chrF"]
 def table3(metrics: Sequence[Path], paper_tables: str | None, stem: Path) -> list[str]:
     """Write ``stem``.csv/.md/.tex from `mlmm mt-score` JSONs; return the table notes."""
     rows, meteor_notes, records = [], set(), []
+    seen: dict[tuple, Path] = {}
     for path in metrics:
         try:
             record = json.loads(Path(path).read_text(encoding="utf-8"))
             system, note, scores = record["system"], record["variant_note"], record["scores"]
         except (OSError, ValueError, KeyError) as exc:
             raise InputError(path, "a metrics JSON written by `mlmm mt-score`", str(exc)) from None
+        settings = (record.get("provenance") or {}).get("config") or {}
+        language = settings.get("language", LANGUAGE.split("-")[1])
+        if language != LANGUAGE.split("-")[1]:
+            raise InputError(path, f"scores of {LANGUAGE} output (this table's pair)",
+                             f"--language {language}", key="provenance.config.language")
+        key = (system, note, (record.get("provenance") or {}).get("seed"))
+        if key in seen:
+            raise InputError(path, "one metrics file per (system, note, seed) (a copy would "
+                             "count as another run)", f"the run of {seen[key]} again")
+        seen[key] = path
         meteor_notes.add(record.get("meteor", ""))
         records.append(record)
         for metric in METRICS:

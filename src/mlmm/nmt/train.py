@@ -8,11 +8,14 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import sacrebleu
 import torch
 
+from mlmm.degenerate import not_empty, parallel_text, same_count
+from mlmm.errors import InputError
 from mlmm.logs import progress as progress_bar
 from mlmm.nmt.model import BOS, EOS, PAD, Seq2Seq, Sizes, Tokens, Translator
 from mlmm.nmt.search import greedy, pad_batch
@@ -58,11 +61,14 @@ def within_length(
     return [(s, t) for s, t in pairs if len(s) < max_length and len(t) < max_length]
 
 
-def bleu(hypotheses: Sequence[str], references: Sequence[str]) -> float:
-    """Corpus BLEU as everywhere in this stage: sacrebleu on tokenised text, no smoothing."""
-    return sacrebleu.corpus_bleu(
-        list(hypotheses), [list(references)], tokenize="none", smooth_method="none"
-    ).score
+def bleu(
+    hypotheses: Sequence[str], references: Sequence[str],
+    where: tuple[str | Path, str | Path] = ("hypotheses", "references"),
+) -> float:  # fmt: skip
+    """Corpus BLEU as everywhere in this stage: sacrebleu on tokenised text, no smoothing
+    (degenerate input refused by ``mlmm.degenerate.parallel_text``)."""
+    hyps, refs = parallel_text(hypotheses, references, *where)
+    return sacrebleu.corpus_bleu(hyps, [refs], tokenize="none", smooth_method="none").score
 
 
 def _batches(pairs, batch_size: int, rng: np.random.Generator):
@@ -84,11 +90,17 @@ def train(
     config: TrainConfig,
     languages: tuple[str, str] = ("en", "de"),
     progress: bool = True,
+    files: Sequence[str | Path] = ("train source", "train target", "val source", "val target"),
 ) -> tuple[Translator, list[dict]]:
     """Train; after every epoch translate the validation set greedily and keep the model with
-    the best validation BLEU; stop after ``patience`` epochs without improvement."""
+    the best validation BLEU; stop after ``patience`` epochs without improvement. ``files``
+    name the four texts in the refusal of degenerate input: sides of different lengths, no
+    training pair left within ``max_length``."""
     from mlmm.features.extraction import resolve_device
 
+    same_count(train_src, train_tgt, files[0], files[1])
+    same_count(val_src, val_tgt, files[2], files[3])
+    not_empty(val_tgt, files[3], "validation sentence")
     device = resolve_device(config.device)
     torch.manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)
@@ -100,6 +112,12 @@ def train(
         (src_tokens.encode(s), tgt_tokens.encode(t))
         for s, t in within_length(train_src, train_tgt, config.max_length)
     ]
+    if not pairs:
+        within = f" shorter than --max-length {config.max_length}" if config.max_length else ""
+        raise InputError(
+            files[0], f"at least one training pair{within} on both sides",
+            f"none of {len(train_src)}",
+        )  # fmt: skip
     val_ids = [src_tokens.encode(s) for s in val_src]
     val_refs = [" ".join(t) for t in val_tgt]
     best_bleu, best_state, stale, history = -1.0, None, 0, []

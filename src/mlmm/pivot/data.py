@@ -25,6 +25,7 @@ import scipy.sparse as sp
 
 from mlmm.data.multi30k import image_list, task_dir
 from mlmm.errors import InputError
+from mlmm.fingerprint import check_made_from, value_digest
 from mlmm.io import read_lines, read_npy
 from mlmm.ted.bow import count_matrix, vocabulary
 from mlmm.ted.corpus import find_topics, read_pair
@@ -54,6 +55,7 @@ def read_features(features: str | Path, backbone: str, split: str, n_images: int
     """`features/backbone/split.npy` as float32, checked to have one row per image."""
     path = Path(features) / backbone / f"{split}.npy"
     array = read_npy(path, f"image features of {split} (mlmm features)")
+    check_made_from(path, {"split": value_digest(split)})
     if array.ndim != 2 or array.shape[0] != n_images:
         raise InputError(
             path, f"a 2-d array of {n_images} rows (images of {split})", f"shape {array.shape}"

@@ -188,9 +188,22 @@ def rcsls_align(
     return mapping, history
 
 
-def lexicon_indices(pairs: Lexicon, src_index: dict[str, int], tgt_index: dict[str, int]):
-    """(src row, tgt row) of the pairs whose both words are known, and the gold sets."""
+def lexicon_indices(
+    pairs: Lexicon, src_index: dict[str, int], tgt_index: dict[str, int],
+    where: str | Path | None = None,
+):  # fmt: skip
+    """(src row, tgt row) of the pairs whose both words are known, and the gold sets. With
+    ``where`` (the lexicon's file), a lexicon that matches the vocabularies far better read
+    the other way round (a de-en file under an en-de name) is refused, not trained on."""
     kept = [(src_index[s], tgt_index[t]) for s, t in pairs if s in src_index and t in tgt_index]
+    if where is not None:
+        swapped = sum(1 for s, t in pairs if t in src_index and s in tgt_index)
+        if swapped > max(2 * len(kept), 10):
+            raise InputError(
+                where, "source-language words first, as its name says",
+                f"{len(kept)} pair(s) known in that direction and {swapped} read the other way: "
+                "a reversed lexicon",
+            )  # fmt: skip
     gold: dict[int, set[int]] = {}
     for s, t in kept:
         gold.setdefault(s, set()).add(t)
@@ -238,7 +251,8 @@ def rotate_onto_english(
     train = lexicon if rotation.get("sections") else split_lexicon(lexicon, train_fraction)[0]
     en_words, tgt_words = list(english), list(vectors)
     kept, _ = lexicon_indices(
-        train, {w: i for i, w in enumerate(en_words)}, {w: i for i, w in enumerate(tgt_words)}
+        train, {w: i for i, w in enumerate(en_words)}, {w: i for i, w in enumerate(tgt_words)},
+        where,
     )
     if len(kept) < 2:
         raise InputError(where, "at least 2 training pairs with both words known", str(len(kept)))

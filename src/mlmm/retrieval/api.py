@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 from mlmm.errors import InputError
+from mlmm.fingerprint import check_made_from
 from mlmm.retrieval.data import Vocabularies, pad
 from mlmm.retrieval.model import JointEmbedding, rowwise_score
 
@@ -79,6 +80,7 @@ def load_trained(path: str | Path, device: str = "cpu") -> TrainedModel:
         path = path / "model.pt"
     if not path.is_file():
         raise InputError(path, "a trained model (mlmm train-retrieval)", "no such file")
+    check_made_from(path)  # replaced since training: another run's model under this name
     saved = torch.load(path, map_location=device, weights_only=False)
     vocabs = Vocabularies.from_state(saved["vocabularies"])
     model = build_model(saved["record"], saved["feature_dim"], vocabs)

@@ -135,6 +135,9 @@ SUBSET_CHOICES = {
     "c2c": ("subset", "all"),
 }
 PORTIONS = ("translation", "comparable")
+# The caption languages each data set holds (mlmm.data.multi30k.TRANSLATION_LANGUAGES; the
+# COCO copy, mlmm.data.coco.SPLIT_LANGUAGES): plain data, as the rules files read this module.
+DATASET_LANGUAGES = {"multi30k": ("en", "de", "fr", "cs"), "coco": ("en", "ja")}
 
 
 def _merge(base: dict, override: dict, where: str) -> dict:
@@ -168,6 +171,13 @@ def check(record: dict, where: str) -> None:
     for source in record["train_data"]:
         if source.get("portion") not in PORTIONS or not source.get("languages"):
             raise InputError(where, "train_data entries {portion, languages}", repr(source))
+        held = DATASET_LANGUAGES[record["dataset"]]
+        for lang in source["languages"]:
+            if lang not in held:
+                raise InputError(
+                    where, f"languages that {record['dataset']} holds {list(held)}", repr(lang),
+                    key="train_data.languages",
+                )  # fmt: skip
     for key, options in SUBSET_CHOICES.items():
         if record["image_subset"][key] not in options:
             raise InputError(

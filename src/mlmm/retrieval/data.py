@@ -22,6 +22,7 @@ from mlmm.arrays import check_feature_rows, check_row_names
 from mlmm.data import multi30k
 from mlmm.data.vocab import Vocabulary
 from mlmm.errors import InputError
+from mlmm.fingerprint import check_made_from, value_digest
 from mlmm.io import read_npy
 from mlmm.retrieval.config import languages
 
@@ -53,6 +54,7 @@ def load_features(
     if feats.ndim != 2 or feats.shape[0] != len(names):
         raise InputError(path, f"{len(names)} rows (one per image of {split})", f"{feats.shape}")
     check_row_names(path, names, split)
+    check_made_from(path, {"image list": value_digest(list(names))})
     return check_feature_rows(np.asarray(feats), path)
 
 

@@ -33,9 +33,10 @@ def sts_scores(embed: Callable[[list[list[str]]], torch.Tensor], root: Path) -> 
         inputs = year_dir / "STS.input.images.txt"
         if not inputs.is_file():
             continue
-        s1, s2, gold = evaluation.read_sts(inputs, year_dir / "STS.gs.images.txt")
+        gold_path = year_dir / "STS.gs.images.txt"
+        s1, s2, gold = evaluation.read_sts(inputs, gold_path)
         with torch.no_grad():
             a = embed([sts_tokens(s) for s in s1])
             b = embed([sts_tokens(s) for s in s2])
-        out[year_dir.name] = evaluation.sts_pearson(a, b, gold)
+        out[year_dir.name] = evaluation.sts_pearson(a, b, gold, gold_path)
     return out

@@ -25,7 +25,7 @@ import torch
 from mlmm import evaluation
 from mlmm.data import multi30k
 from mlmm.errors import InputError
-from mlmm.fingerprint import value_digest
+from mlmm.fingerprint import record_made_from, value_digest
 from mlmm.io import atomic_path, write_json, write_text
 from mlmm.logs import progress as progress_bar
 from mlmm.provenance import Timer, provenance
@@ -456,6 +456,7 @@ class Run:
         }
         with atomic_path(self.out / "model.pt") as tmp:
             torch.save(saved, tmp)
+        record_made_from(self.out / "model.pt", self.fingerprint)
 
 
 def check_feature_dims(paths: Paths, record: dict, train_dim: int) -> None:

@@ -21,6 +21,10 @@ from mlmm.retrieval.data import Vocabularies
 from mlmm.retrieval.model import JointEmbedding
 
 EMBED_KEY = "text.shared.embed.weight"
+# The least share of a language's training vocabulary its vector file must cover: fastText's
+# aligned wiki vectors cover most of Multi30K's and COCO's words; a file of another language
+# (or of another tokenisation) covers few, and FME would train on random rows as if aligned.
+MIN_VECTOR_COVERAGE = 0.5
 
 
 def load_vectors(
@@ -34,7 +38,13 @@ def load_vectors(
     for lang in langs:
         path = Path(vectors) / f"wiki.{lang}.align.vec"
         words = {w.split(":", 1)[1] for w in vocab.words if w.startswith(f"{lang}:")}
-        for word, vec in align.read_vec(path, words).items():
+        found = align.read_vec(path, words)
+        if len(found) < MIN_VECTOR_COVERAGE * len(words):
+            raise InputError(
+                path, f"vectors for at least {MIN_VECTOR_COVERAGE:.0%} of the {len(words)} "
+                f"{lang} training words", f"{len(found)} ({len(found) / len(words):.0%})",
+            )  # fmt: skip
+        for word, vec in found.items():
             if vec.shape[0] != record["embed_dim"]:
                 raise InputError(
                     path, f"{record['embed_dim']}-d vectors (embed_dim)", f"{vec.shape[0]}-d"
@@ -131,7 +141,10 @@ class Alignment:
         train, held_out = align.alignment_lexicons(muse, other, record["alignment"], reverse)
         src_pos = {w: k for k, w in enumerate(rows[source])}
         tgt_pos = {w: k for k, w in enumerate(rows[target])}
-        train_pairs, _ = align.lexicon_indices(train, src_pos, tgt_pos)
+        sections = record["alignment"]["sections"]
+        name = sections["train"][0] if sections else "full"
+        lexicon = align.lexicon_file(muse, other, name, reverse)
+        train_pairs, _ = align.lexicon_indices(train, src_pos, tgt_pos, lexicon)
         _, gold = align.lexicon_indices(held_out, src_pos, tgt_pos)
         return Direction(
             f"{source}-{target}",

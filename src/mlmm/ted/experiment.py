@@ -11,12 +11,15 @@ is the mean over the pairs. With one pair the tables hold exactly that pair's ce
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
 from joblib import Parallel, delayed
 
-from mlmm.io import atomic_path, write_json, write_text
+from mlmm.errors import InputError
+from mlmm.fingerprint import check_made_from, files_digest, record_made_from
+from mlmm.io import atomic_path, sha256_file, write_json, write_text
 from mlmm.provenance import Timer, provenance
 from mlmm.ted import PIVOT
 from mlmm.ted.bow import Bow
@@ -36,6 +39,37 @@ def english(language: str) -> str:
 def classification_languages(bow: Bow) -> list[str]:
     """Training and test languages of the tables: English, then the languages paired with it."""
     return [PIVOT, *bow.languages]
+
+
+def bow_digest(bow_dir: str | Path) -> str:
+    """Digest of a bag-of-words directory's files (its records left out): what codes and
+    tunings were made from."""
+    files = sorted(p for p in Path(bow_dir).iterdir() if p.is_file() and p.name[0] != ".")
+    return files_digest(files)
+
+
+def codes_file(run: str | Path, bow: str) -> Path:
+    """A run's ``codes.npz``, refused unless made from the bag of words ``bow`` (a digest,
+    ``bow_digest``) and unchanged since written (``mlmm.fingerprint.check_made_from``)."""
+    path = Path(run) / "codes.npz"
+    if not path.is_file():
+        raise InputError(path, "the codes of a ted-train run", "no such file")
+    check_made_from(path, {"bag of words": bow})
+    return path
+
+
+def chosen_run(tuning: str | Path, choice: dict, bow: str) -> Path:
+    """The codes of a tuning's chosen run: its path resolved against the tuning file (not the
+    working directory), its bytes those the tuning chose from."""
+    run = Path(choice["run"])
+    run = run if run.is_absolute() else Path(os.path.normpath(Path(tuning).parent / run))
+    path = codes_file(run, bow)
+    if "codes_sha256" in choice and sha256_file(path) != choice["codes_sha256"]:
+        raise InputError(
+            path, f"the codes {Path(tuning).name} chose (lambda {choice['lambda']})",
+            "other codes: the run was retrained since tuning",
+        )  # fmt: skip
+    return path
 
 
 def train_sets(bow: Bow, source: str) -> list[str]:
@@ -82,6 +116,7 @@ def train_stage(bow_dir: Path, out_dir: Path, settings: dict, threads: int = 1) 
     corrnet.save(model, out_dir / "model.pt")
     with atomic_path(out_dir / "codes.npz") as tmp, open(tmp, "wb") as handle:
         np.savez(handle, **codes)
+    record_made_from(out_dir / "codes.npz", {"bag of words": bow_digest(bow_dir)})
     columns = list(history[0])
     rows = [",".join(str(h[c]) for c in columns) for h in history]
     write_text(out_dir / "history.csv", "\n".join([",".join(columns), *rows]) + "\n")
@@ -119,12 +154,13 @@ def tune_stage(
 ) -> dict:
     """Pick lambda per source language by a monolingual perceptron's validation F1."""
     bow = Bow.load(bow_dir)
+    digest = bow_digest(bow_dir)
+    codes = {lam: codes_file(runs[lam], digest) for lam in runs}
     languages = classification_languages(bow)
     lambdas = sorted(runs)
     tasks = [(lang, lam) for lang in languages for lam in lambdas]
     scores = Parallel(n_jobs=jobs)(
-        delayed(_validation_f1)(Path(runs[lam]) / "codes.npz", bow, lang, settings)
-        for lang, lam in tasks
+        delayed(_validation_f1)(codes[lam], bow, lang, settings) for lang, lam in tasks
     )
     table = {lang: {} for lang in languages}
     for (lang, lam), score in zip(tasks, scores, strict=True):
@@ -132,17 +168,24 @@ def tune_stage(
     chosen = {}
     for lang in languages:
         best = max(lambdas, key=lambda lam, lang=lang: table[lang][lambda_name(lam)])
-        chosen[lang] = {"lambda": best, "run": str(runs[best])}
+        chosen[lang] = _choice(best, runs[best], codes[best], out)
     mean = {lam: np.mean([table[x][lambda_name(lam)] for x in languages]) for lam in lambdas}
     overall = max(lambdas, key=lambda lam: mean[lam])
     result = {
         "provenance": provenance(settings, settings["seed"]),
         "validation_f1": table,
         "chosen": chosen,
-        "overall": {"lambda": overall, "run": str(runs[overall])},
+        "overall": _choice(overall, runs[overall], codes[overall], out),
     }
     write_json(out, result)
     return result
+
+
+def _choice(lam: float, run: Path, codes: Path, tuning: Path) -> dict:
+    """A chosen run as the tuning file records it: its path relative to the tuning file (the
+    same file read from another directory finds the same run) and the sha256 of its codes."""
+    relative = os.path.relpath(Path(run).resolve(), Path(tuning).resolve().parent)
+    return {"lambda": lam, "run": relative, "codes_sha256": sha256_file(codes)}
 
 
 def classify_stage(bow_dir: Path, tuning: Path, source: str, out: Path, settings: dict) -> dict:
@@ -154,7 +197,7 @@ def classify_stage(bow_dir: Path, tuning: Path, source: str, out: Path, settings
     timer = Timer()
     bow = Bow.load(bow_dir)
     choice = json.loads(Path(tuning).read_text(encoding="utf-8"))["chosen"][source]
-    codes = np.load(Path(choice["run"]) / "codes.npz")
+    codes = np.load(chosen_run(tuning, choice, bow_digest(bow_dir)))
 
     def test(name: str) -> tuple[np.ndarray, np.ndarray]:
         return codes[f"{name}.test"], bow.labels(name, "test")

@@ -35,9 +35,14 @@ def mono_note(language: str) -> str:
 
 def _runs(cldc: list[Path], nb: Path | None) -> tuple[pd.DataFrame, pd.DataFrame]:
     cross, mono = [], []
+    seen: dict[str, Path] = {}
     for path in cldc:
         result = json.loads(Path(path).read_text(encoding="utf-8"))
         source = result["source"]
+        if source in seen:  # a copy would be averaged in as a second run
+            raise InputError(path, "one ted-classify result per source language",
+                             f"source {source!r} again (first: {seen[source]})")
+        seen[source] = Path(path)
         for target, f1 in result["f1"].items():
             if target == source:
                 mono.append((SYSTEM, mono_note(source), source, "", "F1", f1))

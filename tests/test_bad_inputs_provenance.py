@@ -1,0 +1,320 @@
+"""Finished artefacts are checked against what they were made from when read (issue 27, item 2).
+
+``mlmm.fingerprint.ARTEFACT_KINDS`` lists every kind of artefact that records what it was made
+from; each kind here is written by its real command and damaged as a careless or unlucky user
+would (another split's copy over it, rows reordered inside it, read with another input, its
+maker rerun since), and every reader of it must refuse in one line.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_bad_inputs import one_line_error
+from test_features import make_images
+
+from mlmm.cli import main
+from mlmm.errors import InputError
+from mlmm.features import extract
+from mlmm.fingerprint import ARTEFACT_KINDS, made_from_path
+from mlmm.pivot.data import read_features
+from mlmm.retrieval.data import load_features
+
+BACKBONE = "efficientnet_lite0"
+
+
+def _run(*args) -> None:
+    assert main([str(a) for a in args]) == 0
+
+
+# ------------------------------------------------------------------------------------------
+# image feature arrays (mlmm features), read by retrieval, pivot and nbest-features
+
+
+@pytest.fixture(scope="module")
+def features(tmp_path_factory) -> tuple[Path, dict[str, list[str]]]:
+    """val and test arrays of three distinct images each, by the real extraction."""
+    root = tmp_path_factory.mktemp("features")
+    names = {}
+    for split, seed in (("val", 0), ("test_2016_flickr", 1)):
+        work = root / split
+        names[split] = make_images(work, 3, seed)
+        (work / f"{split}.txt").write_text((work / "list.txt").read_text())
+        extract(work / "images", work / f"{split}.txt", root / "feat" / BACKBONE / f"{split}.npy",
+                BACKBONE, workers=0, progress=False, device="cpu")  # fmt: skip
+    return root, names
+
+
+def _copy(tmp_path: Path, features) -> tuple[Path, dict[str, list[str]]]:
+    root, names = features
+    shutil.copytree(root / "feat", tmp_path / "feat")
+    return tmp_path / "feat", names
+
+
+def _val_copied_over_test(feat: Path) -> str:
+    shutil.copyfile(feat / BACKBONE / "val.npy", feat / BACKBONE / "test_2016_flickr.npy")
+    return "test_2016_flickr"
+
+
+def _rows_shuffled(feat: Path) -> str:
+    path = feat / BACKBONE / "test_2016_flickr.npy"
+    np.save(path, np.load(path)[[2, 0, 1]])
+    return "test_2016_flickr"
+
+
+FEATURE_DAMAGE: dict[str, Callable[[Path], str]] = {
+    "val.npy copied over test.npy": _val_copied_over_test,
+    "rows shuffled inside the array": _rows_shuffled,
+}
+
+
+def _retrieval(feat: Path, split: str, names) -> None:
+    load_features(feat, BACKBONE, split, names[split])
+
+
+def _pivot(feat: Path, split: str, names) -> None:
+    read_features(feat, BACKBONE, split, len(names[split]))
+
+
+FEATURE_READERS: dict[str, Callable] = {
+    "retrieval (load_features)": _retrieval,
+    "pivot (read_features)": _pivot,
+}
+
+
+@pytest.mark.parametrize("reader", list(FEATURE_READERS))
+@pytest.mark.parametrize("damage", list(FEATURE_DAMAGE))
+def test_a_damaged_feature_array_is_refused_by_every_reader(damage, reader, features, tmp_path):
+    feat, names = _copy(tmp_path, features)
+    FEATURE_READERS[reader](feat, "test_2016_flickr", names)  # intact: read
+    split = FEATURE_DAMAGE[damage](feat)
+    with pytest.raises(InputError, match=r"test_2016_flickr\.npy: expected the bytes it was "
+                                         r"written with .*found other bytes"):
+        FEATURE_READERS[reader](feat, split, names)
+
+
+@pytest.mark.parametrize("damage", list(FEATURE_DAMAGE))
+def test_nbest_features_refuses_a_damaged_image_array(damage, features, tmp_path, capsys):
+    feat, names = _copy(tmp_path, features)
+    split = FEATURE_DAMAGE[damage](feat)
+    nbest, source = tmp_path / "dev.nbest", tmp_path / f"{split}.lc.norm.tok.en"
+    nbest.write_text("".join(f"{i} ||| ein hund ||| NMT= -1.0 ||| -1.0\n" for i in range(3)))
+    source.write_text("a dog\ntwo cats\na man\n")
+    argv = ["nbest-features", "--nbest", str(nbest), "--source", str(source), "--images",
+            f"img={feat / BACKBONE / f'{split}.npy'}", "--out", str(tmp_path / "out.nbest")]
+    line = one_line_error(argv, capsys)
+    assert f"{split}.npy: expected the bytes it was written with" in line
+    assert not (tmp_path / "out.nbest").exists()
+
+
+def test_nbest_features_refuses_the_array_of_another_split(features, tmp_path, capsys):
+    """The test split's array given for the val sentences (both three images here)."""
+    feat, _ = _copy(tmp_path, features)
+    nbest, source = tmp_path / "dev.nbest", tmp_path / "val.lc.norm.tok.en"
+    nbest.write_text("".join(f"{i} ||| ein hund ||| NMT= -1.0 ||| -1.0\n" for i in range(3)))
+    source.write_text("a dog\ntwo cats\na man\n")
+    base = ["nbest-features", "--nbest", str(nbest), "--source", str(source),
+            "--out", str(tmp_path / "out.nbest")]  # fmt: skip
+    assert main([*base, "--images", f"img={feat / BACKBONE / 'val.npy'}"]) == 0
+    (tmp_path / "out.nbest").unlink()
+    line = one_line_error(
+        [*base, "--images", f"img={feat / BACKBONE / 'test_2016_flickr.npy'}"], capsys
+    )
+    assert "test_2016_flickr.npy: expected an artefact made from the split it is read" in line
+    assert "found one made from another split" in line
+
+
+# ------------------------------------------------------------------------------------------
+# TED: CorrNet codes (ted-train) read by ted-tune; the tuning (ted-tune) read by ted-classify
+
+
+@pytest.fixture(scope="module")
+def ted(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("ted")
+    _run("demo-ted", root / "cldc", "--train-docs", 30, "--test-docs", 12, "--languages", "de")
+    _run("ted-fetch", "--source", "path", "--path", root / "cldc", "--out-dir", root / "corpus",
+         "--languages", "de")  # fmt: skip
+    for bow, count in (("bow", 2), ("bow3", 3)):
+        _run("ted-bow", "--index", root / "corpus/index.json", "--out-dir", root / bow,
+             "--min-count", count, "--languages", "de")  # fmt: skip
+    _run("ted-train", "--bow", root / "bow", "--out-dir", root / "run", "--lambda", 1,
+         "--hidden", 8, "--epochs", 1)  # fmt: skip
+    _run("ted-tune", "--bow", root / "bow", "--runs", root / "run", "--out",
+         root / "tuning/lambda.json")  # fmt: skip
+    return root
+
+
+def _ted_copy(tmp_path: Path, ted: Path) -> Path:
+    shutil.copytree(ted, tmp_path / "ted", symlinks=True)
+    return tmp_path / "ted"
+
+
+def test_codes_of_another_bag_of_words_are_refused(ted, tmp_path, capsys):
+    root = _ted_copy(tmp_path, ted)
+    out = root / "other.json"
+    line = one_line_error(["ted-tune", "--bow", str(root / "bow3"), "--runs", str(root / "run"),
+                           "--out", str(out)], capsys)  # fmt: skip
+    assert "codes.npz: expected an artefact made from the bag of words it is read with" in line
+    assert not out.exists()
+
+
+def test_codes_replaced_after_training_are_refused(ted, tmp_path, capsys):
+    root = _ted_copy(tmp_path, ted)
+    codes = dict(np.load(root / "run/codes.npz"))
+    first = next(iter(codes))
+    codes[first] = codes[first][::-1].copy()  # talks reordered
+    np.savez(root / "run/codes.npz", **codes)
+    out = root / "cldc.json"
+    line = one_line_error(["ted-classify", "--bow", str(root / "bow"), "--tuning",
+                           str(root / "tuning/lambda.json"), "--source", "de", "--out", str(out)],
+                          capsys)  # fmt: skip
+    assert "codes.npz: expected the bytes it was written with" in line and not out.exists()
+
+
+def test_a_run_retrained_after_tuning_is_refused(ted, tmp_path, capsys):
+    root = _ted_copy(tmp_path, ted)
+    shutil.rmtree(root / "run")
+    _run("ted-train", "--bow", root / "bow", "--out-dir", root / "run", "--lambda", 1,
+         "--hidden", 8, "--epochs", 1, "--seed", 2)  # fmt: skip
+    capsys.readouterr()
+    out = root / "cldc.json"
+    line = one_line_error(["ted-classify", "--bow", str(root / "bow"), "--tuning",
+                           str(root / "tuning/lambda.json"), "--source", "de", "--out", str(out)],
+                          capsys)  # fmt: skip
+    assert "codes.npz: expected the codes lambda.json chose" in line
+    assert "found other codes: the run was retrained since tuning" in line
+
+
+def test_tuning_run_paths_resolve_against_the_tuning_file(ted, tmp_path, monkeypatch):
+    """The same command from another directory reads the same run (lambda.json is relative)."""
+    root = _ted_copy(tmp_path, ted)
+    choice = json.loads((root / "tuning/lambda.json").read_text())["chosen"]["de"]
+    assert choice["run"] == "../run" and len(choice["codes_sha256"]) == 64
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "run").mkdir(parents=True)  # a decoy run where a cwd-relative path would look
+    monkeypatch.chdir(elsewhere)
+    _run("ted-classify", "--bow", root / "bow", "--tuning", root / "tuning/lambda.json",
+         "--source", "de", "--out", root / "cldc.json")  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------------
+# NMT: the model (train-nmt) read by nbest; n-best lists (nbest) read by nbest-features, mira
+
+
+@pytest.fixture(scope="module")
+def nmt(tmp_path_factory) -> Path:
+    from test_bad_inputs_degenerate import _nmt_data
+
+    root = tmp_path_factory.mktemp("nmt")
+    data = _nmt_data(root)
+    (data / "test.lc.norm.tok.en").write_text("two dogs\na cat\na man runs\n")
+    for seed in (1, 2):
+        _run("train-nmt", "--data", data, "--out", root / f"m{seed}.pt", "--history",
+             root / f"h{seed}.csv", "--metrics", root / f"m{seed}.json", "--max-epochs", 1,
+             "--embedding", 4, "--hidden", 4, "--attention", 4, "--device", "cpu",
+             "--seed", seed)  # fmt: skip
+    _run("nbest", "--model", root / "m1.pt", "--source", data / "val.lc.norm.tok.en", "--beam", 2,
+         "--device", "cpu", "--out", root / "val.base.nbest")  # fmt: skip
+    return root
+
+
+def test_a_replaced_nmt_model_is_refused(nmt, tmp_path, capsys):
+    root = _ted_copy(tmp_path, nmt)
+    shutil.copyfile(root / "m2.pt", root / "m1.pt")  # another run's checkpoint under the name
+    out = root / "again.nbest"
+    line = one_line_error(["nbest", "--model", str(root / "m1.pt"), "--source",
+                           str(root / "data/val.lc.norm.tok.en"), "--out", str(out)], capsys)
+    assert "m1.pt: expected the bytes it was written with" in line and not out.exists()
+
+
+def test_an_nbest_list_of_another_source_is_refused(nmt, tmp_path, capsys):
+    """The val n-best list given to nbest-features with the test source (both 3 sentences)."""
+    root = _ted_copy(tmp_path, nmt)
+    out = root / "val.nbest"
+    argv = ["nbest-features", "--nbest", str(root / "val.base.nbest"), "--out", str(out),
+            "--source"]  # fmt: skip
+    line = one_line_error([*argv, str(root / "data/test.lc.norm.tok.en")], capsys)
+    assert "val.base.nbest: expected an artefact made from the source it is read with" in line
+    assert not out.exists()
+    _run(*argv, root / "data/val.lc.norm.tok.en")
+
+
+def test_an_edited_nbest_list_is_refused_by_mira(nmt, tmp_path, capsys):
+    root = _ted_copy(tmp_path, nmt)
+    path = root / "val.base.nbest"
+    path.write_text(path.read_text().replace("|||", " |||", 1))
+    line = one_line_error(["mira", "--nbest", str(path), "--ref",
+                           str(root / "data/val.lc.norm.tok.de"), "--out", str(root / "w")],
+                          capsys)  # fmt: skip
+    assert "val.base.nbest: expected the bytes it was written with" in line
+
+
+# ------------------------------------------------------------------------------------------
+# retrieval: model.pt (train-retrieval) read by load_trained (nbest-features --feature)
+
+
+@pytest.fixture(scope="module")
+def retrieval_run(tmp_path_factory) -> Path:
+    from test_retrieval_train import make_world, section
+
+    from mlmm.retrieval.config import resolve_variant
+    from mlmm.retrieval.train import train_variant
+
+    root = tmp_path_factory.mktemp("retrieval")
+    world = make_world(root / "world")
+    variant = {"train_data": [{"portion": "comparable", "languages": ["en"]}], "sts": False}
+    record = resolve_variant(section(en=variant), "en")
+    train_variant(record, 1, world, root / "run", progress=False, threads=1)
+    return root / "run"
+
+
+def test_an_edited_retrieval_model_is_refused(retrieval_run, tmp_path):
+    import torch
+
+    from mlmm.retrieval.api import load_trained
+
+    shutil.copytree(retrieval_run, tmp_path / "run")
+    shutil.copyfile(made_from_path(retrieval_run / "model.pt"),
+                    made_from_path(tmp_path / "run/model.pt"))  # fmt: skip
+    load_trained(tmp_path / "run")
+    saved = torch.load(tmp_path / "run/model.pt", weights_only=False)
+    saved["seed"] = 2  # another run's model under the name, as far as the bytes go
+    torch.save(saved, tmp_path / "run/model.pt")
+    with pytest.raises(InputError, match="model.pt: expected the bytes it was written with"):
+        load_trained(tmp_path / "run")
+
+
+# ------------------------------------------------------------------------------------------
+# every kind is covered
+
+
+COVERED = {
+    "image feature array (mlmm features)": test_a_damaged_feature_array_is_refused_by_every_reader,
+    "TED CorrNet codes (ted-train)": test_codes_of_another_bag_of_words_are_refused,
+    "TED tuning (ted-tune)": test_a_run_retrained_after_tuning_is_refused,
+    "retrieval model (train-retrieval)": test_an_edited_retrieval_model_is_refused,
+    "NMT model (train-nmt)": test_a_replaced_nmt_model_is_refused,
+    "n-best list (nbest, nbest-features)": test_an_nbest_list_of_another_source_is_refused,
+}
+
+
+def test_every_artefact_kind_that_records_its_inputs_is_tested_here():
+    assert set(COVERED) == set(ARTEFACT_KINDS)
+
+
+def test_writers_leave_their_records(features, ted, nmt, retrieval_run):
+    root, _ = features
+    for split in ("val", "test_2016_flickr"):
+        record = json.loads(made_from_path(root / "feat" / BACKBONE / f"{split}.npy").read_text())
+        assert set(record["inputs"]) == set(ARTEFACT_KINDS["image feature array (mlmm features)"])
+    for path, kind in ((ted / "run/codes.npz", "TED CorrNet codes (ted-train)"),
+                       (nmt / "m1.pt", "NMT model (train-nmt)"),
+                       (nmt / "val.base.nbest", "n-best list (nbest, nbest-features)"),
+                       (retrieval_run / "model.pt", "retrieval model (train-retrieval)")):
+        record = json.loads(made_from_path(path).read_text())
+        assert set(record["inputs"]) == set(ARTEFACT_KINDS[kind]), path
