@@ -79,9 +79,11 @@ LOCAL_RUN = ("--cores", "2", "--max-threads", str(THREADS_PER_WORKER))
 
 
 def config_overrides() -> list[str]:
-    """Points paper_tables at the real tables when ../shared is there (the copy has no ../)."""
+    """Points paper_tables at the real tables when ../shared is there (the copy has no ../);
+    without it, the config's own null (the shipped copy) stands: Snakemake reads a
+    `--config paper_tables=null` as the text "null", not as YAML's null."""
     tables = SHARED / "paper_tables"
-    return [f"paper_tables={tables}"] if tables.is_dir() else ["paper_tables=null"]
+    return ["--config", f"paper_tables={tables}"] if tables.is_dir() else []
 
 
 def run_snakemake(
@@ -91,7 +93,7 @@ def run_snakemake(
     timeout: int = 1800,
 ) -> subprocess.CompletedProcess:
     """Runs snakemake in workdir; stdout and stderr together in .stdout."""
-    cmd = [str(BIN / "snakemake"), *args, "--config", *config_overrides()]
+    cmd = [str(BIN / "snakemake"), *args, *config_overrides()]
     return subprocess.run(
         cmd,
         cwd=workdir,
