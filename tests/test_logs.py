@@ -47,7 +47,6 @@ def test_every_command_logs_timestamped_lines(tmp_path, monkeypatch):
     ), lines
 
 
-
 def _parser_and_subcommands() -> tuple[argparse.ArgumentParser, dict]:
     from mlmm.cli import build_parser
 

@@ -281,7 +281,8 @@ def _figure_texts(monkeypatch) -> dict[str, list[str]]:
 
     def save(fig, stem):
         texts = [t.get_text() for t in fig.texts]
-        drawn[Path(stem).name] = texts + [fig._suptitle.get_text() if fig._suptitle else ""]
+        texts += [label.get_text() for label in (fig._suptitle, fig._supxlabel) if label]
+        drawn[Path(stem).name] = texts
         return []
 
     monkeypatch.setattr(report, "save_figure", save)

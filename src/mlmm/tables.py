@@ -81,7 +81,7 @@ DECIMALS = {
     "pearson": 3,  # Calixto Table 2
     **{metric: 1 for metric in ("BLEU", "METEOR", "TER", "chrF")},  # Calixto Table 3
     "jaccard": 2,  # Kádár Table 1
-    **{metric: 0 for metric in ("vocab_total", "vocab_union", "count")},
+    **{metric: 0 for metric in ("vocab_size", "vocab_total", "vocab_union", "count")},
     "F1": 3,  # Rajendran Tables 1-3
 }
 # Where one paper prints a metric unlike the others: Rajendran's recalls are fractions of 1.
@@ -296,7 +296,7 @@ def latex_table(frame: pd.DataFrame, index: bool, title: str, notes: list[str]) 
     caption = latex_text(title) + (f". {latex_text(notes[0])}" if notes else "")
     latex = shown.to_latex(
         index=index,
-        caption=(caption, latex_text(title)),
+        caption=(caption, "{" + latex_text(title) + "}"),  # braced: a title may hold ']'
         escape=False,
         multicolumn=True,
         multicolumn_format="c",

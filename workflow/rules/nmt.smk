@@ -189,7 +189,10 @@ rule mt_score:
 
 rule nmt_table:
     input:
-        expand(NMT_DIR / "systems/{system}/metrics.json", system=list(NMT["systems"])),
+        metrics=expand(
+            NMT_DIR / "systems/{system}/metrics.json", system=list(NMT["systems"])
+        ),
+        feature_runs=nmt_image_feature_runs,
     output:
         reported(table_files(NMT_TABLE)),
     log:
@@ -204,7 +207,8 @@ rule nmt_table:
         paper=f"--paper-tables {quote(str(PAPER_TABLES))}" if PAPER_TABLES else "",
         stem=NMT_TABLE,
     shell:
-        "mlmm nmt-table --metrics {input:q} {params.paper} --out {params.stem:q} > {log:q} 2>&1"
+        "mlmm nmt-table --metrics {input.metrics:q} --feature-runs {input.feature_runs:q}"
+        " {params.paper} --out {params.stem:q} > {log:q} 2>&1"
 
 
 FINAL_TARGETS += [
