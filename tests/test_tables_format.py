@@ -40,15 +40,16 @@ def test_a_pipe_inside_a_cell_keeps_every_markdown_column(tmp_path):
 
 def test_one_format_per_metric_the_papers():
     """Issue 30: the decimals the papers print, whatever the value (no "1.00" above "0.870")."""
-    assert format_number(2.0, "medr") == "2" and format_number(4.8, "medr") == "5"
+    assert format_number(2.0, "medr") == "2.0" and format_number(4.8, "medr") == "4.8"
     assert format_number(17571.0, "vocab_total") == "17571" and format_number(62.0, "count") == "62"
     assert format_number(70.7, "R@10") == "70.7" and format_number(50.81, "R@10") == "50.8"
     assert format_number(1.0, "jaccard") == "1.00" and format_number(0.034, "jaccard") == "0.03"
     assert format_number(0.252, "F1") == "0.252" and format_number(1.0, "F1") == "1.000"
     assert format_number(1.0, "R@10", "rajendran2016_table5") == "1.000"
     assert format_number(0.87, "R@10", "rajendran2016_table5") == "0.870"
-    # the spread of a whole-number metric keeps one decimal: 0.4 of a rank is not "± 0"
-    assert cell_text(3.2, 0.45, 3.0, 2.0, "medr") == "3 ± 0.5 (2, +1)"
+    assert cell_text(4.5, 0.71, 2.0, 1.0, "medr") == "4.5 ± 0.7 (1.0, +3.5)"
+    # the spread of a whole-number metric keeps one decimal: 0.4 of a word is not "± 0"
+    assert cell_text(13.0, 0.4, 3.0, 12.0, "vocab_total") == "13 ± 0.4 (12, +1)"
     assert cell_text(float("nan"), 0.0, 0.0, float("nan"), "R@1") == "–"
 
 

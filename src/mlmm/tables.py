@@ -75,7 +75,9 @@ def beside_paper(ours: pd.DataFrame, paper: pd.DataFrame | None) -> pd.DataFrame
 # (resources/paper_tables), so a column reads alike from top to bottom and like the paper's.
 DECIMALS = {
     **{f"R@{k}": 1 for k in (1, 5, 10, 50)},  # recall in per cent (Kádár, Calixto, AME)
-    "medr": 0,  # median rank (Calixto, AME)
+    # median rank: the papers print one run's whole rank; ours is a mean over seeds (4.5 would
+    # print as "4" beside a difference "+4" from a paper's 1), so one decimal throughout
+    "medr": 1,
     "meanr": 1,
     "alignment": 2,  # AME's alignment ratio
     "pearson": 3,  # Calixto Table 2
