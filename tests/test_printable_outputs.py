@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import matplotlib
@@ -399,3 +401,28 @@ def test_every_table_metric_has_its_format(outputs):
         tidy = pd.read_csv((outputs[0] / stem).with_suffix(".csv"), keep_default_na=False)
         if "metric" in tidy:
             assert set(tidy["metric"]) - {""} <= set(DECIMALS), stem
+
+
+@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="no pdflatex on this machine")
+def test_every_latex_table_compiles(outputs, tmp_path):
+    """Each .tex in a document with the packages it needs (booktabs, multirow): pdflatex stops
+    on an unescaped special or an unbalanced brace; the caption's origin is in the PDF text."""
+    inputs = "\\clearpage\n".join(
+        f"\\input{{{(outputs[0] / stem).with_suffix('.tex')}}}\n" for stem in catalogue.ALL_TABLES
+    )
+    document = tmp_path / "tables.tex"
+    document.write_text(
+        "\\documentclass{article}\n\\usepackage[T1]{fontenc}\n\\usepackage[utf8]{inputenc}\n"
+        "\\usepackage{booktabs}\n\\usepackage{multirow}\n\\begin{document}\n"
+        f"{inputs}\\end{{document}}\n",
+        encoding="utf-8",
+    )
+    run = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", document.name],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert (tmp_path / "tables.pdf").stat().st_size > 0
