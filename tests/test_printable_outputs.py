@@ -405,7 +405,7 @@ def test_every_table_metric_has_its_format(outputs):
 
 @pytest.mark.skipif(shutil.which("pdflatex") is None, reason="no pdflatex on this machine")
 def test_every_latex_table_compiles(outputs, tmp_path):
-    """Each .tex in a document with the packages it needs (booktabs, multirow): pdflatex stops
+    """Each .tex in a document with the package it needs (booktabs): pdflatex stops
     on an unescaped special or an unbalanced brace; the caption's origin is in the PDF text."""
     inputs = "\\clearpage\n".join(
         f"\\input{{{(outputs[0] / stem).with_suffix('.tex')}}}\n" for stem in catalogue.ALL_TABLES
@@ -413,7 +413,7 @@ def test_every_latex_table_compiles(outputs, tmp_path):
     document = tmp_path / "tables.tex"
     document.write_text(
         "\\documentclass{article}\n\\usepackage[T1]{fontenc}\n\\usepackage[utf8]{inputenc}\n"
-        "\\usepackage{booktabs}\n\\usepackage{multirow}\n\\begin{document}\n"
+        "\\usepackage{booktabs}\n\\begin{document}\n"
         f"{inputs}\\end{{document}}\n",
         encoding="utf-8",
     )

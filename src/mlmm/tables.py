@@ -302,6 +302,7 @@ def latex_table(frame: pd.DataFrame, index: bool, title: str, notes: list[str]) 
         escape=False,
         multicolumn=True,
         multicolumn_format="c",
+        multirow=False,  # a repeated row label once, on its first row: booktabs is all it needs
     )
     if notes[1:]:
         below = "".join(f"{latex_text(note)}\\par\n" for note in notes[1:])
