@@ -8,6 +8,7 @@ import re
 import sys
 
 import pytest
+from conftest import DEMO_RUN_GROUP  # tests/ on sys.path
 
 from mlmm.logs import progress, setup_logging
 
@@ -118,3 +119,22 @@ def test_a_failing_or_interrupted_command_still_logs_its_end(tmp_path, monkeypat
             mlmm.cli.main(argv)
     lines = path.read_text().splitlines()
     assert re.fullmatch(LINE % "mt-score" + END % r"failed \(KeyboardInterrupt\)", lines[-1])
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group(DEMO_RUN_GROUP)
+def test_every_job_log_of_the_demo_run_says_when_its_command_ran(default_demo_run):
+    """Issue 30: 71 of 134 job logs had no timestamped line; now every job's log (each rule
+    runs one mlmm command with stdout and stderr into its log) has the start and end lines."""
+    workdir, proc = default_demo_run
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    logs = sorted((workdir / "results" / "logs").rglob("*.log"))
+    assert logs
+    start = re.compile(LINE % r"[\w-]+" + "start: mlmm ", re.MULTILINE)
+    end = re.compile(LINE % r"[\w-]+" + END % "done", re.MULTILINE)
+    missing = [
+        str(path.relative_to(workdir))
+        for path in logs
+        if not (start.search(text := path.read_text(errors="replace")) and end.search(text))
+    ]
+    assert not missing, f"{len(missing)} of {len(logs)} job logs: {missing[:10]}"
