@@ -34,6 +34,8 @@ BIN = Path(sys.executable).parent
 
 # A tqdm progress bar redrawn on stderr ('fetch:  10%|#  | 9/90 [...]') is not a message
 PROGRESS = re.compile(r"^[\w -]*: +\d+%\|")
+# the start and end lines every command logs around its work (mlmm.logs.start_command)
+START_END = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d mlmm [\w-]+ INFO: (start|end): ")
 
 
 @dataclass
@@ -51,7 +53,11 @@ def one_line_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
     except SystemExit as exc:  # argparse errors
         code = exc.code
     err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if line.strip() and not PROGRESS.match(line)]
+    lines = [
+        line
+        for line in err.splitlines()
+        if line.strip() and not PROGRESS.match(line) and not START_END.match(line)
+    ]
     assert code not in (0, None), f"exit 0 for {argv}"
     assert len(lines) == 1, f"expected one line, got:\n{err}"
     assert "expected" in lines[0] and "found" in lines[0], lines[0]

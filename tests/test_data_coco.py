@@ -331,8 +331,9 @@ def test_cli(inputs, tmp_path, capsys):
     assert main(args) == 0
     assert "train: 4 images, val: 1 images, test: 1 images" in capsys.readouterr().out
     assert main(args + ["--sha256", f"{inputs['mic']}/captions.fr=" + "1" * 64]) == 2
-    errors = capsys.readouterr().err.splitlines()
-    assert errors[-1].startswith("mlmm prepare-coco: error: ") and "captions.fr" in errors[-1]
+    errors = [line for line in capsys.readouterr().err.splitlines() if " error: " in line]
+    assert len(errors) == 1, errors  # (the log's start and end lines around it)
+    assert errors[0].startswith("mlmm prepare-coco: error: ") and "captions.fr" in errors[0]
 
 
 def test_a_download_with_the_wrong_sha256_is_not_kept(inputs, tmp_path):

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import logging
 import re
 import sys
 
 import pytest
+from conftest import DEMO_RUN_GROUP  # tests/ on sys.path
 
 from mlmm.logs import progress, setup_logging
 
@@ -44,3 +46,95 @@ def test_every_command_logs_timestamped_lines(tmp_path, monkeypatch):
     assert re.fullmatch(
         r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d mlmm train-nmt INFO: epoch 1: nll 2\.500", lines[0]
     ), lines
+
+
+def _parser_and_subcommands() -> tuple[argparse.ArgumentParser, dict]:
+    from mlmm.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return parser, sub.choices
+
+
+def _required_argv(parser: argparse.ArgumentParser, root) -> list[str]:
+    """The fewest arguments that parse: each required option and positional with a value of
+    its type (for paths and strings, a path that does not exist)."""
+    argv: list[str] = []
+    chosen = {g._group_actions[0] for g in parser._mutually_exclusive_groups if g.required}
+    for action in parser._actions:
+        if action.option_strings and not (action.required or action in chosen):
+            continue
+        if action.choices:
+            value = str(next(iter(action.choices)))
+        elif action.type in (int, float):
+            value = "1"
+        else:
+            value = str(root / f"absent_{action.dest}")
+        argv += [*action.option_strings[:1], value]
+    return argv
+
+
+LINE = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d mlmm %s INFO: "
+END = r"end: %s after \d+\.\d s \(CPU \d+\.\d s, peak memory \d+ MB\)"
+
+
+@pytest.mark.parametrize("command", sorted(_parser_and_subcommands()[1]))
+def test_every_subcommand_logs_a_start_and_an_end_line(command, tmp_path, monkeypatch):
+    """Issue 30: the log of a job whose command logs nothing else still says when it ran and
+    for how long: `main` writes both lines for every subcommand of the parser (the
+    subcommand's own work is stubbed here; its options are checked as in a real run)."""
+    import mlmm.cli
+
+    parser, subcommands = _parser_and_subcommands()
+    for subparser in subcommands.values():
+        subparser.set_defaults(func=lambda args: None)
+    monkeypatch.setattr(mlmm.cli, "build_parser", lambda: parser)
+    path = tmp_path / "job.log"
+    argv = [command, *_required_argv(subcommands[command], tmp_path)]
+    with open(path, "w") as log_file:
+        monkeypatch.setattr(sys, "stderr", log_file)
+        status = mlmm.cli.main(argv)
+    lines = path.read_text().splitlines()
+    prefix = LINE % re.escape(command)
+    assert re.match(prefix + "start: mlmm " + re.escape(command), lines[0]), lines
+    outcome = "done" if status == 0 else f"failed \\(exit status {status}\\)"
+    assert re.fullmatch(prefix + END % outcome, lines[-1]), lines
+
+
+def test_a_failing_or_interrupted_command_still_logs_its_end(tmp_path, monkeypatch):
+    import mlmm.cli
+
+    parser, subcommands = _parser_and_subcommands()
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    subcommands["mt-score"].set_defaults(func=interrupted)
+    monkeypatch.setattr(mlmm.cli, "build_parser", lambda: parser)
+    path = tmp_path / "job.log"
+    argv = ["mt-score", *_required_argv(subcommands["mt-score"], tmp_path)]
+    with open(path, "w") as log_file:
+        monkeypatch.setattr(sys, "stderr", log_file)
+        with pytest.raises(KeyboardInterrupt):
+            mlmm.cli.main(argv)
+    lines = path.read_text().splitlines()
+    assert re.fullmatch(LINE % "mt-score" + END % r"failed \(KeyboardInterrupt\)", lines[-1])
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group(DEMO_RUN_GROUP)
+def test_every_job_log_of_the_demo_run_says_when_its_command_ran(default_demo_run):
+    """Issue 30: 71 of 134 job logs had no timestamped line; now every job's log (each rule
+    runs one mlmm command with stdout and stderr into its log) has the start and end lines."""
+    workdir, proc = default_demo_run
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    logs = sorted((workdir / "results" / "logs").rglob("*.log"))
+    assert logs
+    start = re.compile(LINE % r"[\w-]+" + "start: mlmm ", re.MULTILINE)
+    end = re.compile(LINE % r"[\w-]+" + END % "done", re.MULTILINE)
+    missing = [
+        str(path.relative_to(workdir))
+        for path in logs
+        if not (start.search(text := path.read_text(errors="replace")) and end.search(text))
+    ]
+    assert not missing, f"{len(missing)} of {len(logs)} job logs: {missing[:10]}"

@@ -1,15 +1,21 @@
 """Logging of the `mlmm` commands: timestamped lines, and progress bars fit for log files.
 
 A Snakemake job's stderr is a log file (`results/logs/...`), read hours later: every line says
-when it was written (`setup_logging`, called once by `mlmm.cli.main` for every command), and a
-progress bar written there refreshes every `FILE_INTERVAL` seconds instead of ten times a
-second (`progress`), which at paper sizes would be megabytes of carriage returns.
+when it was written (`setup_logging`, called once by `mlmm.cli.main` for every command), every
+command's log starts with a line naming the command and ends with one giving its exit status,
+wall-clock and CPU time and peak memory (`start_command`, `logged_command`: so a job that logs
+nothing else still says when it ran and for how long), and a progress bar written there
+refreshes every `FILE_INTERVAL` seconds instead of ten times a second (`progress`), which at
+paper sizes would be megabytes of carriage returns.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+import shlex
 import sys
+import time
 
 from tqdm import tqdm
 
@@ -35,6 +41,56 @@ def setup_logging(command: str, level: int = logging.INFO) -> None:
     logger.addHandler(handler)
     logger.setLevel(level)
     logger.propagate = False
+
+
+log = logging.getLogger("mlmm.command")
+_started: dict[str, float] = {}  # the command under way: wall and CPU clocks at its start
+
+
+def start_command(command: str, argv: list[str] | None = None) -> None:
+    """Set up logging for `command` and log its start line (with its arguments)."""
+    setup_logging(command)
+    args = sys.argv[1:] if argv is None else argv
+    _started.update(wall=time.perf_counter(), cpu=time.process_time())
+    log.info("start: mlmm %s", shlex.join(map(str, args)))
+
+
+def _peak_memory_mb() -> float | None:
+    try:
+        import resource
+    except ImportError:  # not on POSIX
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 1024**2 if sys.platform == "darwin" else peak / 1024  # bytes vs KiB
+
+
+def end_command(outcome: str) -> None:
+    """The end line of the command `start_command` started: outcome, times, peak memory."""
+    if not _started:
+        return  # the arguments did not parse: argparse said why, no command ran
+    wall = time.perf_counter() - _started.pop("wall")
+    cpu = time.process_time() - _started.pop("cpu")
+    peak = _peak_memory_mb()
+    memory = "" if peak is None else f", peak memory {peak:.0f} MB"
+    log.info("end: %s after %.1f s (CPU %.1f s%s)", outcome, wall, cpu, memory)
+
+
+def logged_command(main):
+    """Decorates the `mlmm` main: whatever way it ends (a status, an exception, Ctrl-C), the
+    command it started (`start_command`) gets its end line."""
+
+    @functools.wraps(main)
+    def run(*args, **kwargs) -> int:
+        _started.clear()
+        try:
+            status = main(*args, **kwargs)
+        except BaseException as exc:
+            end_command(f"failed ({type(exc).__name__})")
+            raise
+        end_command("done" if status == 0 else f"failed (exit status {status})")
+        return status
+
+    return run
 
 
 def on_terminal() -> bool:

@@ -168,8 +168,15 @@ def _backbones(config) -> list[str]:
     return found
 
 
-def stamp_figure(fig, origin: Origin) -> None:
-    """The origin sentence under the figure (and '[demo world]' in its title)."""
+def stamp_figure(fig, origin: Origin, note: str = "") -> None:
+    """The origin sentence (after ``note``, a sentence on how to read the figure) under the
+    figure, and '[demo world]' in its title. The footer is the figure's supxlabel and the title
+    wraps, so that a layout engine (constrained layout, which this sets where the figure has
+    none) keeps both clear of the axes, their labels and the legends, inside the canvas."""
+    if fig.get_layout_engine() is None:
+        fig.set_layout_engine("constrained")
     if fig._suptitle is not None:
-        fig.suptitle(origin.title(fig._suptitle.get_text()))
-    fig.text(0.5, 0.0, origin.note(), ha="center", va="bottom", fontsize=6, wrap=True)
+        fig._suptitle.set_text(origin.title(fig._suptitle.get_text()))
+        fig._suptitle.set_wrap(True)
+    footer = f"{note} {origin.note()}" if note else origin.note()
+    fig.supxlabel(footer, fontsize=6, wrap=True)

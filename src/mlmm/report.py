@@ -365,16 +365,25 @@ def kadar_figure3(runs: list[Run], out: Path, metric: str = "R@10") -> list[Path
     ):
         for s, system in enumerate(systems):
             means = [stats["mean"].get((direction, la, system), np.nan) for la in languages]
-            stds = [stats["std"].get((direction, la, system), np.nan) for la in languages]
+            # the std of one seed is NaN: no error bar (not one of zero height)
+            stds = np.array([stats["std"].get((direction, la, system), np.nan) for la in languages])
             x = np.arange(len(languages)) + (s - (len(systems) - 1) / 2) * width
-            ax.bar(x, means, width, yerr=np.nan_to_num(stds), capsize=3, label=system)
+            spread = {"yerr": stds, "capsize": 3} if np.isfinite(stds).any() else {}
+            ax.bar(x, means, width, label=system, **spread)
         ax.set_xticks(np.arange(len(languages)), languages)
         ax.set_title(title)
         ax.grid(axis="y", alpha=0.3)
     axes[0].set_ylabel(f"{metric} (mean over seeds)")
-    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside right upper", frameon=False)
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside right center", frameon=False)
     fig.suptitle("Kádár et al. 2018, Figure 3: one, two and four training languages")
-    stamp_figure(fig, _figure_origin(runs, "kadar2018", 3))
+    single = frame.groupby(["direction", "language", "system"])["seed"].nunique().eq(1)
+    bars = (
+        "Error bars: standard deviation over seeds"
+        + ("; none on a bar of one seed." if single.any() else ".")
+        if not single.all()
+        else "No error bars: one seed per bar."
+    )
+    stamp_figure(fig, _figure_origin(runs, "kadar2018", 3), bars)
     return _close(fig, save_figure(fig, Path(out) / "kadar2018_figure3"))
 
 

@@ -71,23 +71,47 @@ def beside_paper(ours: pd.DataFrame, paper: pd.DataFrame | None) -> pd.DataFrame
     return merged.reindex(columns=columns)
 
 
-# Metrics whose values are whole numbers (ranks, vocabulary sizes): no decimals when whole,
-# one when a mean over seeds is not.
-WHOLE_METRICS = {"medr", "vocab_total", "vocab_union", "count"}
+# One number format per column: the decimals of each metric as the papers print it
+# (resources/paper_tables), so a column reads alike from top to bottom and like the paper's.
+DECIMALS = {
+    **{f"R@{k}": 1 for k in (1, 5, 10, 50)},  # recall in per cent (Kádár, Calixto, AME)
+    # median rank: the papers print one run's whole rank; ours is a mean over seeds (4.5 would
+    # print as "4" beside a difference "+4" from a paper's 1), so one decimal throughout
+    "medr": 1,
+    "meanr": 1,
+    "alignment": 2,  # AME's alignment ratio
+    "pearson": 3,  # Calixto Table 2
+    **{metric: 1 for metric in ("BLEU", "METEOR", "TER", "chrF")},  # Calixto Table 3
+    "jaccard": 2,  # Kádár Table 1
+    **{metric: 0 for metric in ("vocab_size", "vocab_total", "vocab_union", "count")},
+    "F1": 3,  # Rajendran Tables 1-3
+}
+# Where one paper prints a metric unlike the others: Rajendran's recalls are fractions of 1.
+PAPER_DECIMALS = {("rajendran2016", f"R@{k}"): 3 for k in (1, 5, 10, 50)}
+DEFAULT_DECIMALS = 2
 
 
-def format_number(value: float, metric: str | None = None) -> str:
-    """One rule per kind of number: ranks and counts whole, fractions (F1, Pearson, Jaccard,
-    Rajendran's recall fractions) three decimals, percentages (recall, BLEU, METEOR, TER) two."""
+def decimals(metric: str | None, table: str | None = None) -> int:
+    """The decimals of ``metric`` in ``table`` (a stem such as 'rajendran2016_table5', or a
+    paper name): every table builder formats its numbers through this one map."""
+    paper = Path(table).name.split("_")[0] if table else None
+    return PAPER_DECIMALS.get((paper, metric), DECIMALS.get(metric, DEFAULT_DECIMALS))
+
+
+def column_decimals(values: pd.Series) -> int:
+    """The one format of a column of numbers with no metric (a table not beside a paper's):
+    whole numbers without decimals, fractions of 1 with three, others with two."""
+    values = pd.to_numeric(values, errors="coerce").dropna()
+    if values.map(float.is_integer).all():
+        return 0
+    return 3 if (values.abs() < 1).all() else DEFAULT_DECIMALS
+
+
+def format_number(value: float, metric: str | None = None, table: str | None = None) -> str:
+    """``value`` with the decimals of its metric (``decimals``); '' for a missing value."""
     if pd.isna(value):
         return ""
-    if metric in WHOLE_METRICS:
-        return f"{value:.0f}" if float(value).is_integer() else f"{value:.1f}"
-    if abs(value) < 1:
-        return f"{value:.3f}"
-    if float(value).is_integer() and abs(value) >= 1000:
-        return f"{value:.0f}"
-    return f"{value:.2f}"
+    return f"{value:.{decimals(metric, table)}f}"
 
 
 DIRECTION_NAMES = {
@@ -107,26 +131,30 @@ CELL_NOTE = (
 )
 
 
-def _signed(value: float, like: float, metric: str | None = None) -> str:
-    """A difference, with as many decimals as the number it is the difference of."""
-    if metric in WHOLE_METRICS:
-        text = format_number(abs(value), metric)
-    else:
-        text = f"{abs(value):.3f}" if abs(like) < 1 else f"{abs(value):.2f}"
-    return ("−" if value < 0 else "+") + text
+BLANK = "–"  # the cell of a table where we have no number (CELL_NOTE)
 
 
-def cell_text(ours: float, std: float, runs: float, paper: float, metric: str | None = None) -> str:
-    """'41.20 ± 0.50 (42.40, −1.20)': ours, its spread over seeds, the paper, the difference,
-    all in the one format of ``metric``."""
+def _signed(value: float, places: int) -> str:
+    """A difference, in the format of the numbers it is the difference of."""
+    return ("−" if value < 0 else "+") + f"{abs(value):.{places}f}"
+
+
+def cell_text(
+    ours: float, std: float, runs: float, paper: float, metric: str | None = None,
+    table: str | None = None,
+) -> str:
+    """'41.2 ± 0.5 (42.4, −1.2)': ours, its spread over seeds, the paper, the difference, all in
+    the one format of ``metric`` (``decimals``; the spread with at least one decimal, so that
+    a spread below one rank is not shown as 0); BLANK where there is neither number."""
     if pd.isna(ours) and pd.isna(paper):
-        return ""
-    text = "–" if pd.isna(ours) else format_number(ours, metric)
+        return BLANK
+    places = decimals(metric, table)
+    text = BLANK if pd.isna(ours) else f"{ours:.{places}f}"
     if not pd.isna(ours) and not pd.isna(runs) and runs > 1:
-        text += f" ± {format_number(std, metric)}"
+        text += f" ± {std:.{max(places, 1)}f}"
     if not pd.isna(paper):
-        text += f" ({format_number(paper, metric)}" + (
-            ")" if pd.isna(ours) else f", {_signed(ours - paper, paper, metric)})"
+        text += f" ({paper:.{places}f}" + (
+            ")" if pd.isna(ours) else f", {_signed(ours - paper, places)})"
         )
     return text
 
@@ -154,23 +182,37 @@ def paper_shape(frame: pd.DataFrame, stem: str) -> pd.DataFrame | None:
     runs = frame["runs"] if "runs" in frame else pd.Series(1.0, index=frame.index)
     metric = frame["metric"] if "metric" in frame else pd.Series(None, index=frame.index)
     frame["cell"] = [
-        cell_text(*values)
+        cell_text(*values, table=stem)
         for values in zip(frame["ours"], std, runs, frame["paper"], metric, strict=True)
     ]
     wide = frame.pivot_table(
         index=rows, columns=columns, values="cell", aggfunc="first", sort=False
-    ).fillna("")
-    wide.columns = wide.columns.map(
-        lambda key: tuple(DIRECTION_NAMES.get(v, v) for v in (key if len(columns) > 1 else (key,)))
-    )
-    wide.columns.names = columns
+    ).fillna(BLANK)
+    wide.columns = column_header(wide.columns, columns)
     return wide
 
 
+def column_header(keys: pd.Index, levels: list[str]) -> pd.MultiIndex:
+    """The header of a paper-shaped table: one level per key in ``levels``, each label a
+    string (directions by name), never a tuple; a MultiIndex even with one level."""
+    labels = [key if isinstance(key, tuple) else (key,) for key in keys]
+    labels = [tuple(DIRECTION_NAMES.get(str(v), str(v)) for v in key) for key in labels]
+    return pd.MultiIndex.from_tuples(labels, names=levels)
+
+
+def one_line_header(columns: pd.Index) -> list[str]:
+    """Every table's header as one line per column (Markdown has one header row): the levels
+    of a column joined by spaces."""
+    return [
+        " ".join(str(v) for v in key if str(v)) if isinstance(key, tuple) else str(key)
+        for key in columns
+    ]
+
+
 def _flat(wide: pd.DataFrame) -> pd.DataFrame:
-    """Row keys as columns and one-line column headers (Markdown has one header row)."""
+    """Row keys as columns and one-line column headers."""
     flat = wide.copy()
-    flat.columns = [" ".join(v for v in key if v) or "value" for key in flat.columns]
+    flat.columns = [label or "value" for label in one_line_header(flat.columns)]
     return flat.reset_index()
 
 
@@ -195,6 +237,93 @@ def _html_page(title: str, table_html: str, notes: list[str]) -> str:
     )
 
 
+# LaTeX: every character that means something to TeX, and the symbols the tables use, as
+# text that pdflatex typesets (latex_text escapes every cell, header, caption and note).
+LATEX_TEXT = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "|": r"\textbar{}",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+    "±": r"$\pm$",
+    "−": "$-$",
+    "–": "--",
+    "—": "---",
+    "→": r"$\rightarrow$",
+    "∩": r"$\cap$",
+    "∪": r"$\cup$",
+    "≥": r"$\geq$",
+    "≤": r"$\leq$",
+    "×": r"$\times$",
+    "Δ": r"$\Delta$",
+    "λ": r"$\lambda$",
+    "…": r"\ldots{}",
+}
+_LATEX_TABLE = str.maketrans(LATEX_TEXT)
+
+
+def latex_text(text) -> str:
+    """``text`` as LaTeX that typesets it literally (``log p(Y|X)``, ``R@10 (%)``, ``a_b``)."""
+    return str(text).translate(_LATEX_TABLE)
+
+
+def _latex_labels(index: pd.Index) -> pd.Index:
+    """Row or column labels escaped for LaTeX; a one-level MultiIndex as a plain Index."""
+    if isinstance(index, pd.MultiIndex) and index.nlevels > 1:
+        return pd.MultiIndex.from_tuples(
+            [tuple(latex_text(v) for v in key) for key in index],
+            names=[None if n is None else latex_text(n) for n in index.names],
+        )
+    name = index.names[0]
+    labels = index.get_level_values(0) if isinstance(index, pd.MultiIndex) else index
+    name = None if name is None else latex_text(name)
+    return pd.Index([latex_text(v) for v in labels], name=name)
+
+
+def latex_table(frame: pd.DataFrame, index: bool, title: str, notes: list[str]) -> str:
+    """A LaTeX table with everything escaped: ``title`` and the first note (the origin: data,
+    configuration, backbones) as its caption, the other notes in small type under the tabular,
+    so that all of it survives compilation."""
+    shown = frame.map(latex_text)
+    shown.columns = _latex_labels(shown.columns)
+    shown.index = _latex_labels(shown.index)
+    caption = latex_text(title) + (f". {latex_text(notes[0])}" if notes else "")
+    latex = shown.to_latex(
+        index=index,
+        caption=(caption, "{" + latex_text(title) + "}"),  # braced: a title may hold ']'
+        escape=False,
+        multicolumn=True,
+        multicolumn_format="c",
+        multirow=False,  # a repeated row label once, on its first row: booktabs is all it needs
+    )
+    if notes[1:]:
+        below = "".join(f"{latex_text(note)}\\par\n" for note in notes[1:])
+        below = f"\\begin{{flushleft}}\\footnotesize\n{below}\\end{{flushleft}}\n"
+        latex = latex.replace("\\end{table}", below + "\\end{table}")
+    return latex
+
+
+def _plain_cells(frame: pd.DataFrame) -> pd.DataFrame:
+    """A table not beside a paper's, as text: each number column in its one format
+    (``column_decimals``), BLANK in every empty cell."""
+    shown = frame.copy()
+    for column in shown.columns:
+        values = shown[column]
+        if pd.api.types.is_float_dtype(values) or pd.api.types.is_integer_dtype(values):
+            places = column_decimals(values)
+            shown[column] = values.map(lambda v, p=places: "" if pd.isna(v) else f"{v:.{p}f}")
+    shown = shown.astype(object).where(shown.notna(), "")
+    return shown.map(lambda v: BLANK if str(v).strip() == "" else str(v))
+
+
 def write_table(
     frame: pd.DataFrame,
     stem: str | Path,
@@ -204,11 +333,11 @@ def write_table(
 ) -> list[Path]:
     """Write ``stem``.csv (tidy, for programs) and ``stem``.md, .tex, .html in the paper's shape
     (``paper_shape``; tables that are not beside a paper's are written as they are); the notes
-    go under the Markdown and HTML tables and into the LaTeX as comments.
+    go under the Markdown and HTML tables and under the LaTeX tabular.
 
     ``origin`` (default: this job's, `Origin.current`) is said in all four: '[demo world]' in
-    the title and a first note naming data, configuration and backbones; the CSV's columns
-    ``data``, ``configs``, ``backbone``."""
+    the title and a first note naming data, configuration and backbones (in the LaTeX caption);
+    the CSV's columns ``data``, ``configs``, ``backbone``."""
     origin = origin or Origin.current()
     title, notes = origin.title(title), [origin.note(), *notes]
     stem = Path(stem)
@@ -217,21 +346,14 @@ def write_table(
     write_text(csv_path, frame.assign(**origin.columns()).to_csv(index=False))
     wide = paper_shape(frame, stem.name)
     if wide is None:
-        shown = frame.copy()
-        for column in shown.columns:
-            values = shown[column]
-            if pd.api.types.is_float_dtype(values):
-                whole = values.dropna().map(float.is_integer).all()  # counts: no decimals
-                shown[column] = values.map(
-                    lambda v, w=whole: format_number(v, "count" if w else None)
-                )
-        flat, latex_frame, html = shown, shown, shown.to_html(index=False, na_rep="")
+        shown = _plain_cells(frame)
+        flat, latex_frame, html = shown, shown, shown.to_html(index=False)
     else:
         notes = [notes[0], CELL_NOTE, *notes[1:]]
         # the paper's label of a row (the key to its cells), not a description of our run
         wide.index.names = [ROW_HEADERS.get(n, n) for n in wide.index.names]
         flat, latex_frame = _flat(wide), wide
-        html = wide.to_html(na_rep="", sparsify=True)
+        html = wide.to_html(sparsify=True)
     markdown = [
         f"# {title}",
         "",
@@ -240,16 +362,6 @@ def write_table(
     ]
     markdown += [f"- {note}" for note in notes]
     write_text(md_path, "\n".join(markdown) + "\n")
-    latex = latex_frame.to_latex(
-        index=wide is not None,
-        caption=title,
-        escape=True,
-        multicolumn=True,
-        multicolumn_format="c",
-    )
-    latex = latex.replace("±", r"$\pm$").replace("−", "$-$").replace("–", "--")
-    latex = latex.replace("→", r"$\rightarrow$")
-    latex += "".join(f"% {note}\n" for note in notes)
-    write_text(tex_path, latex)
+    write_text(tex_path, latex_table(latex_frame, wide is not None, title, notes))
     write_text(html_path, _html_page(title, html, notes))
     return paths

@@ -193,6 +193,7 @@ rule nmt_table:
             NMT_DIR / "systems/{system}/metrics.json", system=list(NMT["systems"])
         ),
         paper=PAPER_CSVS.get("calixto2017", []),
+        feature_runs=nmt_image_feature_runs,
     output:
         reported(table_files(NMT_TABLE)),
     log:
@@ -207,7 +208,8 @@ rule nmt_table:
         paper=f"--paper-tables {quote(str(PAPER_TABLES))}" if PAPER_TABLES else "",
         stem=NMT_TABLE,
     shell:
-        "mlmm nmt-table --metrics {input.metrics:q} {params.paper} --out {params.stem:q} > {log:q} 2>&1"
+        "mlmm nmt-table --metrics {input.metrics:q} --feature-runs {input.feature_runs:q}"
+        " {params.paper} --out {params.stem:q} > {log:q} 2>&1"
 
 
 FINAL_TARGETS += [

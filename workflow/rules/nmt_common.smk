@@ -63,6 +63,17 @@ def nmt_feature_options(wildcards, input):
     return " ".join(options)
 
 
+def nmt_image_feature_runs(wildcards):
+    """The metrics.json of the retrieval runs whose models give the image features of the
+    reranking: Table 3 names the backbone they recorded."""
+    runs = {
+        retrieval_model(name).parent / "metrics.json"
+        for name, spec in NMT["embedding_features"].items()
+        if spec["kind"] == "image"
+    }
+    return sorted(runs)
+
+
 def nmt_weights(wildcards):
     if NMT["systems"][wildcards.system]["features"]:
         return {"weights": NMT_DIR / f"systems/{wildcards.system}/weights.txt"}

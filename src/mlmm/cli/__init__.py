@@ -4,7 +4,7 @@ Every module in this package that defines ``register(subparsers)`` adds its subc
 stage brings its command along without editing a central list. A subcommand's handler is stored
 as ``func`` on its parser; an InputError (or an OSError such as a permission problem) becomes
 one line on stderr and exit status 2. Every command logs through `mlmm.logs` (timestamped
-lines on stderr, progress bars throttled in log files).
+lines on stderr, a start and an end line with timings, progress bars throttled in log files).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import sys
 from mlmm import __version__
 from mlmm.errors import InputError
 from mlmm.io import mark_written
-from mlmm.logs import setup_logging
+from mlmm.logs import logged_command, start_command
 from mlmm.schema import check_options
 
 OUTPUTS = "_declared_outputs"  # the parser default holding [(dest, suffixes)]
@@ -64,9 +64,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@logged_command
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    setup_logging(args.command)
+    start_command(args.command, argv)
     try:
         check_options(args)
         outputs = _declared_paths(args)

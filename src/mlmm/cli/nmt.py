@@ -127,6 +127,11 @@ def register(subparsers) -> None:
         "nmt-table", help="Calixto 2017 Table 3 from mt-score JSONs, beside the paper",
     )
     p.add_argument("--metrics", required=True, nargs="+", type=Path)
+    p.add_argument(
+        "--feature-runs", nargs="*", type=Path, default=[],
+        help="metrics.json of the retrieval runs whose models gave the image features of the "
+        "reranking: the table names the backbone they recorded",
+    )  # fmt: skip
     p.add_argument("--paper-tables", help="directory of the paper tables (optional)")
     p.add_argument("--out", required=True, type=Path, help="output stem (.csv/.md/.tex added)")
     declare_outputs(p, "out", suffixes=TABLE_SUFFIXES)
@@ -328,6 +333,7 @@ def run_score(args) -> None:
 def run_table(args) -> None:
     from mlmm.nmt.table import table3
 
-    table_outputs(args.out, [*args.metrics, args.paper_tables], stem=True, force=args.force)
-    notes = table3(args.metrics, args.paper_tables, args.out)
+    inputs = [*args.metrics, *args.feature_runs, args.paper_tables]
+    table_outputs(args.out, inputs, stem=True, force=args.force)
+    notes = table3(args.metrics, args.paper_tables, args.out, args.feature_runs)
     print("\n".join(notes))

@@ -16,8 +16,16 @@ LANGUAGE, DIRECTION = "en-de", "mt"
 METRICS = ["BLEU", "METEOR", "TER", "chrF"]
 
 
-def table3(metrics: Sequence[Path], paper_tables: str | None, stem: Path) -> list[str]:
-    """Write ``stem``.csv/.md/.tex from `mlmm mt-score` JSONs; return the table notes."""
+def table3(
+    metrics: Sequence[Path],
+    paper_tables: str | None,
+    stem: Path,
+    feature_runs: Sequence[Path] = (),
+) -> list[str]:
+    """Write ``stem``.csv/.md/.tex from `mlmm mt-score` JSONs; return the table notes.
+
+    ``feature_runs``: the metrics.json of the retrieval runs whose models gave the image
+    features of the reranking; their recorded backbone is the table's (its origin)."""
     rows, meteor_notes, records = [], set(), []
     seen: dict[tuple, Path] = {}
     for path in metrics:
@@ -65,6 +73,12 @@ def table3(metrics: Sequence[Path], paper_tables: str | None, stem: Path) -> lis
     ]
     if paper is None:
         notes.append("Paper numbers not available: paper_tables directory missing.")
+    runs = []
+    for path in feature_runs:
+        try:
+            runs.append(json.loads(Path(path).read_text(encoding="utf-8")))
+        except (OSError, ValueError) as exc:
+            raise InputError(path, "a metrics.json of `mlmm train-retrieval`", str(exc)) from None
     write_table(table, stem, "Calixto & Liu 2017, Table 3: NMT 20-best reranking", notes,
-                Origin.of_runs(records))  # fmt: skip
+                Origin.of_runs([*records, *runs]))  # fmt: skip
     return notes

@@ -160,8 +160,9 @@ def plot(
     queries = list(frame.groupby(["language", "query_number"], sort=False))
     if table == 6:
         fig, axes = plt.subplots(
-            len(queries), 2, figsize=(11, 2.3 * len(queries)), width_ratios=[1, 3.4], squeeze=False
-        )
+            len(queries), 2, figsize=(11, 2.3 * len(queries)), width_ratios=[1, 3.4], squeeze=False,
+            layout="constrained",
+        )  # fmt: skip
         for (key, group), (left, right) in zip(queries, axes, strict=True):
             _thumbnail(left, images_root / group["query_image"].iloc[0])
             left.set_title(f"{LANGUAGE_NAMES[key[0]]}, {group['query_choice'].iloc[0]}", fontsize=8)
@@ -175,7 +176,7 @@ def plot(
     else:
         fig, axes = plt.subplots(
             len(queries), TOP + 1, figsize=(12, 2.2 * len(queries)), squeeze=False,
-            width_ratios=[1.3] + [1] * TOP,
+            width_ratios=[1.3] + [1] * TOP, layout="constrained",
         )  # fmt: skip
         for (key, group), row in zip(queries, axes, strict=True):
             row[0].text(
@@ -207,7 +208,6 @@ def plot(
         f"Rajendran et al. 2016, Table {table}: Bridge CorrNet. {title}; {lam}", fontsize=9
     )
     stamp_figure(fig, origin or Origin.current())  # demo world or real data, config, backbone
-    fig.tight_layout()
     paths = save_figure(fig, stem)
     plt.close(fig)
     return paths

@@ -16,7 +16,13 @@ import pandas as pd
 from mlmm.errors import InputError
 from mlmm.io import save_figure
 from mlmm.origin import Origin, stamp_figure
-from mlmm.tables import beside_paper, load_paper_table, summarise_runs, write_table
+from mlmm.tables import (
+    beside_paper,
+    format_number,
+    load_paper_table,
+    summarise_runs,
+    write_table,
+)
 
 PAPER = "rajendran2016"
 SYSTEM = "Bridge CorrNet"
@@ -139,7 +145,8 @@ def heatmap(table1_csv: Path, stem: Path) -> list[Path]:
         ax.set_title(title)
         for (i, j), value in np.ndenumerate(matrix.to_numpy(dtype=float)):
             if not np.isnan(value):
-                ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=6)
+                text = format_number(value, "F1")  # the tables' (and the paper's) decimals
+                ax.text(j, i, text, ha="center", va="center", fontsize=6)
         fig.colorbar(image, ax=ax, shrink=0.8)
     fig.suptitle("TED CLDC cross-lingual F1 (Rajendran et al. 2016, Table 1)")
     stamp_figure(fig, Origin.of_table(frame))

@@ -1,0 +1,425 @@
+"""Every table and figure the catalogue lists, built by the workflow's own builders from small
+generated inputs, as a paper would print it (issue 30): LaTeX headers without Python tuples,
+every LaTeX special escaped, the origin (data, configuration, backbone) in the caption, one
+number format per column, '–' in blank cells; figures whose texts neither overlap nor leave
+the canvas."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+matplotlib.use("Agg")
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.legend import Legend  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
+
+import mlmm.pivot.examples  # noqa: E402
+import mlmm.ted.report  # noqa: E402
+from mlmm import catalogue, report  # noqa: E402
+from mlmm.tables import KEYS, ROW_HEADERS, decimals  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+PAPER_TABLES = REPO / "resources" / "paper_tables"
+ORIGIN = {"data": {"multi30k": "demo", "coco": "demo", "ted": "demo"}, "configs": ["config.yaml"]}
+TED_LANGUAGES = ["de", "fr", "ar"]
+
+
+def _provenance(**config) -> dict:
+    return {"origin": ORIGIN, "config": config}
+
+
+# ----------------------------------------------------------------------------------------
+# small inputs for every builder
+
+
+def _recalls(rng, medr: float) -> dict:
+    r1 = float(rng.uniform(5, 60))
+    return {"R@1": r1, "R@5": min(r1 + 20, 100.0), "R@10": 100.0 if r1 > 55 else r1 + 30,
+            "medr": medr, "meanr": medr * 3.3}  # fmt: skip
+
+
+def retrieval_outputs(root: Path, tables: Path, figures: Path) -> None:
+    """A run (two seeds for every other variant) of every variant of config.yaml's retrieval
+    section, with the cells, histories and provenance a real run records."""
+    section = report.read_section([REPO / "config.yaml"])
+    rng = np.random.default_rng(0)
+    for n, variant in enumerate(section["variants"]):
+        for seed in (1, 2) if n % 2 else (1,):
+            languages = ("en", "de", "fr", "cs", "ja")
+            metrics = {
+                "variant": variant,
+                "seed": seed,
+                "provenance": _provenance(retrieval={"backbone": "efficientnet_lite0"}),
+                # medians that are whole for one seed and halves for others (mean 4.5)
+                "test": {
+                    la: {"i2t": _recalls(rng, 4.0 + seed % 2), "t2i": _recalls(rng, 6.0)}
+                    for la in languages
+                },  # fmt: skip
+                "c2c": {"en-de": _recalls(rng, 2.0), "de-en": _recalls(rng, 3.0)},
+                "sts": {"2014": 0.7 + seed / 100, "2015": 1.0},
+                "alignment": {"en-de": 73.1, "en-ja": 5.0},
+                "history": [
+                    {"step": step, "R@1_i2t": 10.0 + step, "alignment": 70.0 - step}
+                    for step in (100, 200, 300)
+                ],
+            }
+            path = root / variant / f"seed{seed}" / "metrics.json"
+            path.parent.mkdir(parents=True)
+            path.write_text(json.dumps(metrics))
+    runs = report.load_runs([root], section)
+    report.build_tables(runs, PAPER_TABLES, tables)
+    report.build_figures(runs, figures)
+
+
+def kadar_table1(root: Path, tables: Path, figures: Path) -> None:
+    from test_data import write_tree  # tests/ is on sys.path
+
+    from mlmm.data.prepare import write_kadar_table1
+
+    write_kadar_table1(write_tree(root / "m30k"), 2, PAPER_TABLES, tables / "kadar2018_table1",
+                       demo=True)  # fmt: skip
+
+
+def calixto_table3(root: Path, tables: Path, figures: Path) -> None:
+    """mt-score JSONs of every system of config.yaml's nmt section (the control row's label
+    has a '|'), and the retrieval runs whose models gave the reranking features."""
+    from mlmm.nmt.table import table3
+
+    systems = yaml.safe_load((REPO / "config.yaml").read_text())["nmt"]["systems"]
+    metrics = []
+    for n, (name, record) in enumerate(systems.items()):
+        path = root / f"{name}.json"
+        scores = {"BLEU": 30.0 + n, "METEOR": 50.25, "TER": 49.0 + n / 3, "chrF": 60.0}
+        path.write_text(json.dumps({
+            "provenance": _provenance(system=name), "system": record["system"],
+            "variant_note": record["variant_note"], "scores": scores, "meteor": "",
+        }))  # fmt: skip
+        metrics.append(path)
+    run = root / "retrieval_metrics.json"
+    run.write_text(json.dumps({"provenance": _provenance(retrieval={"backbone": "resnet50"})}))
+    table3(metrics, PAPER_TABLES, tables / "calixto2017_table3", feature_runs=[run])
+
+
+def ted_outputs(root: Path, tables: Path, figures: Path) -> None:
+    """Rajendran Tables 1, 3 and 4 and the heatmap: classifier results of four languages
+    (an F1 of exactly 1 among them), and a tiny corpus with an untrained model for Table 4."""
+    from mlmm.cli import main
+    from mlmm.ted import PIVOT, corrnet
+    from mlmm.ted.bow import Bow
+    from mlmm.ted.report import heatmap, neighbours, table1, table3
+
+    languages = ["en", *TED_LANGUAGES]
+    rng = np.random.default_rng(1)
+    cldc = []
+    for source in languages:
+        f1 = {target: float(rng.uniform(0.3, 0.9)) for target in languages}
+        f1[source] = 1.0
+        path = root / f"cldc_{source}.json"
+        path.write_text(json.dumps({"source": source, "f1": f1, "topics": ["art", "music"],
+                                    "provenance": _provenance(ted={"hidden": 8})}))  # fmt: skip
+        cldc.append(path)
+    nb = root / "nb.json"
+    nb.write_text(json.dumps({"f1": {la: 0.5 for la in languages}}))
+    table1(cldc, PAPER_TABLES, tables)
+    table3(cldc, nb, PAPER_TABLES, tables)
+    heatmap(tables / "rajendran2016_table1.csv", figures / "rajendran2016_table1_heatmap")
+
+    common = ["--languages", *TED_LANGUAGES]
+    corpus, bow_dir = root / "corpus", root / "bow"
+    fetch = ["--source", "demo", "--out-dir", corpus, "--train-docs", 10, "--test-docs", 5]
+    assert main(["ted-fetch", *map(str, fetch), *common]) == 0
+    assert main(["ted-bow", "--index", str(corpus / "index.json"), "--out-dir", str(bow_dir),
+                 *common]) == 0  # fmt: skip
+    bow = Bow.load(bow_dir)
+    dims = {la: len(bow.words(la)) for la in [PIVOT, *bow.languages]}
+    corrnet.save(corrnet.BridgeCorrNet(dims, hidden=4), root / "model.pt")
+    neighbours(root / "model.pt", bow_dir, ["market", bow.words(PIVOT)[0]], 4, tables,
+               PAPER_TABLES, demo=True)  # fmt: skip
+
+
+def pivot_outputs(root: Path, tables: Path, figures: Path) -> None:
+    """Rajendran Table 5 from runs of every model (recalls of exactly 1 among them) and the
+    pictures of Tables 6 and 7 from generated images, captions and scores."""
+    from PIL import Image
+
+    from mlmm.origin import Origin
+    from mlmm.pivot.examples import COLUMNS, plot, rows_for
+    from mlmm.pivot.table import SYSTEMS, table5
+
+    runs = []
+    for n, (model, language) in enumerate(
+        [(m, la) for m in SYSTEMS if m not in ("direct", "random") for la in ("fr", "de")]
+        + [("direct", None), ("random", None)]
+    ):
+        test = {d: {f"R@{k}": min(1.0, 0.087 * k ** 0.5 + n / 50) for k in (5, 10, 50)}
+                for d in ("i2t", "t2i")}  # fmt: skip
+        path = root / f"pivot{n}" / "metrics.json"
+        path.parent.mkdir()
+        path.write_text(json.dumps({
+            "model": model, "language": language, "lambda": 1.0,
+            "criteria": {"i2t": 0.5, "t2i": 0.5}, "test": test,
+            "provenance": _provenance(backbone="alexnet_fc6"),
+        }))  # fmt: skip
+        runs.append(path)
+    table5(runs, PAPER_TABLES, tables / "rajendran2016_table5")
+
+    rng = np.random.default_rng(2)
+    images = [f"mic_{i}.jpg" for i in range(6)]
+    for i, name in enumerate(images):
+        colour = tuple(int(c) for c in rng.integers(0, 255, size=3))
+        Image.new("RGB", (64 + 8 * i, 48), colour).save(root / name)
+    words = "a man in a red shirt rides his bicycle down the long street near the old harbour"
+    for table in (6, 7):
+        rows = []
+        for language in ("de", "fr"):
+            captions = [rng.permutation(words.split()).tolist() for _ in range(5 * len(images))]
+            scores = rng.normal(size=(len(images), len(captions)))
+            n_items = len(images) if table == 6 else len(captions)
+            queries = [(q, "seeded") for q in rng.choice(n_items, size=2, replace=False)]
+            rows += rows_for(table, language, scores, queries, images, captions, 10.0)
+        frame = pd.DataFrame(rows, columns=COLUMNS)
+        origin = Origin(ORIGIN["data"], ORIGIN["configs"], ["alexnet_fc6"])
+        plot(frame, table, root, figures / f"rajendran2016_table{table}", origin)
+
+
+# Each builder (inputs directory, tables directory, figures directory) writes its tables and
+# figures with the workflow's own functions; together they cover the catalogue (checked below).
+BUILDERS = [retrieval_outputs, kadar_table1, calixto_table3, ted_outputs, pivot_outputs]
+# the modules that save figures (mlmm.io.save_figure): each figure is kept to be checked
+FIGURE_MODULES = [report, mlmm.ted.report, mlmm.pivot.examples]
+
+
+# ----------------------------------------------------------------------------------------
+# what each figure drew
+
+
+def drawn_boxes(fig: Figure) -> list[tuple[str, object, object]]:
+    """(text, artist, window extent) of every text the figure draws (titles, axis and tick
+    labels, legends, annotations, footers) and of every legend's frame, after a draw."""
+    drawn: list[Text] = []
+    original = Text.draw
+
+    def record(self, renderer):
+        original(self, renderer)
+        if self.get_visible() and self.get_text().strip():
+            drawn.append(self)
+
+    if not hasattr(fig.canvas, "get_renderer"):  # pyplot closed it: draw it as it was saved
+        FigureCanvasAgg(fig)
+    Text.draw = record
+    try:
+        fig.canvas.draw()
+    finally:
+        Text.draw = original
+    renderer = fig.canvas.get_renderer()
+    boxes = [(t.get_text(), t, t.get_window_extent(renderer)) for t in dict.fromkeys(drawn)]
+    legends = list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend()]
+    boxes += [("<legend>", legend, legend.get_window_extent(renderer)) for legend in legends]
+    return boxes
+
+
+def _inside(artist, legend) -> bool:
+    return isinstance(legend, Legend) and artist in legend.texts + [legend.get_title()]
+
+
+def text_problems(fig: Figure) -> list[str]:
+    """Pairs of drawn texts whose boxes overlap, and texts that leave the canvas."""
+    boxes = drawn_boxes(fig)
+    canvas = fig.bbox
+    problems = []
+    for text, _, box in boxes:
+        if (
+            box.x0 < canvas.x0 - 1
+            or box.y0 < canvas.y0 - 1
+            or box.x1 > canvas.x1 + 1
+            or (box.y1 > canvas.y1 + 1)
+        ):
+            problems.append(f"outside the canvas: {text[:60]!r} {box.bounds} of {canvas.bounds}")
+    for i, (text_a, a, box_a) in enumerate(boxes):
+        for text_b, b, box_b in boxes[i + 1 :]:
+            if _inside(a, b) or _inside(b, a):
+                continue
+            width = min(box_a.x1, box_b.x1) - max(box_a.x0, box_b.x0)
+            height = min(box_a.y1, box_b.y1) - max(box_a.y0, box_b.y0)
+            if width > 1 and height > 1:
+                problems.append(f"overlap: {text_a[:50]!r} and {text_b[:50]!r}")
+    return problems
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory) -> tuple[Path, dict[str, Figure]]:
+    """Every builder run once; the figures they saved, by file stem."""
+    root = tmp_path_factory.mktemp("printable")
+    tables, figures = root / "tables", root / "figures"
+    tables.mkdir()
+    figures.mkdir()
+    saved: dict[str, Figure] = {}
+    patch = pytest.MonkeyPatch()
+
+    def save(fig, stem):  # kept to be checked, not written: PNG and PDF take seconds
+        saved[Path(stem).name] = fig
+        return []
+
+    for module in FIGURE_MODULES:
+        patch.setattr(module, "save_figure", save)
+    # the origin the Snakefile exports to every job (tables of runs say their runs' instead)
+    patch.setenv("MLMM_DATA", ",".join(f"{k}={v}" for k, v in ORIGIN["data"].items()))
+    patch.setenv("MLMM_CONFIGS", ",".join(ORIGIN["configs"]))
+    try:
+        for n, build in enumerate(BUILDERS):
+            work = root / f"inputs{n}"
+            work.mkdir()
+            build(work, tables, figures)
+    finally:
+        patch.undo()
+    return tables, saved
+
+
+# ----------------------------------------------------------------------------------------
+# the checks
+
+
+def test_every_catalogued_table_and_figure_is_built(outputs):
+    tables, figures = outputs
+    for stem in catalogue.ALL_TABLES:
+        for suffix in (".csv", ".md", ".tex", ".html"):
+            assert (tables / stem).with_suffix(suffix).is_file(), f"{stem}{suffix}"
+    assert set(figures) == set(catalogue.ALL_FIGURES)
+
+
+@pytest.mark.parametrize("stem", catalogue.ALL_FIGURES)
+def test_figure_texts_neither_overlap_nor_leave_the_canvas(outputs, stem):
+    fig = outputs[1][stem]
+    assert not text_problems(fig), "\n".join(text_problems(fig))
+
+
+def _tabular(tex: str) -> tuple[list[list[str]], list[list[str]]]:
+    """(header rows, body rows) of the first tabular of a .tex file, split into cells."""
+    table = tex.split("\\toprule", 1)[1].split("\\bottomrule", 1)[0]
+    rules = ("\\cline", "\\toprule", "\\bottomrule")
+
+    def rows(text: str) -> list[list[str]]:
+        return [
+            [c.strip() for c in re.split(r"(?<!\\)&", line.rstrip().removesuffix("\\\\"))]
+            for line in text.splitlines()
+            if line.strip() and not line.strip().startswith(rules)
+        ]
+
+    header, body = table.split("\\midrule", 1)
+    return rows(header), rows(body.replace("\\midrule", ""))
+
+
+# A LaTeX special left as it is (outside the symbols latex_text writes: $\pm$, $-$, ...)
+UNESCAPED = re.compile(r"(?<!\\)[%#_^~|<>$]|[±−→∩≥≤×Δλ…–]")
+SYMBOLS = re.compile(r"\$\\[a-zA-Z]+\$|\$-\$")
+
+
+@pytest.mark.parametrize("stem", catalogue.ALL_TABLES)
+def test_latex_is_escaped_headed_and_captioned(outputs, stem):
+    from mlmm.origin import backbone_name
+
+    tex = (outputs[0] / stem).with_suffix(".tex").read_text(encoding="utf-8")
+    assert not re.search(r"\('[^']*',?\)", tex), "a Python tuple printed as a header"
+    header, body = _tabular(tex)
+    assert {len(row) for row in body} == {len(header[-1])}, "cells per row (an unescaped &?)"
+    caption = re.search(r"\\caption\[\{[^\n]*\}\]\{(.*)\}\n", tex)
+    assert caption and "Produced from DEMO WORLD" in caption.group(1), "origin not in the caption"
+    tidy = pd.read_csv((outputs[0] / stem).with_suffix(".csv"), keep_default_na=False)
+    for backbone in {b for b in tidy["backbone"] if b}:  # the backbones that ran, by name
+        assert latex_name(backbone_name(backbone)) in caption.group(1), backbone
+    for line in tex.splitlines():
+        assert not UNESCAPED.search(SYMBOLS.sub("", line)), f"unescaped: {line!r}"
+
+
+def latex_name(text: str) -> str:
+    from mlmm.tables import latex_text
+
+    return latex_text(text)
+
+
+def _markdown_table(path: Path) -> pd.DataFrame:
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.startswith("|")]
+    split = [[c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]] for line in lines]
+    return pd.DataFrame(split[2:], columns=split[0])
+
+
+ROW_KEYS = {*KEYS, *ROW_HEADERS.values(), "dataset"}
+NUMBER = re.compile(r"^[−+-]?\d+(?:\.(\d+))?")
+
+
+@pytest.mark.parametrize("stem", catalogue.ALL_TABLES)
+def test_one_number_format_per_column_and_dashes_in_blanks(outputs, stem):
+    """Every number of a column (ours, the paper's, the difference) with the column's decimals
+    (the metric's, mlmm.tables.decimals), and '–' where a cell has no number."""
+    table = _markdown_table((outputs[0] / stem).with_suffix(".md"))
+    tidy = pd.read_csv((outputs[0] / stem).with_suffix(".csv"), keep_default_na=False)
+    metrics = set(tidy["metric"]) if "metric" in tidy else set()
+    for column in table.columns:
+        cells = table[column]
+        if column in ROW_KEYS and metrics:
+            continue  # a row's label (no variant note is an empty label), not a cell
+        assert (cells != "").all(), f"{column}: a blank cell without '–'"
+        numbers = [c for c in cells if NUMBER.match(c)]
+        if not numbers or not metrics:
+            places = {len(NUMBER.match(c).group(1) or "") for c in numbers}
+            assert len(places) <= 1, f"{column}: {sorted(set(numbers))[:6]}"
+            continue
+        metric = next((m for m in metrics if column.endswith(m)), None)
+        if metric is None:
+            metric = next(iter(metrics)) if len(metrics) == 1 else None
+        if metric is None:
+            continue  # a row-key column (languages, labels)
+        want = decimals(metric, stem)
+        for cell in numbers:
+            values = re.findall(r"(?<![\w@])[−+-]?\d+(?:\.\d+)?", cell.split("±")[0])
+            values += re.findall(r"\(([^,)]*)", cell) + re.findall(r", ([−+][^)]*)\)", cell)
+            for value in values:
+                found = len(value.split(".")[1]) if "." in value else 0
+                assert found == want, f"{stem} {column}: {cell!r} ({metric}: {want} decimals)"
+
+
+def test_every_table_metric_has_its_format(outputs):
+    """A metric without an entry in the format map would fall back to a default: name it."""
+    from mlmm.tables import DECIMALS
+
+    for stem in catalogue.ALL_TABLES:
+        tidy = pd.read_csv((outputs[0] / stem).with_suffix(".csv"), keep_default_na=False)
+        if "metric" in tidy:
+            assert set(tidy["metric"]) - {""} <= set(DECIMALS), stem
+
+
+@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="no pdflatex on this machine")
+def test_every_latex_table_compiles(outputs, tmp_path):
+    """Each .tex in a document with the package it needs (booktabs): pdflatex stops
+    on an unescaped special or an unbalanced brace; the caption's origin is in the PDF text."""
+    inputs = "\\clearpage\n".join(
+        f"\\input{{{(outputs[0] / stem).with_suffix('.tex')}}}\n" for stem in catalogue.ALL_TABLES
+    )
+    document = tmp_path / "tables.tex"
+    document.write_text(
+        "\\documentclass{article}\n\\usepackage[T1]{fontenc}\n\\usepackage[utf8]{inputenc}\n"
+        "\\usepackage{booktabs}\n\\begin{document}\n"
+        f"{inputs}\\end{{document}}\n",
+        encoding="utf-8",
+    )
+    run = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", document.name],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert (tmp_path / "tables.pdf").stat().st_size > 0
