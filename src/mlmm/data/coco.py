@@ -26,11 +26,9 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import os
 import re
 import shutil
 import tarfile
-import tempfile
 import urllib.parse
 import zipfile
 import zlib
@@ -47,6 +45,7 @@ from mlmm.errors import InputError
 from mlmm.io import (
     atomic_path,
     read_lines,
+    replace_dir,
     sha256_file,
     temp_dir_beside,
     write_json,
@@ -399,17 +398,6 @@ def _version(package: str) -> str:
         return "unknown"
 
 
-def _replace_dir(tmp: Path, out: Path) -> None:
-    """Put the finished ``tmp`` directory in place of ``out`` (the old one removed after)."""
-    old = None
-    if out.exists():
-        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
-        os.replace(out, old / out.name)
-    os.replace(tmp, out)
-    if old is not None:
-        shutil.rmtree(old)
-
-
 def prepare_coco(
     out: str | Path,
     karpathy: str,
@@ -538,7 +526,7 @@ def prepare_coco(
         data = sorted(p for p in (root / "data").rglob("*") if p.is_file())
         entries = {p.relative_to(root).as_posix(): sha256_file(p) for p in data}
         write_text(root / MARKER, manifest_text(entries))
-        _replace_dir(root, out)
+        replace_dir(root, out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return counts
@@ -578,7 +566,7 @@ def fetch_images(
             sources.append(source)
         shutil.rmtree(tmp / ".downloads", ignore_errors=True)
         write_text(tmp / MARKER, manifest_text({_name(s.given): s.sha256 for s in sources}))
-        _replace_dir(tmp, out)
+        replace_dir(tmp, out)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp)

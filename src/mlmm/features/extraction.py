@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -33,7 +32,15 @@ from mlmm.errors import InputError
 from mlmm.features.backbones import FeatureNet, build_trunk, get_backbone, make_transform
 from mlmm.features.decoding import DECODERS, FileBytes, ImageRows, collate_lists, device_batch
 from mlmm.fingerprint import files_digest, stale
-from mlmm.io import atomic_path, read_lines, sha256_file, write_json, write_npy, write_text
+from mlmm.io import (
+    atomic_path,
+    discard,
+    read_lines,
+    sha256_file,
+    write_json,
+    write_npy,
+    write_text,
+)
 from mlmm.logs import progress as progress_bar
 from mlmm.provenance import Timer, provenance
 
@@ -144,7 +151,7 @@ def _load_shards(
     if work.exists():
         recorded = json.loads(state.read_text(encoding="utf-8")) if state.is_file() else None
         if stale(work, recorded, settings):
-            shutil.rmtree(work)
+            discard(work)
     if not work.exists():
         work.mkdir(parents=True)
         write_json(state, settings)
@@ -157,7 +164,7 @@ def _load_shards(
             recorded[f"images of shard {k}"] = shard.get("images")
             current[f"images of shard {k}"] = files_digest(paths, threads)
     if stale(work, recorded, current):
-        shutil.rmtree(work)
+        discard(work)
         work.mkdir(parents=True)
         write_json(state, settings)
         done = {}
@@ -377,5 +384,5 @@ def extract(
         "timings": timer.seconds,
     }
     write_json(outputs.sidecar, sidecar)
-    shutil.rmtree(outputs.work)
+    discard(outputs.work)
     return sidecar

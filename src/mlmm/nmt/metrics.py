@@ -19,6 +19,7 @@ import sacrebleu
 from sacrebleu.metrics import BLEU
 
 from mlmm.errors import InputError
+from mlmm.io import write_text
 
 
 def resolve_meteor_jar(setting: str | None) -> tuple[Path | None, str]:
@@ -60,8 +61,8 @@ def meteor(
     command += extra
     with tempfile.TemporaryDirectory() as tmp:
         hyp, ref = Path(tmp) / "hyp", Path(tmp) / "ref"
-        hyp.write_text("".join(h + "\n" for h in hypotheses), encoding="utf-8")
-        ref.write_text("".join(r + "\n" for r in references), encoding="utf-8")
+        write_text(hyp, "".join(h + "\n" for h in hypotheses))
+        write_text(ref, "".join(r + "\n" for r in references))
         command[command.index("HYP")], command[command.index("REF")] = str(hyp), str(ref)
         run = subprocess.run(command, capture_output=True, text=True)
     lines = run.stdout.strip().splitlines()
