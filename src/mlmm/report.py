@@ -13,7 +13,6 @@ mapped onto it; rows the papers only quote (earlier work) stay in as references.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +21,7 @@ import pandas as pd
 
 from mlmm.catalogue import TABLES, TableSpec
 from mlmm.errors import InputError
-from mlmm.io import save_figure
+from mlmm.io import read_json, read_yaml, save_figure
 from mlmm.origin import Origin, backbone_name, stamp_figure
 from mlmm.tables import KEYS, beside_paper, load_paper_table, summarise_runs, write_table
 
@@ -42,7 +41,6 @@ class Run:
 
 def read_section(config_paths: list[Path]) -> dict:
     """The ``retrieval`` section of config files merged in order (as Snakemake merges them)."""
-    import yaml
 
     from mlmm.retrieval.config import merge_config
 
@@ -50,10 +48,7 @@ def read_section(config_paths: list[Path]) -> dict:
     for path in map(Path, config_paths):
         if not path.is_file():
             raise InputError(path, "a config file", "no such file")
-        try:
-            loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except yaml.YAMLError as exc:
-            raise InputError(path, "YAML", str(exc).splitlines()[0]) from None
+        loaded = read_yaml(path, "a YAML config file") or {}
         merged = merge_config(merged, loaded)
     return merged.get("retrieval") or {}
 
@@ -78,10 +73,7 @@ def load_runs(paths: list[Path], section: dict, where: str = "config") -> list[R
     protocol_of: dict[str, list[str]] = {}
     runs = []
     for path in _metrics_files([Path(p) for p in paths]):
-        try:
-            metrics = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise InputError(path, "a JSON metrics file", f"unreadable JSON ({exc})") from None
+        metrics = read_json(path, "a JSON metrics file")
         for key in ("variant", "seed", "test"):
             if key not in metrics:
                 raise InputError(path, f"a metrics file with '{key}'", "none", key=key)

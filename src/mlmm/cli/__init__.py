@@ -27,7 +27,7 @@ import sys
 
 from mlmm import __version__
 from mlmm.errors import InputError
-from mlmm.io import claim_output_files, set_force
+from mlmm.io import set_force
 from mlmm.logs import setup_logging
 from mlmm.schema import check_options
 
@@ -36,22 +36,20 @@ OUTPUTS = "_declared_outputs"  # the parser default holding [(dest, suffixes)]
 
 def declare_outputs(parser: argparse.ArgumentParser, *dests: str, suffixes=("",)) -> None:
     """The options ``dests`` name files the command writes (with each of ``suffixes`` added
-    to a stem): ``main`` claims them before the command starts (``mlmm.io.claim_output_files``),
-    so an existing one that no mlmm command wrote is refused (unless ``--force``) before any
-    work rather than when the write layer meets it at the end."""
+    to a stem). The write layer protects every output whether declared or not; the declaration
+    is what tests/test_write_layer.py reads to put a user's file at each output of each
+    command (``declared_outputs``)."""
     declared = list(parser.get_default(OUTPUTS) or [])
     declared += [(dest, tuple(suffixes)) for dest in dests]
     parser.set_defaults(**{OUTPUTS: declared})
 
 
-def _declared_paths(args: argparse.Namespace) -> list:
+def declared_outputs(args: argparse.Namespace) -> list:
+    """The output paths ``args`` names through options given to ``declare_outputs``."""
     from pathlib import Path
 
-    declared = getattr(args, OUTPUTS, None) or []
-    if hasattr(args, OUTPUTS):
-        delattr(args, OUTPUTS)
     paths = []
-    for dest, suffixes in declared:
+    for dest, suffixes in getattr(args, OUTPUTS, None) or []:
         value = getattr(args, dest, None)
         if value is not None:
             paths += [Path(value).with_suffix(s) if s else Path(value) for s in suffixes]
@@ -84,7 +82,6 @@ def main(argv: list[str] | None = None) -> int:
     set_force(args.force)
     try:
         check_options(args)
-        claim_output_files(_declared_paths(args), args.force)
         args.func(args)
     except InputError as exc:
         return _fail(args.command, exc, 2)

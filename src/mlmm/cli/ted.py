@@ -7,7 +7,7 @@ from pathlib import Path
 
 from mlmm.cli import declare_outputs
 from mlmm.errors import InputError
-from mlmm.io import guard_outputs, table_outputs
+from mlmm.io import guard_outputs, read_json_object, table_outputs
 from mlmm.schema import checked_option
 from mlmm.ted import LANGUAGES, PIVOT
 
@@ -208,18 +208,13 @@ def run_fetch(args: argparse.Namespace) -> None:
 
 def run_bow(args: argparse.Namespace) -> None:
     guard_outputs([args.out_dir], [args.index])
-    import json
 
-    from mlmm.io import read_lines
     from mlmm.ted.bow import build
 
     _check_languages(args.languages)
-    text = "\n".join(read_lines(args.index, allow_empty_lines=True))
-    try:
-        root = Path(json.loads(text)["root"])
-    except (ValueError, KeyError, TypeError):
-        expected = "the JSON of ted-fetch with a 'root'"
-        raise InputError(args.index, expected, "other content") from None
+    root = Path(
+        read_json_object(args.index, ("root",), "the JSON of ted-fetch with a 'root'")["root"]
+    )
     meta = build(
         root, args.out_dir, args.languages, args.topics, _codes(args.corpus_codes), args.min_count
     )
@@ -236,14 +231,17 @@ def run_train(args: argparse.Namespace) -> None:
 
 def run_tune(args: argparse.Namespace) -> None:
     guard_outputs([args.out], [args.bow, *args.runs], args.force)
-    import json
 
     from mlmm.ted.experiment import tune_stage
 
     runs = {}
     for run in args.runs:
-        settings = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
-        runs[float(settings["provenance"]["config"]["lambda"])] = run
+        metrics = run / "metrics.json"
+        settings = read_json_object(metrics, ("provenance",), "a metrics.json of ted-train")
+        try:
+            runs[float(settings["provenance"]["config"]["lambda"])] = run
+        except (KeyError, TypeError, ValueError):
+            raise InputError(metrics, "a number", "none", key="provenance.config.lambda") from None
     result = tune_stage(args.bow, runs, args.out, _settings(args), jobs=args.jobs)
     print({lang: c["lambda"] for lang, c in result["chosen"].items()})
 
@@ -283,11 +281,13 @@ def run_heatmap(args: argparse.Namespace) -> None:
 
 def run_neighbours(args: argparse.Namespace) -> None:
     guard_outputs([args.out_dir], [args.bow, args.tuning])
-    import json
 
     from mlmm.ted.report import neighbours
 
-    run = Path(json.loads(args.tuning.read_text(encoding="utf-8"))["overall"]["run"])
+    tuning = read_json_object(args.tuning, ("overall",), "the tuning JSON of ted-tune")
+    if not isinstance(tuning["overall"], dict) or "run" not in tuning["overall"]:
+        raise InputError(args.tuning, "a run directory", "none", key="overall.run")
+    run = Path(tuning["overall"]["run"])
     neighbours(
         run / "model.pt", args.bow, args.words, args.k, args.out_dir, args.paper_tables, args.demo
     )

@@ -44,6 +44,7 @@ from mlmm.data.multi30k import CAPTIONS_PER_IMAGE
 from mlmm.errors import InputError
 from mlmm.io import (
     atomic_path,
+    parse_json,
     read_lines,
     replace_dir,
     sha256_file,
@@ -95,7 +96,7 @@ def _load_json(path: Path) -> Any:
                 data = archive.read(members[0])
         else:
             data = path.read_bytes()
-        return json.loads(data)
+        return parse_json(data, path, "the Karpathy split JSON")
     except FileNotFoundError:
         raise InputError(path, "an existing file", "no such file") from None
     except (json.JSONDecodeError, UnicodeDecodeError, zipfile.BadZipFile, zlib.error) as exc:
@@ -163,12 +164,8 @@ def _caption_documents(paths: Sequence[str | Path]) -> Iterator[tuple[Path, Any]
                 if not members:
                     raise InputError(path, "an archive with caption *.json files", "none")
                 for member in members:
-                    try:
-                        document = json.loads(archive.extractfile(member).read())
-                    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                        raise InputError(
-                            f"{path}:{member.name}", "a JSON document", f"unreadable ({exc})"
-                        ) from None
+                    data = archive.extractfile(member).read()
+                    document = parse_json(data, f"{path}:{member.name}", "a JSON document")
                     yield Path(f"{path}:{member.name}"), document
         else:
             yield path, _load_json(path)

@@ -16,7 +16,6 @@ back, so the GPU does not wait for the host.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -35,7 +34,10 @@ from mlmm.fingerprint import files_digest, stale
 from mlmm.io import (
     atomic_path,
     discard,
+    read_json,
+    read_json_object,
     read_lines,
+    read_npy,
     sha256_file,
     write_json,
     write_npy,
@@ -149,7 +151,7 @@ def _load_shards(
     under the same name) discards the work directory, with one line saying why."""
     state = work / "state.json"
     if work.exists():
-        recorded = json.loads(state.read_text(encoding="utf-8")) if state.is_file() else None
+        recorded = read_json(state) if state.is_file() else None
         if stale(work, recorded, settings):
             discard(work)
     if not work.exists():
@@ -159,7 +161,7 @@ def _load_shards(
     for k, paths in enumerate(shard_images):
         array, meta = work / f"shard-{k:05d}.npy", work / f"shard-{k:05d}.json"
         if array.is_file() and meta.is_file():
-            shard = json.loads(meta.read_text(encoding="utf-8"))
+            shard = read_json_object(meta, ("bad",))
             done[k] = [tuple(b) for b in shard["bad"]]
             recorded[f"images of shard {k}"] = shard.get("images")
             current[f"images of shard {k}"] = files_digest(paths, threads)
@@ -334,7 +336,7 @@ def extract(
         with atomic_path(outputs.array) as tmp:
             final = np.lib.format.open_memmap(tmp, mode="w+", dtype=dtype, shape=(n, spec.dim))
             for k in range(n_shards):
-                final[k * shard_size : (k + 1) * shard_size] = np.load(
+                final[k * shard_size : (k + 1) * shard_size] = read_npy(
                     outputs.work / f"shard-{k:05d}.npy"
                 )
             final.flush()

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 
 from mlmm.errors import InputError
+from mlmm.io import read_json
 from mlmm.origin import Origin
 from mlmm.tables import beside_paper, load_paper_table, summarise_runs, write_table
 
@@ -21,7 +21,7 @@ def table3(metrics: Sequence[Path], paper_tables: str | None, stem: Path) -> lis
     rows, meteor_notes, records = [], set(), []
     for path in metrics:
         try:
-            record = json.loads(Path(path).read_text(encoding="utf-8"))
+            record = read_json(path, "a metrics JSON of mlmm mt-score")
             system, note, scores = record["system"], record["variant_note"], record["scores"]
         except (OSError, ValueError, KeyError) as exc:
             raise InputError(path, "a metrics JSON written by `mlmm mt-score`", str(exc)) from None

@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 from mlmm.errors import InputError
+from mlmm.io import read_torch
 from mlmm.retrieval.data import Vocabularies, pad
 from mlmm.retrieval.model import JointEmbedding, rowwise_score
 
@@ -79,7 +80,9 @@ def load_trained(path: str | Path, device: str = "cpu") -> TrainedModel:
         path = path / "model.pt"
     if not path.is_file():
         raise InputError(path, "a trained model (mlmm train-retrieval)", "no such file")
-    saved = torch.load(path, map_location=device, weights_only=False)
+    saved = read_torch(
+        path, "a trained model (mlmm train-retrieval)", map_location=device, weights_only=False
+    )
     vocabs = Vocabularies.from_state(saved["vocabularies"])
     model = build_model(saved["record"], saved["feature_dim"], vocabs)
     model.load_state_dict(saved["state"])
