@@ -505,15 +505,18 @@ def read_yaml(path: str | Path, what: str = "a YAML file") -> Any:
     return parse_yaml(_read_text(path, what), path, what)
 
 
-def read_csv(path: str | Path, what: str = "a CSV file", **options: Any):
-    """A pandas frame of a UTF-8 CSV file (``options`` go to ``pandas.read_csv``)."""
+def read_csv(
+    path: str | Path, what: str = "a CSV file", columns: tuple[str, ...] = (), **options: Any
+):
+    """A pandas frame of a UTF-8 CSV file holding ``columns`` (``options`` go to
+    ``pandas.read_csv``)."""
     import pandas as pd
 
     path = Path(path)
     if not path.is_file():
         raise InputError(path, what, "no such file")
     try:
-        return pd.read_csv(path, encoding="utf-8", **options)
+        frame = pd.read_csv(path, encoding="utf-8", **options)
     except UnicodeDecodeError as exc:
         raise InputError(path, f"{what} in UTF-8", f"invalid byte ({exc.reason})") from None
     except pd.errors.ParserError as exc:
@@ -522,6 +525,11 @@ def read_csv(path: str | Path, what: str = "a CSV file", **options: Any):
         raise InputError(path, what, str(exc).strip().splitlines()[-1], line=line) from None
     except (pd.errors.EmptyDataError, ValueError) as exc:
         raise InputError(path, what, str(exc).strip().splitlines()[-1]) from None
+    missing = [column for column in columns if column not in frame.columns]
+    if missing:
+        found = f"no column {', '.join(missing)} (columns: {', '.join(map(str, frame.columns))})"
+        raise InputError(path, f"{what} with columns {', '.join(columns)}", found)
+    return frame
 
 
 def read_npz(path: str | Path, what: str = "an .npz archive") -> dict[str, np.ndarray]:

@@ -49,6 +49,8 @@ def read_section(config_paths: list[Path]) -> dict:
         if not path.is_file():
             raise InputError(path, "a config file", "no such file")
         loaded = read_yaml(path, "a YAML config file") or {}
+        if not isinstance(loaded, dict):
+            raise InputError(path, "a YAML mapping of config keys", f"a {type(loaded).__name__}")
         merged = merge_config(merged, loaded)
     return merged.get("retrieval") or {}
 

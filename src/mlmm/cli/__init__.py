@@ -32,6 +32,7 @@ from mlmm.logs import setup_logging
 from mlmm.schema import check_options
 
 OUTPUTS = "_declared_outputs"  # the parser default holding [(dest, suffixes)]
+OUTPUT_DIRS = "_declared_output_dirs"  # the parser default holding [dest]
 
 
 def declare_outputs(parser: argparse.ArgumentParser, *dests: str, suffixes=("",)) -> None:
@@ -42,6 +43,12 @@ def declare_outputs(parser: argparse.ArgumentParser, *dests: str, suffixes=("",)
     declared = list(parser.get_default(OUTPUTS) or [])
     declared += [(dest, tuple(suffixes)) for dest in dests]
     parser.set_defaults(**{OUTPUTS: declared})
+
+
+def declare_output_dirs(parser: argparse.ArgumentParser, *dests: str) -> None:
+    """The options ``dests`` name directories the command writes (or writes into): like
+    ``declare_outputs``, for the test that puts a user's files there."""
+    parser.set_defaults(**{OUTPUT_DIRS: [*(parser.get_default(OUTPUT_DIRS) or []), *dests]})
 
 
 def declared_outputs(args: argparse.Namespace) -> list:

@@ -6,6 +6,8 @@ import argparse
 import time
 from pathlib import Path
 
+from mlmm.cli import declare_output_dirs
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -22,6 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument("out", type=Path, metavar="OUT", help="output directory (new or empty)")
+    declare_output_dirs(p, "out")
     p.add_argument("--seed", type=int, default=1, help="random seed (default: %(default)s)")
     p.add_argument("--images", type=int, default=30, help="Multi30K-world images (min 30)")
     p.add_argument("--coco-images", type=int, default=60, help="COCO-world images (min 60)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from mlmm.cli import declare_outputs
+from mlmm.cli import declare_output_dirs, declare_outputs
 from mlmm.errors import InputError
 from mlmm.io import guard_outputs, read_json_object, table_outputs
 from mlmm.schema import checked_option
@@ -71,6 +71,7 @@ def register(subparsers) -> None:
         "laid out like ted-cldc/: OUT/<X>-en and OUT/en-<X>.",
     )
     p.add_argument("out", type=Path)
+    declare_output_dirs(p, "out")
     p.add_argument("--languages", nargs="+", default=LANGUAGES, help="paired with English")
     p.add_argument("--force", action="store_true", help="replace an OUT that is not our demo")
     _demo_args(p)
@@ -86,6 +87,7 @@ def register(subparsers) -> None:
     p.add_argument("--path", help="local ted-cldc directory (source path)")
     p.add_argument("--url", help=".tar.gz/.zip of ted-cldc (source url); file:// works too")
     p.add_argument("--out-dir", type=Path, required=True)
+    declare_output_dirs(p, "out_dir")
     p.add_argument(
         "--force", action="store_true", help="replace an OUT_DIR/ted-cldc that is not our demo"
     )
@@ -96,6 +98,7 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("ted-bow", help="bag-of-words matrices per language")
     p.add_argument("--index", type=Path, required=True, help="index.json of ted-fetch")
     p.add_argument("--out-dir", type=Path, required=True)
+    declare_output_dirs(p, "out_dir")
     checked_option(
         p, "--min-count", "ted.min_count", type=int, default=6, help="keep words seen this often"
     )
@@ -108,6 +111,7 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("ted-train", help="train Bridge CorrNet with one lambda")
     p.add_argument("--bow", type=Path, required=True)
     p.add_argument("--out-dir", type=Path, required=True)
+    declare_output_dirs(p, "out_dir")
     checked_option(p, "--lambda", "ted.lambdas[]", dest="lam", type=float, required=True)
     checked_option(p, "--hidden", "ted.hidden", type=int, default=128)
     checked_option(p, "--epochs", "ted.epochs", type=int, default=10)
@@ -154,6 +158,7 @@ def register(subparsers) -> None:
     p.add_argument("--nb", type=Path, required=True)
     p.add_argument("--paper-tables", default=None)
     p.add_argument("--out-dir", type=Path, required=True)
+    declare_output_dirs(p, "out_dir")
     p.set_defaults(func=run_tables)
 
     p = subparsers.add_parser("ted-heatmap", help="heatmap of Table 1 (PNG and PDF)")
@@ -172,6 +177,7 @@ def register(subparsers) -> None:
         "--demo", action="store_true", help="the corpus is the generated demo (says so in notes)"
     )
     p.add_argument("--out-dir", type=Path, required=True)
+    declare_output_dirs(p, "out_dir")
     p.set_defaults(func=run_neighbours)
 
 

@@ -110,7 +110,8 @@ def heatmap(table1_csv: Path, stem: Path) -> list[Path]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    frame = read_csv(table1_csv, "the Table 1 CSV", keep_default_na=False, na_values=[""])
+    columns = ("system", "variant_note", "language", "ours", "diff")
+    frame = read_csv(table1_csv, "the Table 1 CSV", columns, keep_default_na=False, na_values=[""])
     frame = frame[frame["system"] == SYSTEM].copy()
     frame["test"] = frame["variant_note"].str.removeprefix("test=")
     languages = sorted(set(frame["language"]) | set(frame["test"]))
