@@ -57,7 +57,7 @@ def _fill_required(parser: argparse.ArgumentParser, tmp_path) -> list[str]:
         elif action.required:
             argv += [action.option_strings[0]]
             if action.choices:
-                argv += [str(next(iter(action.choices)))]
+                argv += [str(list(action.choices)[-1])]  # demo generation is the slow first
             elif action.type in (int, float):
                 argv += ["1"]
             else:
