@@ -43,9 +43,9 @@ def _layer_names(tree: ast.AST) -> set[str]:
     by ``with open(NAME, ...) as HANDLE`` on such a name: writes to them go through the layer."""
     names: set[str] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-            if _name(node.value.func) == "temp_dir_beside":
-                names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        built = isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+        if built and _name(node.value.func) == "temp_dir_beside":
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
     changed = True
     while changed:
         changed = False
@@ -75,9 +75,9 @@ def _root_name(node: ast.AST) -> str | None:
 def _mode(call: ast.Call) -> str | None:
     args = [*call.args[:2], *(k.value for k in call.keywords if k.arg == "mode")]
     for arg in args:
-        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-            if WRITE_MODE.fullmatch(arg.value):
-                return arg.value
+        text = arg.value if isinstance(arg, ast.Constant) else None
+        if isinstance(text, str) and WRITE_MODE.fullmatch(text):
+            return text
     return None
 
 

@@ -49,6 +49,18 @@ def force_in_effect() -> bool:
     return _FORCE
 
 
+@contextlib.contextmanager
+def forcing(force: bool) -> Iterator[None]:
+    """``--force`` in effect inside the block when ``force`` (a library caller's ``force=True``
+    argument, e.g. ``generate_world(out, force=True)``); as it was otherwise and afterwards."""
+    before = _FORCE
+    set_force(before or force)
+    try:
+        yield
+    finally:
+        set_force(before)
+
+
 def _is_record(path: Path) -> bool:
     return path.name.endswith(RECORD_SUFFIX)
 

@@ -21,6 +21,7 @@ from mlmm.errors import InputError
 from mlmm.io import (
     claim_output_dir,
     discard_build,
+    forcing,
     mark_output_dir,
     replace_dir,
     sha256_file,
@@ -73,13 +74,14 @@ def replace_directory(
     out = Path(out)
     claim_output_dir(out, what, marker, force)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temp_dir_beside(out)
-    try:
-        write(tmp)
-        mark_output_dir(tmp, marker)
-        replace_dir(tmp, out)
-    finally:
-        discard_build(tmp)
+    with forcing(force):
+        tmp = temp_dir_beside(out)
+        try:
+            write(tmp)
+            mark_output_dir(tmp, marker)
+            replace_dir(tmp, out)
+        finally:
+            discard_build(tmp)
 
 
 def _write_world(root: Path, seed: int, images: int) -> None:

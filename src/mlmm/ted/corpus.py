@@ -30,6 +30,7 @@ from mlmm.io import (
     claim_output_dir,
     discard,
     discard_build,
+    forcing,
     guard_outputs,
     mark_output_dir,
     read_lines,
@@ -243,13 +244,14 @@ def generate_demo(
     from mlmm.ted.demo import generate
 
     claim_output_dir(root, "TED demo corpus", DEMO_MARKER, force=force)
-    partial = temp_dir_beside(root)
-    try:
-        generate(partial, codes=codes, languages=languages, **demo)
-        mark_output_dir(partial, DEMO_MARKER)
-        replace_dir(partial, root)
-    finally:
-        discard_build(partial)
+    with forcing(force):
+        partial = temp_dir_beside(root)
+        try:
+            generate(partial, codes=codes, languages=languages, **demo)
+            mark_output_dir(partial, DEMO_MARKER)
+            replace_dir(partial, root)
+        finally:
+            discard_build(partial)
 
 
 def fetch(
@@ -268,6 +270,12 @@ def fetch(
     (or a file:// URL) into out_dir, check it and unpack it there.
     """
     out_dir = Path(out_dir)
+    with forcing(force):  # ``force``: what the write layer would refuse is replaced, too
+        return _fetch(source, out_dir, languages, codes, path, url, demo, force)
+
+
+def _fetch(source, out_dir, languages, codes, path, url, demo, force) -> Path:
+    """``fetch`` with ``force`` in effect for the write layer."""
     if source == "demo":
         root = out_dir / "ted-cldc"
         generate_demo(root, languages, codes, demo or {}, force)
