@@ -460,9 +460,13 @@ def read_npy(path: str | Path, what: str = "a .npy array", mmap_mode: str | None
 # the file becomes one InputError naming it, and the line or key where that is known.
 
 
+def _missing(path: Path, what: str) -> InputError:
+    return InputError(path, f"an existing file ({what})", "no such file")
+
+
 def _read_text(path: Path, what: str) -> str:
     if not path.is_file():
-        raise InputError(path, what, "no such file")
+        raise _missing(path, what)
     data = path.read_bytes()
     try:
         return data.removeprefix(b"\xef\xbb\xbf").decode("utf-8")
@@ -526,7 +530,7 @@ def read_csv(
 
     path = Path(path)
     if not path.is_file():
-        raise InputError(path, what, "no such file")
+        raise _missing(path, what)
     try:
         frame = pd.read_csv(path, encoding="utf-8", **options)
     except UnicodeDecodeError as exc:
@@ -548,7 +552,7 @@ def read_npz(path: str | Path, what: str = "an .npz archive") -> dict[str, np.nd
     """Every array of an .npz archive (never unpickled), read at once and the file closed."""
     path = Path(path)
     if not path.is_file():
-        raise InputError(path, what, "no such file")
+        raise _missing(path, what)
     try:
         with np.load(path, allow_pickle=False) as archive:
             if not hasattr(archive, "files"):
@@ -568,7 +572,7 @@ def read_torch(path: str | Path, what: str = "a PyTorch file", **options: Any) -
 
     path = Path(path)
     if not path.is_file():
-        raise InputError(path, what, "no such file")
+        raise _missing(path, what)
     try:
         return torch.load(path, **options)
     except (RuntimeError, EOFError, pickle.UnpicklingError, ValueError, KeyError) as exc:
