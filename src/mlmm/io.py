@@ -100,18 +100,19 @@ def _dir_record(root: Path) -> dict[str, str]:
     return listed
 
 
-def _ours(path: Path, digest: str | None = None) -> bool:
+def _ours(path: Path, records: dict[Path, dict[str, str]]) -> bool:
     """Whether the file ``path`` is as an mlmm command wrote it: its own record, or the record
-    of a directory above it that we built, names its current sha256."""
-    digest = digest or sha256_file(path)
+    of a directory above it that we built, names its current sha256 (``records``: the
+    directory records read so far, so that a directory of many files reads each once)."""
+    digest = sha256_file(path)
     record = _written_record(path)
     if record.is_file() and record.read_text(encoding="utf-8", errors="replace").strip() == digest:
         return True
     real = _resolved(path)
     for root in real.parents:
-        if (root / DIR_RECORD).is_file() and _dir_record(root).get(
-            real.relative_to(root).as_posix()
-        ) == digest:
+        if root not in records:
+            records[root] = _dir_record(root)
+        if records[root].get(real.relative_to(root).as_posix()) == digest:
             return True
     return False
 
@@ -121,10 +122,13 @@ def foreign_file(path: str | Path) -> tuple[Path, str] | None:
     with what it is; None when every one is ours (records themselves are not asked about)."""
     path = Path(path)
     files = [path] if not path.is_dir() else sorted(p for p in path.rglob("*") if p.is_file())
+    records: dict[Path, dict[str, str]] = {}
     for file in files:
         if _is_record(file) or _inside_build(file):
             continue
-        if not _ours(file):
+        if not file.exists():
+            return file, "a dangling symbolic link"
+        if not _ours(file, records):
             edited = _written_record(file).is_file()
             return file, "an edited file" if edited else "a file no mlmm command wrote"
     return None
