@@ -1,5 +1,6 @@
 """AST scans of src/mlmm for writes and parses that bypass mlmm.io (the write layer and the
-readers). Shared by tests/test_write_layer.py and tests/test_bad_inputs_boundary.py."""
+readers). Shared by tests/test_bad_inputs_write_layer.py and
+tests/test_bad_inputs_boundary.py."""
 
 from __future__ import annotations
 

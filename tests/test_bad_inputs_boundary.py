@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from source_lint import direct_parses
-from test_write_layer import SUBCOMMANDS, _fill_required
+from test_bad_inputs_write_layer import SUBCOMMANDS, _fill_required
 
 from mlmm import io
 from mlmm.cli import main

@@ -27,7 +27,8 @@ from mlmm.errors import InputError
 
 # The write layer ---------------------------------------------------------------------------
 # Every file and directory an mlmm command writes passes through ``atomic_path`` or
-# ``temp_dir_beside``/``replace_dir`` (tests/test_write_layer.py fails on a write elsewhere).
+# ``temp_dir_beside``/``replace_dir`` (tests/test_bad_inputs_write_layer.py fails on a write
+# elsewhere).
 # They refuse to replace what no mlmm command wrote unless ``--force`` is in effect: a
 # process-wide setting that ``mlmm.cli.main`` takes from every subcommand's ``--force``.
 
@@ -683,14 +684,6 @@ def refuse_overwrite(
 ) -> None:
     """``guard_outputs([out], inputs, force)`` for a command with one output."""
     guard_outputs([out], inputs, force)
-
-
-def mark_written(paths: list[Path]) -> None:
-    """Record ``paths`` as written by an mlmm command (``atomic_path`` does it for every file it
-    writes; this is for a file made another way, e.g. by a library that writes it itself)."""
-    for path in paths:
-        if path.is_file():
-            _record_written(path)
 
 
 def claim_output_files(paths: list[Path], force: bool = False) -> None:
