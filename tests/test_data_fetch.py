@@ -13,6 +13,7 @@ from mlmm.cli import main
 from mlmm.data.fetch import MARKER, download, fetch, make_manifest, read_manifest, sha256_file
 from mlmm.data.prepare import expected_files
 from mlmm.errors import InputError
+from mlmm.io import forcing
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 REPO = Path(__file__).resolve().parents[1]
@@ -50,7 +51,10 @@ def test_rerun_skips_verified_files_and_replaces_changed_ones(mirror, tmp_path):
     out = tmp_path / "out"
     fetch(manifest, out, mirror=root)
     (out / "c.txt").write_bytes(b"edited\n")
-    counts = fetch(manifest, out, mirror=root)
+    with pytest.raises(InputError, match="c.txt: .*an edited file; pass --force"):
+        fetch(manifest, out, mirror=root)  # an edited file is replaced only with --force
+    with forcing(True):
+        counts = fetch(manifest, out, mirror=root)
     assert counts == {"fetched": 1, "present": 2}
     assert (out / "c.txt").read_bytes() == FILES["c.txt"]
 

@@ -20,6 +20,7 @@ from mlmm.demo.scenes import SHAPES
 from mlmm.demo.sts import similarity
 from mlmm.demo.world import MARKER, split_sizes
 from mlmm.errors import InputError
+from mlmm.io import DIR_RECORD
 
 N = 40
 TASK1 = ("train", "val", "test_2016_flickr")
@@ -62,7 +63,7 @@ def test_layout_is_exactly_the_contract(world: Path) -> None:
     expected |= {f"muse/en-{lang}.txt" for lang in ("de", "fr", "cs")}
     expected |= {f"images/{i:06d}.jpg" for i in range(N)}
     found = {p.relative_to(world).as_posix() for p in world.rglob("*") if p.is_file()}
-    assert found == expected | {MARKER}
+    assert found == expected | {MARKER, DIR_RECORD}  # and the write layer's record of it
 
 
 def test_splits_and_line_counts(world: Path) -> None:

@@ -165,7 +165,7 @@ def test_bad_inputs(setup, tmp_path):
     config, runs, _ = setup
     broken = runs / "ours_only" / "seed1" / "metrics.json"
     broken.write_text("{not json")
-    with pytest.raises(InputError, match="metrics.json: expected a JSON metrics file"):
+    with pytest.raises(InputError, match="metrics.json, line 1: expected a JSON metrics file"):
         report.load_runs([runs], report.read_section([config]))
     broken.write_text(json.dumps({"variant": "unknown", "seed": 1, "test": {}}))
     with pytest.raises(InputError, match="a variant named in retrieval.variants"):

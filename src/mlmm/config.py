@@ -20,6 +20,7 @@ import yaml
 from jsonschema import validators
 
 from mlmm.errors import InputError
+from mlmm.io import read_yaml
 
 
 def _with_defaults(validator_class):
@@ -155,7 +156,7 @@ def validate_config(
     set the failing key. Also checks that every name in ``retrieval.run`` is a variant of
     ``retrieval.variants``, blamed on the source naming it.
     """
-    schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
+    schema = read_yaml(schema_path, "the config schema")
     validator_class = validators.validator_for(schema)
     validator = _with_defaults(validator_class)(schema)
     named = [*read_sources(sources), (COMMAND_LINE, dict(command_line or {}))]

@@ -152,10 +152,12 @@ def check_made_from(artefact: str | Path, inputs: Mapping[str, str] | None = Non
     artefact, record_path = Path(artefact), made_from_path(artefact)
     if not record_path.is_file():
         return
+    from mlmm.io import read_json_object
+
+    record = read_json_object(record_path, ("sha256", "inputs"), "a record written by mlmm")
     try:
-        record = json.loads(record_path.read_text(encoding="utf-8"))
         recorded, made_from = record["sha256"], dict(record["inputs"])
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (ValueError, TypeError) as exc:
         raise InputError(record_path, "a record written by mlmm", f"unreadable ({exc})") from None
     if sha256_file(artefact) != recorded:
         raise InputError(

@@ -16,6 +16,7 @@ import re
 import shutil
 import socket
 import tempfile
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,216 @@ from typing import Any
 import numpy as np
 
 from mlmm.errors import InputError
+
+# The write layer ---------------------------------------------------------------------------
+# Every file and directory an mlmm command writes passes through ``atomic_path`` or
+# ``temp_dir_beside``/``replace_dir`` (tests/test_bad_inputs_write_layer.py fails on a write
+# elsewhere).
+# They refuse to replace what no mlmm command wrote unless ``--force`` is in effect: a
+# process-wide setting that ``mlmm.cli.main`` takes from every subcommand's ``--force``.
+
+RECORD_SUFFIX = ".mlmm-written"  # .NAME.mlmm-written beside a file: its sha256
+DIR_RECORD = ".mlmm-written"  # inside a directory built by replace_dir: "<sha256>  <path>" lines
+FORCE_HINT = "pass --force to replace it"
+
+_FORCE = False
+_BUILDING: set[Path] = set()  # directories from temp_dir_beside, not yet renamed into place
+
+
+def set_force(force: bool) -> None:
+    """Let (or stop letting) this process replace files and directories no mlmm command wrote."""
+    global _FORCE
+    _FORCE = bool(force)
+
+
+def force_in_effect() -> bool:
+    return _FORCE
+
+
+@contextlib.contextmanager
+def forcing(force: bool) -> Iterator[None]:
+    """``--force`` in effect inside the block when ``force`` (a library caller's ``force=True``
+    argument, e.g. ``generate_world(out, force=True)``); as it was otherwise and afterwards."""
+    before = _FORCE
+    set_force(before or force)
+    try:
+        yield
+    finally:
+        set_force(before)
+
+
+def _is_record(path: Path) -> bool:
+    return path.name.endswith(RECORD_SUFFIX)
+
+
+def _inside_build(path: Path) -> bool:
+    real = _resolved(path)
+    return any(real.is_relative_to(root) for root in _BUILDING)
+
+
+def _written_record(path: Path) -> Path:
+    return path.with_name(f".{path.name}{RECORD_SUFFIX}")
+
+
+def _record_written(path: Path) -> None:
+    """Write ``path``'s record (its sha256) beside it, itself through a temporary name."""
+    record = _written_record(path)
+    fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(record), suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(sha256_file(path) + "\n")
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, record)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _dir_record(root: Path) -> dict[str, str]:
+    record = root / DIR_RECORD
+    if not record.is_file():
+        return {}
+    listed = {}
+    for line in record.read_text(encoding="utf-8", errors="replace").splitlines():
+        digest, sep, rel = line.partition("  ")
+        if sep and len(digest) == 64:
+            listed[rel] = digest
+    return listed
+
+
+def _ours(path: Path, records: dict[Path, dict[str, str]]) -> bool:
+    """Whether the file ``path`` is as an mlmm command wrote it: its own record, or the record
+    of a directory above it that we built, names its current sha256 (``records``: the
+    directory records read so far, so that a directory of many files reads each once)."""
+    digest = sha256_file(path)
+    record = _written_record(path)
+    if record.is_file() and record.read_text(encoding="utf-8", errors="replace").strip() == digest:
+        return True
+    real = _resolved(path)
+    for root in real.parents:
+        if root not in records:
+            records[root] = _dir_record(root)
+        if records[root].get(real.relative_to(root).as_posix()) == digest:
+            return True
+    return False
+
+
+def foreign_file(path: str | Path) -> tuple[Path, str] | None:
+    """The first file at or under ``path`` that no mlmm command wrote or that was edited since,
+    with what it is; None when every one is ours (records themselves are not asked about)."""
+    path = Path(path)
+    files = [path] if not path.is_dir() else sorted(p for p in path.rglob("*") if p.is_file())
+    records: dict[Path, dict[str, str]] = {}
+    for file in files:
+        if _is_record(file) or _inside_build(file):
+            continue
+        if not file.exists():
+            return file, "a dangling symbolic link"
+        if not _ours(file, records):
+            edited = _written_record(file).is_file()
+            return file, "an edited file" if edited else "a file no mlmm command wrote"
+    return None
+
+
+def claim(path: str | Path) -> None:
+    """Refuse (InputError naming it and --force) to replace ``path`` unless it is missing, an
+    empty directory, our own unedited output (every file inside a directory included), or
+    ``--force`` is in effect: ``--out thesis.txt`` must not silently destroy the thesis."""
+    path = Path(path)
+    if _FORCE or not (path.exists() or path.is_symlink()) or _inside_build(path):
+        return
+    found = foreign_file(path)
+    if found is None:
+        return
+    file, what = found
+    if file == path:
+        expected = "no file, or one an mlmm command wrote and nobody changed"
+        raise InputError(path, expected, f"{what}; {FORCE_HINT}")
+    raise InputError(
+        path,
+        "no directory, an empty one, or one an mlmm command wrote and nobody changed",
+        f"{what}: {file.relative_to(path)}; {FORCE_HINT}",
+    )
+
+
+def replace_dir(tmp: str | Path, out: str | Path) -> None:
+    """Put the directory ``tmp`` (from ``temp_dir_beside(out)``) in place of ``out``: ``out``
+    claimed again (it may have changed while ``tmp`` was built), ``tmp``'s files recorded in
+    ``DIR_RECORD`` so a rerun may replace them, the old ``out`` removed only after the rename."""
+    tmp, out = Path(tmp), Path(out)
+    claim(out)
+    entries = tree_hashes(tmp)
+    record = tmp / DIR_RECORD
+    record.write_text("".join(f"{h}  {rel}\n" for rel, h in entries.items()), encoding="utf-8")
+    old = None
+    if out.exists() or out.is_symlink():
+        old = Path(tempfile.mkdtemp(prefix=_temp_prefix(out), suffix=".tmp", dir=out.parent))
+        os.replace(out, old / out.name)
+    os.replace(tmp, out)
+    _BUILDING.discard(_resolved(tmp))
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def discard(path: str | Path) -> None:
+    """Remove a file or directory tree of ours (a temporary build, a work directory, a stale
+    checkpoint); one that no mlmm command wrote is refused like a replacement (``claim``)."""
+    path = Path(path)
+    if not (path.exists() or path.is_symlink()):
+        return
+    claim(path)
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
+        _written_record(path).unlink(missing_ok=True)
+    _BUILDING.discard(_resolved(path))
+
+
+@contextlib.contextmanager
+def scratch(path: str | Path) -> Iterator[Path]:
+    """Treat ``path`` (a temporary file or directory a library made for us, e.g. pooch's
+    download target) as being built: the layer may write and replace it without a record."""
+    real = _resolved(path)
+    _BUILDING.add(real)
+    try:
+        yield Path(path)
+    finally:
+        _BUILDING.discard(real)
+
+
+@contextlib.contextmanager
+def open_partial(path: str | Path, append: bool) -> Iterator[Any]:
+    """A binary handle on a partial download of ours (a hidden ``.part`` kept so that a broken
+    connection resumes it), recorded as ours when closed so that it may be discarded later."""
+    path = Path(path)
+    if not append:
+        claim(path)
+    with open(path, "ab" if append else "wb") as handle:
+        try:
+            yield handle
+        finally:
+            handle.flush()
+            _record_written(path)
+
+
+def move_file(source: str | Path, target: str | Path) -> None:
+    """Rename ``source`` (a complete file of ours) onto ``target`` through the layer."""
+    source, target = Path(source), Path(target)
+    building = _inside_build(target)
+    if not building:
+        claim(target)
+    os.replace(source, target)
+    _written_record(source).unlink(missing_ok=True)
+    if not building:
+        _record_written(target)
+
+
+def discard_build(tmp: str | Path) -> None:
+    """Remove what is left of a ``temp_dir_beside`` directory after a failure (if anything)."""
+    tmp = Path(tmp)
+    shutil.rmtree(tmp, ignore_errors=True)
+    _BUILDING.discard(_resolved(tmp))
 
 
 def _umask() -> int:
@@ -74,11 +285,16 @@ def _alive(pid: int) -> bool:
 def temp_dir_beside(out: str | Path) -> Path:
     """A fresh hidden directory beside ``out`` to build it in, with the mode the umask gives
     (mkdtemp's 0700 would otherwise stick to ``out`` once renamed onto it). Leftovers of a
-    killed earlier run beside ``out`` are removed first."""
+    killed earlier run beside ``out`` are removed first. ``out`` is claimed first (``claim``):
+    a directory or file there that no mlmm command wrote is refused before any work. What is
+    written inside the new directory is covered by the record ``replace_dir`` leaves in it."""
     out = Path(out)
+    claim(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(out)
     tmp = Path(tempfile.mkdtemp(prefix=_temp_prefix(out), suffix=".tmp", dir=out.parent))
     tmp.chmod(0o777 & ~_umask())
+    _BUILDING.add(_resolved(tmp))
     return tmp
 
 
@@ -86,22 +302,36 @@ def temp_dir_beside(out: str | Path) -> Path:
 def atomic_path(target: str | Path) -> Iterator[Path]:
     """Yield a temporary path beside ``target``; rename it onto ``target`` on success only.
 
+    This is the one write layer: an existing ``target`` that no mlmm command wrote (or that was
+    edited since) is refused before anything is written, naming it and ``--force`` (``claim``),
+    and a written ``target`` is recorded as ours (``.NAME.mlmm-written``, its sha256) so that a
+    rerun may replace it. Inside a directory being built (``temp_dir_beside``) nothing can be
+    foreign, and the directory's own record covers the files.
+
     The file gets the mode a plain ``open`` would (0666 less the umask), not mkstemp's 0600, so
     collaborators sharing a project directory can read every table, figure and model.
     """
     target = Path(target)
+    recorded = not _inside_build(target) and not _is_record(target)
+    if recorded:
+        claim(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temps(target)
+    if recorded:  # a directory being built is fresh: no leftovers to look for
+        remove_stale_temps(target)
     fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target), suffix=".tmp", dir=target.parent)
     os.fchmod(fd, 0o666 & ~_umask())
     os.close(fd)
     tmp_path = Path(tmp)
+    _BUILDING.add(_resolved(tmp_path))
     try:
         yield tmp_path
         os.replace(tmp_path, target)
+        if recorded:
+            _record_written(target)
     except OSError as exc:
         raise _naming(exc, target) from None
     finally:
+        _BUILDING.discard(_resolved(tmp_path))
         if tmp_path.exists():
             tmp_path.unlink()
 
@@ -119,6 +349,17 @@ def _naming(exc: OSError, target: Path) -> Exception:
 def write_text(target: str | Path, text: str) -> None:
     with atomic_path(target) as tmp:
         tmp.write_text(text, encoding="utf-8")
+
+
+def write_bytes(target: str | Path, data: bytes) -> None:
+    with atomic_path(target) as tmp:
+        tmp.write_bytes(data)
+
+
+def copy_file(source: str | Path, target: str | Path) -> None:
+    """A copy of ``source`` at ``target``, through the write layer."""
+    with atomic_path(target) as tmp:
+        shutil.copyfile(source, tmp)
 
 
 def write_json(target: str | Path, obj: Any) -> None:
@@ -221,6 +462,132 @@ def read_npy(path: str | Path, what: str = "a .npy array", mmap_mode: str | None
     return array
 
 
+# The readers ---------------------------------------------------------------------------
+# Every parse of a JSON, YAML, CSV, .npy/.npz or .pt file under src/mlmm goes through one of
+# these (tests/test_bad_inputs_boundary.py fails on a parse elsewhere): whatever is wrong with
+# the file becomes one InputError naming it, and the line or key where that is known.
+
+
+def _missing(path: Path, what: str) -> InputError:
+    return InputError(path, f"an existing file ({what})", "no such file")
+
+
+def _read_text(path: Path, what: str) -> str:
+    if not path.is_file():
+        raise _missing(path, what)
+    data = path.read_bytes()
+    try:
+        return data.removeprefix(b"\xef\xbb\xbf").decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        found = f"invalid UTF-8 byte 0x{data[exc.start]:02x}"
+        raise InputError(path, what, found, line=line) from None
+
+
+def parse_json(text: str | bytes, where: str | Path, what: str = "JSON") -> Any:
+    """``text`` parsed as JSON; a syntax error is an InputError naming ``where`` and the line."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(where, what, exc.msg, line=exc.lineno) from None
+    except (UnicodeDecodeError, RecursionError) as exc:
+        raise InputError(where, what, type(exc).__name__) from None
+
+
+def read_json(path: str | Path, what: str = "a JSON file") -> Any:
+    path = Path(path)
+    return parse_json(_read_text(path, what), path, what)
+
+
+def read_json_object(path: str | Path, keys: tuple[str, ...] = (), what: str = "") -> dict:
+    """A JSON object holding every one of ``keys``; anything else names the file and key."""
+    path = Path(path)
+    what = what or "a JSON object" + (f" with {', '.join(keys)}" if keys else "")
+    data = read_json(path, what)
+    if not isinstance(data, dict):
+        raise InputError(path, what, f"a JSON {type(data).__name__}")
+    for key in keys:
+        if key not in data:
+            raise InputError(path, what, "no such key", key=key)
+    return data
+
+
+def parse_yaml(text: str, where: str | Path, what: str = "YAML") -> Any:
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        found = str(getattr(exc, "problem", None) or exc).replace("\n", " ")
+        raise InputError(where, what, found, line=line) from None
+
+
+def read_yaml(path: str | Path, what: str = "a YAML file") -> Any:
+    path = Path(path)
+    return parse_yaml(_read_text(path, what), path, what)
+
+
+def read_csv(
+    path: str | Path, what: str = "a CSV file", columns: tuple[str, ...] = (), **options: Any
+):
+    """A pandas frame of a UTF-8 CSV file holding ``columns`` (``options`` go to
+    ``pandas.read_csv``)."""
+    import pandas as pd
+
+    path = Path(path)
+    if not path.is_file():
+        raise _missing(path, what)
+    try:
+        frame = pd.read_csv(path, encoding="utf-8", **options)
+    except UnicodeDecodeError as exc:
+        raise InputError(path, f"{what} in UTF-8", f"invalid byte ({exc.reason})") from None
+    except pd.errors.ParserError as exc:
+        match = re.search(r"line (\d+)", str(exc))
+        line = int(match.group(1)) if match else None
+        raise InputError(path, what, str(exc).strip().splitlines()[-1], line=line) from None
+    except (pd.errors.EmptyDataError, ValueError) as exc:
+        raise InputError(path, what, str(exc).strip().splitlines()[-1]) from None
+    missing = [column for column in columns if column not in frame.columns]
+    if missing:
+        found = f"no column {', '.join(missing)} (columns: {', '.join(map(str, frame.columns))})"
+        raise InputError(path, f"{what} with columns {', '.join(columns)}", found)
+    return frame
+
+
+def read_npz(path: str | Path, what: str = "an .npz archive") -> dict[str, np.ndarray]:
+    """Every array of an .npz archive (never unpickled), read at once and the file closed."""
+    path = Path(path)
+    if not path.is_file():
+        raise _missing(path, what)
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            if not hasattr(archive, "files"):
+                raise InputError(path, what, "a single .npy array")
+            return {name: archive[name] for name in archive.files}
+    except ValueError as exc:
+        raise InputError(path, what, f"unreadable data ({exc})") from None
+    except (OSError, EOFError, zipfile.BadZipFile) as exc:
+        raise InputError(path, what, f"unreadable data ({exc})") from None
+
+
+def read_torch(path: str | Path, what: str = "a PyTorch file", **options: Any) -> Any:
+    """``torch.load(path, **options)``: a missing, truncated or foreign file is an InputError."""
+    import pickle
+
+    import torch
+
+    path = Path(path)
+    if not path.is_file():
+        raise _missing(path, what)
+    try:
+        return torch.load(path, **options)
+    except (RuntimeError, EOFError, pickle.UnpicklingError, ValueError, KeyError) as exc:
+        found = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+        raise InputError(path, what, f"unreadable data ({found})") from None
+
+
 def sha256_file(path: str | Path) -> str:
     """Hex sha256 of a file, read in 1 MiB blocks (manifests, provenance of inputs)."""
     digest = hashlib.sha256()
@@ -245,10 +612,10 @@ def guard_outputs(
     compared by inode), hold one (a directory an input lies in, which the command would
     replace) or lie inside one (writing into a directory the command reads, e.g. the papers'
     tables or the images). Every command that writes calls this before reading anything, so a
-    wrong ``--out`` costs nothing. ``force`` given (True or False): the outputs are files whose
-    writing is recorded (``mlmm.cli.declare_outputs``), and an existing one no mlmm command
-    wrote is replaced only with ``force`` (``claim_output_files``); directories are protected
-    by their own markers (``claim_output_dir``)."""
+    wrong ``--out`` costs nothing: an existing output file that no mlmm command wrote is refused
+    here already (``claim``; ``force`` or the process-wide ``--force`` lets it be replaced);
+    directories are claimed by the layer that writes them (``atomic_path``, ``temp_dir_beside``).
+    """
     outs = [Path(o) for o in outputs if o is not None]
     ins = [Path(i) for i in inputs if i is not None]
     for index, out in enumerate(outs):
@@ -277,8 +644,7 @@ def guard_outputs(
                     f"an output path outside the input {source}",
                     "a path inside it",
                 )
-    if force is not None:
-        claim_output_files(outs, force)
+    claim_output_files([out for out in outs if not out.is_dir()], bool(force))
 
 
 # The papers' numbers shipped in the checkout: an input of every table command (the default of
@@ -323,45 +689,27 @@ def refuse_overwrite(
     guard_outputs([out], inputs, force)
 
 
-def _written_record(path: Path) -> Path:
-    return path.with_name(f".{path.name}.mlmm-written")
-
-
-def mark_written(paths: list[Path]) -> None:
-    """Record beside each written file (``.NAME.mlmm-written``: its sha256) that a command of
-    ours wrote it, so that a rerun may replace it (``claim_output_files``)."""
-    for path in paths:
-        if path.is_file():
-            write_text(_written_record(path), sha256_file(path) + "\n")
-
-
 def claim_output_files(paths: list[Path], force: bool = False) -> None:
-    """Refuse to replace an existing output file that no command of ours wrote, or that was
-    edited since (its ``.NAME.mlmm-written`` record missing or naming another hash), unless
-    ``force``: ``--out thesis.txt`` must not silently destroy the thesis."""
+    """``claim`` for the output files of a command before it reads anything (so a wrong
+    ``--out`` costs nothing); an existing directory where a file goes is refused too."""
     for path in paths:
-        if not path.exists() or force:
+        if not path.exists() or force or _FORCE:
             continue
         if path.is_dir():
             raise InputError(path, "a file path (or no such path)", "a directory")
-        record = _written_record(path)
-        recorded = record.read_text(encoding="utf-8").strip() if record.is_file() else None
-        if recorded != sha256_file(path):
-            found = "a file no mlmm command wrote" if recorded is None else "an edited file"
-            raise InputError(
-                path,
-                f"no file, or one an mlmm command wrote and nobody changed ({record.name})",
-                f"{found}; pass --force to replace it",
-            )
+        claim(path)
 
 
 def tree_hashes(root: str | Path, skip: tuple[str, ...] = ()) -> dict[str, str]:
-    """sha256 of every file under ``root`` by POSIX relative path (names in ``skip`` left out)."""
+    """sha256 of every file under ``root`` by POSIX relative path (names in ``skip`` and the
+    write layer's records left out)."""
     root = Path(root)
     return {
         path.relative_to(root).as_posix(): sha256_file(path)
         for path in sorted(root.rglob("*"))
-        if path.is_file() and path.relative_to(root).as_posix() not in skip
+        if path.is_file()
+        and path.relative_to(root).as_posix() not in skip
+        and not _is_record(path)
     }
 
 
@@ -382,7 +730,7 @@ def claim_output_dir(
     Anything else (a foreign directory, an edited or added file) needs ``force``.
     """
     out = Path(out)
-    if not out.exists() or force:
+    if not out.exists() or force or _FORCE:
         return
     if not out.is_dir():
         raise InputError(out, "a directory (or no such path)", "a file")

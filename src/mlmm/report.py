@@ -22,7 +22,7 @@ import pandas as pd
 
 from mlmm.catalogue import TABLES, TableSpec
 from mlmm.errors import InputError
-from mlmm.io import save_figure
+from mlmm.io import parse_json, read_json, read_yaml, save_figure
 from mlmm.origin import Origin, backbone_name, stamp_figure
 from mlmm.tables import KEYS, beside_paper, load_paper_table, summarise_runs, write_table
 
@@ -42,7 +42,6 @@ class Run:
 
 def read_section(config_paths: list[Path]) -> dict:
     """The ``retrieval`` section of config files merged in order (as Snakemake merges them)."""
-    import yaml
 
     from mlmm.retrieval.config import merge_config
 
@@ -50,10 +49,9 @@ def read_section(config_paths: list[Path]) -> dict:
     for path in map(Path, config_paths):
         if not path.is_file():
             raise InputError(path, "a config file", "no such file")
-        try:
-            loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except yaml.YAMLError as exc:
-            raise InputError(path, "YAML", str(exc).splitlines()[0]) from None
+        loaded = read_yaml(path, "a YAML config file") or {}
+        if not isinstance(loaded, dict):
+            raise InputError(path, "a YAML mapping of config keys", f"a {type(loaded).__name__}")
         merged = merge_config(merged, loaded)
     return merged.get("retrieval") or {}
 
@@ -80,10 +78,7 @@ def load_runs(paths: list[Path], section: dict, where: str = "config") -> list[R
     seen: dict[tuple[str, int], Path] = {}
     runs = []
     for path in _metrics_files([Path(p) for p in paths]):
-        try:
-            metrics = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise InputError(path, "a JSON metrics file", f"unreadable JSON ({exc})") from None
+        metrics = read_json(path, "a JSON metrics file")
         for key in ("variant", "seed", "test"):
             if key not in metrics:
                 raise InputError(path, f"a metrics file with '{key}'", "none", key=key)
@@ -116,7 +111,7 @@ def _check_same_config(path: Path, metrics: dict, record: dict, where: str) -> N
     recorded = ((metrics.get("provenance") or {}).get("config") or {}).get("retrieval")
     if not isinstance(recorded, dict):
         return  # a run written before records were kept: nothing to compare
-    plain = json.loads(json.dumps(record, default=str))
+    plain = parse_json(json.dumps(record, default=str), "the variant record")
     for key, value in plain.items():
         if key in UNSCORED_KEYS or key not in recorded or recorded[key] == value:
             continue

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-import yaml
 
 from mlmm.errors import InputError
+from mlmm.io import read_yaml
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
 CHECKS = "_schema_checks"  # the parser default holding {dest: (option, pointer)}
@@ -32,7 +32,7 @@ def schema() -> dict:
     """The parsed config schema (the checkout's copy, beside the package's sources)."""
     if not SCHEMA_PATH.is_file():
         raise InputError(SCHEMA_PATH, "the config schema of the mlmm checkout", "no such file")
-    return yaml.safe_load(SCHEMA_PATH.read_text(encoding="utf-8"))
+    return read_yaml(SCHEMA_PATH, "the config schema of the mlmm checkout")
 
 
 def _resolve(node: dict) -> dict:
@@ -110,12 +110,9 @@ def check_options(args: argparse.Namespace) -> None:
 def retrieval_record_json(text: str) -> dict:
     """The ``retrieval`` section a rule passes as ``--record-json``, parsed and checked against
     the schema's ``retrieval`` part (the trainer, tables and figures read it alike)."""
-    import json
+    from mlmm.io import parse_json
 
-    try:
-        section = json.loads(text)
-    except ValueError as exc:
-        raise InputError("--record-json", "a JSON object", f"invalid JSON ({exc})") from None
+    section = parse_json(text, "--record-json", "a JSON object")
     validate_record(section, "retrieval", "--record-json")
     return section
 

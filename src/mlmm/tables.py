@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from mlmm.errors import InputError
-from mlmm.io import write_text
+from mlmm.io import read_csv, write_text
 from mlmm.origin import Origin
 
 KEYS = ["system", "variant_note", "language", "direction", "metric"]
@@ -36,7 +36,7 @@ def load_paper_table(
     path = Path(paper_tables) / f"{paper}_table{table}.csv"
     if not path.is_file():
         return None
-    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    frame = read_csv(path, "a paper table CSV", dtype=str, keep_default_na=False)
     missing = [c for c in PAPER_COLUMNS if c not in frame.columns]
     if missing:
         raise InputError(path, f"columns {PAPER_COLUMNS}", f"no column(s) {missing}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from mlmm.cli import declare_output_dirs
 from mlmm.schema import checked_option
 
 
@@ -55,6 +56,7 @@ def register(subparsers) -> None:
         "without one are hashed, recorded as unverified in provenance.json and warned about",
     )
     p.add_argument("--out", required=True, type=Path, help="output directory (results/coco)")
+    declare_output_dirs(p, "out")
     p.add_argument(
         "--download-dir",
         type=Path,
@@ -84,6 +86,7 @@ def register(subparsers) -> None:
     f.add_argument("--archives", required=True, nargs="+", help="zip archives (paths or URLs)")
     f.add_argument("--sha256", nargs="*", default=[], type=_digest, metavar="NAME=SHA256")
     f.add_argument("--out", required=True, type=Path, help="image directory to create")
+    declare_output_dirs(f, "out")
     f.add_argument("--download-dir", type=Path, help="keep the downloaded archives here")
     checked_option(
         f, "--retries", "multi30k.retries", type=int, default=4, help="download retries per file"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mlmm.cli import declare_outputs
+from mlmm.cli import declare_output_dirs, declare_outputs
 from mlmm.io import TABLE_SUFFIXES
 from mlmm.schema import checked_option
 
@@ -22,6 +22,7 @@ def register(subparsers) -> None:
     source.add_argument("--mirror", type=Path, help="local directory holding the manifest paths")
     source.add_argument("--url", help="base URL, e.g. the upstream repository's raw-file URL")
     p.add_argument("--out", required=True, type=Path, help="directory to write the copy into")
+    declare_output_dirs(p, "out")
     checked_option(
         p, "--retries", "multi30k.retries", type=int, default=4, help="download retries per file"
     )
@@ -67,6 +68,7 @@ def register(subparsers) -> None:
     )
     p.add_argument("--root", required=True, type=Path, help="the verified Multi30K copy")
     p.add_argument("--out", required=True, type=Path, help="vocabulary directory")
+    declare_output_dirs(p, "out")
     checked_option(
         p, "--min-count", "vocab.min_count", type=int, default=4, help="keep words seen >= N times"
     )

@@ -6,6 +6,7 @@ import argparse
 import time
 from pathlib import Path
 
+from mlmm.cli import declare_output_dirs
 from mlmm.schema import checked_option
 
 
@@ -25,6 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument("out", type=Path, metavar="OUT", help="output directory")
+    declare_output_dirs(p, "out")
     checked_option(
         p,
         "--seed",

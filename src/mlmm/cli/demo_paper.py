@@ -6,6 +6,7 @@ import argparse
 import time
 from pathlib import Path
 
+from mlmm.cli import declare_output_dirs
 from mlmm.schema import checked_option
 
 
@@ -24,6 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument("out", type=Path, metavar="OUT", help="output directory (new or empty)")
+    declare_output_dirs(p, "out")
     checked_option(p, "--seed", "demo_world.seed", type=int, default=1,
                    help="random seed (default: %(default)s)")
     checked_option(p, "--images", "demo_world.images", type=int, default=30,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mlmm.cli import declare_outputs
+from mlmm.cli import declare_output_dirs, declare_outputs
 from mlmm.schema import checked_option
 
 
@@ -50,6 +50,7 @@ def register(subparsers) -> None:
     _run_arguments(p)
     p.add_argument("--paper-tables", type=Path, default=None, help="directory of paper CSVs")
     p.add_argument("--out", required=True, type=Path, help="directory for <paper>_table<N>.*")
+    declare_output_dirs(p, "out")
     p.set_defaults(func=run_tables)
 
     p = subparsers.add_parser(
@@ -59,6 +60,7 @@ def register(subparsers) -> None:
     )
     _run_arguments(p)
     p.add_argument("--out", required=True, type=Path, help="directory for <paper>_figure<N>.*")
+    declare_output_dirs(p, "out")
     p.set_defaults(func=run_figures)
 
 

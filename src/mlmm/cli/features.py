@@ -6,6 +6,7 @@ import argparse
 from collections.abc import Iterator
 from pathlib import Path
 
+from mlmm.cli import declare_outputs
 from mlmm.schema import checked_option
 
 
@@ -54,6 +55,7 @@ def register(subparsers) -> None:
     p.add_argument("--images", required=True, metavar="DIR", help="directory of the images")
     p.add_argument("--split", required=True, metavar="LIST", help="file with one image name a line")
     p.add_argument("--out", required=True, metavar="PATH", help="output array (.npy)")
+    declare_outputs(p, "out", suffixes=(".npy", ".json", ".txt"))
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     checked_option(
         p,

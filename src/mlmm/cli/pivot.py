@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from mlmm.cli import declare_outputs
+from mlmm.cli import declare_output_dirs, declare_outputs
 from mlmm.io import TABLE_SUFFIXES
 from mlmm.pivot import LANGUAGES, MODELS
 from mlmm.schema import checked_option
@@ -70,6 +70,7 @@ def register(subparsers) -> None:
     checked_option(p, "--threads", "pivot.threads", type=int, default=1)
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument("--out", type=Path, required=True, help="run directory")
+    declare_output_dirs(p, "out")
     p.set_defaults(func=run_train)
 
     p = subparsers.add_parser(
@@ -88,6 +89,7 @@ def register(subparsers) -> None:
     checked_option(p, "--max-length", "pivot.mt.max_length", type=int, default=80,
                    help="longest training sentence")
     p.add_argument("--out", type=Path, required=True, help="output directory")
+    declare_output_dirs(p, "out")
     p.set_defaults(func=run_mt_data)
 
     p = subparsers.add_parser(
@@ -102,6 +104,7 @@ def register(subparsers) -> None:
     checked_option(p, "--beam", "pivot.mt.beam", type=int, default=5)
     checked_option(p, "--threads", "pivot.threads", type=int, default=1)
     p.add_argument("--out", type=Path, required=True, help="output directory")
+    declare_output_dirs(p, "out")
     p.set_defaults(func=run_translate)
 
     p = subparsers.add_parser(
@@ -116,6 +119,7 @@ def register(subparsers) -> None:
     p.add_argument("--backbone", default="alexnet_fc6")
     p.add_argument("--language", choices=LANGUAGES, required=True)
     p.add_argument("--out", type=Path, required=True, help="run directory")
+    declare_output_dirs(p, "out")
     p.set_defaults(func=run_mt)
 
     p = subparsers.add_parser("pivot-table", help="Rajendran 2016 Table 5 beside the paper")
@@ -160,6 +164,7 @@ def register(subparsers) -> None:
     )
     p.add_argument("--figures", type=Path, required=True, help="output directory of the figures")
     p.add_argument("--tables", type=Path, required=True, help="output directory of the CSVs")
+    declare_output_dirs(p, "figures", "tables")
     p.set_defaults(func=run_examples)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from mlmm.cli import declare_output_dirs
 from mlmm.schema import checked_option
 
 
@@ -27,6 +28,7 @@ def register(subparsers) -> None:
     p.add_argument("--variant", required=True)
     checked_option(p, "--seed", "$defs.cli_options.run_seed", type=int, required=True)
     p.add_argument("--out", type=Path, required=True)
+    declare_output_dirs(p, "out")
     p.add_argument(
         "--data-root",
         type=Path,
@@ -59,6 +61,7 @@ def register(subparsers) -> None:
         "captions under --data-root (PPMI+SVD per language, Procrustes onto English on MUSE).",
     )
     v.add_argument("--out", type=Path, required=True)
+    declare_output_dirs(v, "out")
     v.add_argument("--languages", nargs="+", required=True)
     v.add_argument("--url", help="e.g. https://dl.fbaipublicfiles.com/fasttext/vectors-aligned")
     v.add_argument("--data-root", type=Path, help="Multi30K/COCO root (demo derivation)")
@@ -139,6 +142,7 @@ def register(subparsers) -> None:
         help="also <lang>-en[.<section>].txt (alignment.mappings: two, AME-CMR's R_deen)",
     )
     m.add_argument("--out", type=Path, required=True)
+    declare_output_dirs(m, "out")
     m.set_defaults(func=run_fetch_muse)
 
 

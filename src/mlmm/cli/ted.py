@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from mlmm.cli import declare_outputs
+from mlmm.cli import declare_output_dirs, declare_outputs
 from mlmm.errors import InputError
-from mlmm.io import guard_outputs, table_outputs
+from mlmm.io import guard_outputs, read_json_object, table_outputs
 from mlmm.schema import checked_option
 from mlmm.ted import LANGUAGES, PIVOT
 
@@ -71,6 +71,7 @@ def register(subparsers) -> None:
         "laid out like ted-cldc/: OUT/<X>-en and OUT/en-<X>.",
     )
     p.add_argument("out", type=Path)
+    declare_output_dirs(p, "out")
     p.add_argument("--languages", nargs="+", default=LANGUAGES, help="paired with English")
     p.add_argument("--force", action="store_true", help="replace an OUT that is not our demo")
     _demo_args(p)
@@ -86,6 +87,7 @@ def register(subparsers) -> None:
     p.add_argument("--path", help="local ted-cldc directory (source path)")
     p.add_argument("--url", help=".tar.gz/.zip of ted-cldc (source url); file:// works too")
     p.add_argument("--out-dir", type=Path, required=True)
+    declare_output_dirs(p, "out_dir")
     p.add_argument(
         "--force", action="store_true", help="replace an OUT_DIR/ted-cldc that is not our demo"
     )
@@ -96,6 +98,7 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("ted-bow", help="bag-of-words matrices per language")
     p.add_argument("--index", type=Path, required=True, help="index.json of ted-fetch")
     p.add_argument("--out-dir", type=Path, required=True)
+    declare_output_dirs(p, "out_dir")
     checked_option(
         p, "--min-count", "ted.min_count", type=int, default=6, help="keep words seen this often"
     )
@@ -108,6 +111,7 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("ted-train", help="train Bridge CorrNet with one lambda")
     p.add_argument("--bow", type=Path, required=True)
     p.add_argument("--out-dir", type=Path, required=True)
+    declare_output_dirs(p, "out_dir")
     checked_option(p, "--lambda", "ted.lambdas[]", dest="lam", type=float, required=True)
     checked_option(p, "--hidden", "ted.hidden", type=int, default=128)
     checked_option(p, "--epochs", "ted.epochs", type=int, default=10)
@@ -154,6 +158,7 @@ def register(subparsers) -> None:
     p.add_argument("--nb", type=Path, required=True)
     p.add_argument("--paper-tables", default=None)
     p.add_argument("--out-dir", type=Path, required=True)
+    declare_output_dirs(p, "out_dir")
     p.set_defaults(func=run_tables)
 
     p = subparsers.add_parser("ted-heatmap", help="heatmap of Table 1 (PNG and PDF)")
@@ -172,6 +177,7 @@ def register(subparsers) -> None:
         "--demo", action="store_true", help="the corpus is the generated demo (says so in notes)"
     )
     p.add_argument("--out-dir", type=Path, required=True)
+    declare_output_dirs(p, "out_dir")
     p.set_defaults(func=run_neighbours)
 
 
@@ -208,18 +214,13 @@ def run_fetch(args: argparse.Namespace) -> None:
 
 def run_bow(args: argparse.Namespace) -> None:
     guard_outputs([args.out_dir], [args.index])
-    import json
 
-    from mlmm.io import read_lines
     from mlmm.ted.bow import build
 
     _check_languages(args.languages)
-    text = "\n".join(read_lines(args.index, allow_empty_lines=True))
-    try:
-        root = Path(json.loads(text)["root"])
-    except (ValueError, KeyError, TypeError):
-        expected = "the JSON of ted-fetch with a 'root'"
-        raise InputError(args.index, expected, "other content") from None
+    root = Path(
+        read_json_object(args.index, ("root",), "the JSON of ted-fetch with a 'root'")["root"]
+    )
     meta = build(
         root, args.out_dir, args.languages, args.topics, _codes(args.corpus_codes), args.min_count
     )
@@ -236,14 +237,17 @@ def run_train(args: argparse.Namespace) -> None:
 
 def run_tune(args: argparse.Namespace) -> None:
     guard_outputs([args.out], [args.bow, *args.runs], args.force)
-    import json
 
     from mlmm.ted.experiment import tune_stage
 
     runs = {}
     for run in args.runs:
-        settings = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
-        runs[float(settings["provenance"]["config"]["lambda"])] = run
+        metrics = run / "metrics.json"
+        settings = read_json_object(metrics, ("provenance",), "a metrics.json of ted-train")
+        try:
+            runs[float(settings["provenance"]["config"]["lambda"])] = run
+        except (KeyError, TypeError, ValueError):
+            raise InputError(metrics, "a number", "none", key="provenance.config.lambda") from None
     result = tune_stage(args.bow, runs, args.out, _settings(args), jobs=args.jobs)
     print({lang: c["lambda"] for lang, c in result["chosen"].items()})
 
@@ -283,13 +287,14 @@ def run_heatmap(args: argparse.Namespace) -> None:
 
 def run_neighbours(args: argparse.Namespace) -> None:
     guard_outputs([args.out_dir], [args.bow, args.tuning])
-    import json
 
     from mlmm.ted.experiment import bow_digest, chosen_run
     from mlmm.ted.report import neighbours
 
-    choice = json.loads(args.tuning.read_text(encoding="utf-8"))["overall"]
-    run = chosen_run(args.tuning, choice, bow_digest(args.bow)).parent
+    tuning = read_json_object(args.tuning, ("overall",), "the tuning JSON of ted-tune")
+    if not isinstance(tuning["overall"], dict) or "run" not in tuning["overall"]:
+        raise InputError(args.tuning, "a run directory", "none", key="overall.run")
+    run = chosen_run(args.tuning, tuning["overall"], bow_digest(args.bow)).parent
     neighbours(
         run / "model.pt", args.bow, args.words, args.k, args.out_dir, args.paper_tables, args.demo
     )

@@ -26,11 +26,9 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import os
 import re
 import shutil
 import tarfile
-import tempfile
 import urllib.parse
 import zipfile
 import zlib
@@ -46,7 +44,9 @@ from mlmm.data.multi30k import CAPTIONS_PER_IMAGE
 from mlmm.errors import InputError
 from mlmm.io import (
     atomic_path,
+    parse_json,
     read_lines,
+    replace_dir,
     sha256_file,
     temp_dir_beside,
     write_json,
@@ -96,7 +96,7 @@ def _load_json(path: Path) -> Any:
                 data = archive.read(members[0])
         else:
             data = path.read_bytes()
-        return json.loads(data)
+        return parse_json(data, path, "the Karpathy split JSON")
     except FileNotFoundError:
         raise InputError(path, "an existing file", "no such file") from None
     except (json.JSONDecodeError, UnicodeDecodeError, zipfile.BadZipFile, zlib.error) as exc:
@@ -164,12 +164,8 @@ def _caption_documents(paths: Sequence[str | Path]) -> Iterator[tuple[Path, Any]
                 if not members:
                     raise InputError(path, "an archive with caption *.json files", "none")
                 for member in members:
-                    try:
-                        document = json.loads(archive.extractfile(member).read())
-                    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                        raise InputError(
-                            f"{path}:{member.name}", "a JSON document", f"unreadable ({exc})"
-                        ) from None
+                    data = archive.extractfile(member).read()
+                    document = parse_json(data, f"{path}:{member.name}", "a JSON document")
                     yield Path(f"{path}:{member.name}"), document
         else:
             yield path, _load_json(path)
@@ -399,17 +395,6 @@ def _version(package: str) -> str:
         return "unknown"
 
 
-def _replace_dir(tmp: Path, out: Path) -> None:
-    """Put the finished ``tmp`` directory in place of ``out`` (the old one removed after)."""
-    old = None
-    if out.exists():
-        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
-        os.replace(out, old / out.name)
-    os.replace(tmp, out)
-    if old is not None:
-        shutil.rmtree(old)
-
-
 def prepare_coco(
     out: str | Path,
     karpathy: str,
@@ -538,7 +523,7 @@ def prepare_coco(
         data = sorted(p for p in (root / "data").rglob("*") if p.is_file())
         entries = {p.relative_to(root).as_posix(): sha256_file(p) for p in data}
         write_text(root / MARKER, manifest_text(entries))
-        _replace_dir(root, out)
+        replace_dir(root, out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return counts
@@ -578,7 +563,7 @@ def fetch_images(
             sources.append(source)
         shutil.rmtree(tmp / ".downloads", ignore_errors=True)
         write_text(tmp / MARKER, manifest_text({_name(s.given): s.sha256 for s in sources}))
-        _replace_dir(tmp, out)
+        replace_dir(tmp, out)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp)

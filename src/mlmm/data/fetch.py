@@ -15,9 +15,7 @@ timeout per read and a tqdm progress bar.
 
 from __future__ import annotations
 
-import json
 import re
-import shutil
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
@@ -25,7 +23,19 @@ from pathlib import Path, PurePosixPath
 
 from mlmm.errors import InputError
 from mlmm.fingerprint import stale
-from mlmm.io import atomic_path, read_lines, sha256_file, write_json, write_text
+from mlmm.io import (
+    atomic_path,
+    copy_file,
+    discard,
+    move_file,
+    open_partial,
+    read_json,
+    read_lines,
+    scratch,
+    sha256_file,
+    write_json,
+    write_text,
+)
 from mlmm.logs import progress as progress_bar
 
 MARKER = "MANIFEST.sha256"
@@ -68,7 +78,7 @@ def _copy_from_mirror(mirror: Path) -> Callable[[str, Path], str]:
         source = mirror / rel
         if not source.is_file():
             raise InputError(source, "an existing file (listed in the manifest)", "no such file")
-        shutil.copyfile(source, tmp)
+        copy_file(source, tmp)
         return str(source)
 
     return fetch_one
@@ -95,10 +105,10 @@ class _ResumingDownloader:
         if not self.part.is_file():
             return 0, {}
         recorded = (
-            json.loads(self.origin.read_text(encoding="utf-8")) if self.origin.is_file() else {}
+            read_json(self.origin) if self.origin.is_file() else {}
         )
         if stale(self.part, {"url": recorded.get("url")}, {"url": url}):
-            self.part.unlink()
+            discard(self.part)
             return 0, {}
         done = self.part.stat().st_size
         headers = {"Range": f"bytes={done}-"} if done else {}
@@ -113,7 +123,8 @@ class _ResumingDownloader:
             source = Path(urllib.request.url2pathname(urllib.parse.urlsplit(url).path))
             if not source.is_file():
                 raise InputError(url, "a reachable URL of a file", "no such file")
-            shutil.copyfile(source, output_file)
+            with scratch(output_file):
+                copy_file(source, output_file)
             return
         done, headers = self._resumable_bytes(url)
         with requests.get(url, stream=True, timeout=self.timeout, headers=headers) as response:
@@ -131,7 +142,7 @@ class _ResumingDownloader:
                 size = int(response.headers.get("Content-Length", 0)) or None
                 total = size + done if size else None
                 with (
-                    open(self.part, "ab" if done else "wb") as out,
+                    open_partial(self.part, append=bool(done)) as out,
                     progress_bar(total=total, initial=done, unit="B", unit_scale=True,
                                  desc=Path(url).name, disable=not self.progress) as bar,
                 ):  # fmt: skip
@@ -142,8 +153,9 @@ class _ResumingDownloader:
                     raise requests.exceptions.ChunkedEncodingError(
                         f"connection closed after {self.part.stat().st_size} of {total} bytes"
                     )
-        shutil.move(self.part, output_file)
-        self.origin.unlink(missing_ok=True)
+        with scratch(output_file):
+            move_file(self.part, output_file)
+        discard(self.origin)
 
 
 def download(
@@ -164,7 +176,7 @@ def download(
     if target.is_file():
         if sha256 is not None and sha256_file(target) == sha256:
             return target
-        target.unlink()
+        discard(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     known = f"sha256:{sha256}" if sha256 else None
     logger = pooch.get_logger()
@@ -213,7 +225,7 @@ def fetch(
     entries = read_manifest(manifest)
     out = Path(out)
     marker = out / MARKER
-    marker.unlink(missing_ok=True)
+    discard(marker)
     copy_one = _copy_from_mirror(Path(mirror)) if mirror is not None else None
     counts = {"fetched": 0, "present": 0}
     for rel, expected in progress_bar(sorted(entries.items()), desc="fetch", unit="file"):

@@ -31,7 +31,7 @@ from mlmm.demo.grammar import Content, dictionary, japanese, raw, sample_content
 from mlmm.demo.scenes import SIZE, Scene, render, sample_scene
 from mlmm.demo.world import JPEG_QUALITY, replace_directory
 from mlmm.errors import InputError
-from mlmm.io import sha256_file
+from mlmm.io import sha256_file, write_bytes, write_text
 from mlmm.logs import progress
 from mlmm.ted import PIVOT, TOPICS
 from mlmm.ted.demo import make_pair_dirs, write_everywhere
@@ -110,7 +110,7 @@ def _write_coco(root: Path, seed: int, images: int, ted_train: int, ted_test: in
         scene = sample_scene(rng)
         buffer = io.BytesIO()
         render(scene, rng).save(buffer, "JPEG", quality=JPEG_QUALITY)
-        (root / "images" / folders[i] / names[i]).write_bytes(buffer.getvalue())
+        write_bytes(root / "images" / folders[i] / names[i], buffer.getvalue())
         rng = np.random.default_rng([seed, _EN, i])
         en_contents.append(_annotators(scene, rng, int(rng.choice(counts, p=p))))
         ja_contents.append(_annotators(scene, np.random.default_rng([seed, _JA, i]), CAPTIONS))
@@ -231,9 +231,8 @@ def _write_ted(out: Path, seed: int, train: int, test: int) -> None:
 
 def _json(path: Path, obj: dict) -> None:
     """One line, keys sorted, UTF-8 (Japanese unescaped): the same bytes for the same data."""
-    path.write_text(json.dumps(obj, ensure_ascii=False, sort_keys=True), encoding="utf-8")
+    write_text(path, json.dumps(obj, ensure_ascii=False, sort_keys=True))
 
 
 def _text(path: Path, lines: list[str]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    write_text(path, "".join(f"{line}\n" for line in lines))

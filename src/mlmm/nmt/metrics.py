@@ -20,6 +20,7 @@ from sacrebleu.metrics import BLEU
 
 from mlmm.degenerate import parallel_text
 from mlmm.errors import InputError
+from mlmm.io import write_text
 
 
 def resolve_meteor_jar(setting: str | None) -> tuple[Path | None, str]:
@@ -61,8 +62,8 @@ def meteor(
     command += extra
     with tempfile.TemporaryDirectory() as tmp:
         hyp, ref = Path(tmp) / "hyp", Path(tmp) / "ref"
-        hyp.write_text("".join(h + "\n" for h in hypotheses), encoding="utf-8")
-        ref.write_text("".join(r + "\n" for r in references), encoding="utf-8")
+        write_text(hyp, "".join(h + "\n" for h in hypotheses))
+        write_text(ref, "".join(r + "\n" for r in references))
         command[command.index("HYP")], command[command.index("REF")] = str(hyp), str(ref)
         run = subprocess.run(command, capture_output=True, text=True)
     lines = run.stdout.strip().splitlines()

@@ -24,7 +24,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from mlmm.data.vocab import Vocabulary
 from mlmm.errors import InputError
-from mlmm.io import atomic_path
+from mlmm.io import atomic_path, read_torch
 
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 SPECIALS = ["<pad>", "<unk>", "<s>", "</s>"]
@@ -160,7 +160,9 @@ def load_translator(path: str | Path) -> Translator:
     if Path(path).is_file():
         check_made_from(path)
     try:
-        blob = torch.load(path, map_location="cpu", weights_only=True)
+        blob = read_torch(
+            path, "a translator of mlmm train-nmt", map_location="cpu", weights_only=True
+        )
         src, tgt = Tokens(blob["src_words"]), Tokens(blob["tgt_words"])
         model = Seq2Seq(len(src), len(tgt), Sizes(**blob["sizes"]))
         model.load_state_dict(blob["state"])

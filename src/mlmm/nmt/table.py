@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 
 from mlmm.errors import InputError
+from mlmm.io import read_json, read_json_object
 from mlmm.origin import Origin
 from mlmm.tables import beside_paper, load_paper_table, summarise_runs, write_table
 
@@ -30,7 +30,7 @@ def table3(
     seen: dict[tuple, Path] = {}
     for path in metrics:
         try:
-            record = json.loads(Path(path).read_text(encoding="utf-8"))
+            record = read_json(path, "a metrics JSON of mlmm mt-score")
             system, note, scores = record["system"], record["variant_note"], record["scores"]
         except (OSError, ValueError, KeyError) as exc:
             raise InputError(path, "a metrics JSON written by `mlmm mt-score`", str(exc)) from None
@@ -73,12 +73,8 @@ def table3(
     ]
     if paper is None:
         notes.append("Paper numbers not available: paper_tables directory missing.")
-    runs = []
-    for path in feature_runs:
-        try:
-            runs.append(json.loads(Path(path).read_text(encoding="utf-8")))
-        except (OSError, ValueError) as exc:
-            raise InputError(path, "a metrics.json of `mlmm train-retrieval`", str(exc)) from None
+    runs = [read_json_object(path, (), "a metrics.json of `mlmm train-retrieval`")
+            for path in feature_runs]  # fmt: skip
     write_table(table, stem, "Calixto & Liu 2017, Table 3: NMT 20-best reranking", notes,
                 Origin.of_runs([*records, *runs]))  # fmt: skip
     return notes

@@ -16,7 +16,6 @@ reconstructions.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +25,7 @@ import scipy.sparse as sp
 from mlmm.data.multi30k import image_list, task_dir
 from mlmm.errors import InputError
 from mlmm.fingerprint import check_made_from, value_digest
-from mlmm.io import read_lines, read_npy
+from mlmm.io import read_json, read_lines, read_npy
 from mlmm.ted.bow import count_matrix, vocabulary
 from mlmm.ted.corpus import find_topics, read_pair
 
@@ -214,7 +213,7 @@ def ted_corpus_root(given: str | Path) -> Path:
     given = Path(given)
     if given.is_file():
         try:
-            return Path(json.loads(given.read_text(encoding="utf-8"))["root"])
+            return Path(read_json(given)["root"])
         except (ValueError, KeyError, TypeError):
             raise InputError(
                 given, "the TED stage's index.json with a 'root'", "another file"

@@ -23,7 +23,7 @@ import pandas as pd
 from mlmm.data.coco import tokenise_mic
 from mlmm.data.multi30k import image_list
 from mlmm.errors import InputError
-from mlmm.io import atomic_path, save_figure
+from mlmm.io import atomic_path, read_npz, save_figure
 from mlmm.origin import Origin, stamp_figure
 from mlmm.pivot.data import CAPTIONS_PER_IMAGE, TEST_SPLIT, read_captions
 from mlmm.pivot.experiment import RANKING_FILE
@@ -61,13 +61,13 @@ def ranking_scores(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     path = Path(path)
     if not path.is_file():
         raise InputError(path, f"the {RANKING_FILE} of mlmm pivot-train", "no such file")
-    with np.load(path) as saved:
-        if "image_codes" in saved:
-            scores = distance_scores(saved["image_codes"], saved["caption_codes"])
-            return scores, scores
-        if "i2t_scores" in saved:
-            i2t = saved["i2t_scores"]
-            return i2t, saved.get("t2i_scores", i2t)
+    saved = read_npz(path, f"the {RANKING_FILE} of mlmm pivot-train")
+    if "image_codes" in saved:
+        scores = distance_scores(saved["image_codes"], saved["caption_codes"])
+        return scores, scores
+    if "i2t_scores" in saved:
+        i2t = saved["i2t_scores"]
+        return i2t, saved.get("t2i_scores", i2t)
     raise InputError(path, "image_codes/caption_codes or i2t_scores", "neither")
 
 

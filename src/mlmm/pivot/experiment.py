@@ -14,14 +14,13 @@ Random), so that Tables 6 and 7 rank without retraining.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 
 from mlmm.data.multi30k import image_list
 from mlmm.errors import InputError
-from mlmm.io import write_json, write_npz
+from mlmm.io import read_json, write_json, write_npz
 from mlmm.pivot import IMAGE, LANGUAGES, MODELS, PIVOT
 from mlmm.pivot.data import CAPTIONS_PER_IMAGE, TEST_SPLIT, PivotData, load
 from mlmm.pivot.evaluate import criterion, recalls
@@ -49,8 +48,8 @@ RANKING_FILE = "test_ranking.npz"
 def coco_pivot_split(coco_root: str | Path) -> str:
     """Which Z1 split `mlmm prepare-coco` wrote (its provenance.json; karpathy if unrecorded)."""
     try:
-        record = json.loads((Path(coco_root) / "provenance.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        record = read_json(Path(coco_root) / "provenance.json")
+    except InputError:
         return "karpathy"
     return record.get("provenance", {}).get("config", {}).get("pivot_split", "karpathy")
 

@@ -17,14 +17,21 @@ NMT (mlmm.nmt, `mlmm train-nmt`) instead, X -> English on the sentences of the Z
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 
 from mlmm.data.multi30k import image_list, task_dir
 from mlmm.errors import InputError
-from mlmm.io import atomic_path, read_lines, write_json, write_text
+from mlmm.io import (
+    atomic_path,
+    read_json,
+    read_json_object,
+    read_lines,
+    read_npz,
+    write_json,
+    write_text,
+)
 from mlmm.pivot import IMAGE, LANGUAGES, PIVOT
 from mlmm.pivot.data import CAPTIONS_PER_IMAGE, TEST_SPLIT, held_out, read_features, standardise
 from mlmm.pivot.evaluate import recalls
@@ -200,12 +207,7 @@ def evaluate_translations(
 
     direct_run = Path(direct_run)
     metrics_path = direct_run / "metrics.json"
-    try:
-        direct = json.loads(metrics_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError(
-            metrics_path, "a metrics.json of pivot-train --model direct", str(exc)
-        ) from None
+    direct = read_json_object(metrics_path, what="a metrics.json of pivot-train --model direct")
     if direct.get("model") != "direct":
         raise InputError(
             metrics_path, "model 'direct' (the En-Image CorrNet)", repr(direct.get("model")),
@@ -216,7 +218,7 @@ def evaluate_translations(
             raise InputError(
                 direct_run / name, "a file of pivot-train --model direct", "no such file"
             )
-    inputs = np.load(direct_run / DIRECT_INPUTS)
+    inputs = read_npz(direct_run / DIRECT_INPUTS, "the inputs of pivot-train --model direct")
     words, mean, std = inputs["words"].tolist(), inputs["mean"], inputs["std"]
     model = corrnet.load(direct_run / DIRECT_MODEL)
     n = len(image_list(coco_root, TEST_SPLIT))
@@ -249,7 +251,7 @@ def evaluate_translations(
 def _translation_stats(translations: Path) -> dict | None:
     """pivot-translate's stats.json (beam, BLEU against the English MIC captions), if there."""
     try:
-        stats = json.loads((translations / "stats.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        stats = read_json(translations / "stats.json")
+    except InputError:
         return None
     return {key: value for key, value in stats.items() if key != "provenance"}

@@ -7,12 +7,12 @@ the smaller lambda) and that run's test recalls fill the row; the test set never
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
 
 from mlmm.errors import InputError
+from mlmm.io import read_json_object
 from mlmm.origin import Origin
 from mlmm.pivot import KS
 from mlmm.tables import beside_paper, load_paper_table, summarise_runs, write_table
@@ -49,7 +49,7 @@ def read_runs(paths: list[str | Path]) -> list[dict]:
         path = path / "metrics.json" if path.is_dir() else path
         if not path.is_file():
             raise InputError(path, "a metrics.json of mlmm pivot-train", "no such file")
-        run = json.loads(path.read_text(encoding="utf-8"))
+        run = read_json_object(path, what="a metrics.json of mlmm pivot-train")
         for key in ("model", "language", "lambda", "criteria", "test"):
             if key not in run:
                 raise InputError(path, "a metrics.json of mlmm pivot-train", f"no key {key!r}")

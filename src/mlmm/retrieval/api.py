@@ -9,6 +9,7 @@ import torch
 
 from mlmm.errors import InputError
 from mlmm.fingerprint import check_made_from
+from mlmm.io import read_torch
 from mlmm.retrieval.data import Vocabularies, pad
 from mlmm.retrieval.model import JointEmbedding, rowwise_score
 
@@ -81,7 +82,9 @@ def load_trained(path: str | Path, device: str = "cpu") -> TrainedModel:
     if not path.is_file():
         raise InputError(path, "a trained model (mlmm train-retrieval)", "no such file")
     check_made_from(path)  # replaced since training: another run's model under this name
-    saved = torch.load(path, map_location=device, weights_only=False)
+    saved = read_torch(
+        path, "a trained model (mlmm train-retrieval)", map_location=device, weights_only=False
+    )
     vocabs = Vocabularies.from_state(saved["vocabularies"])
     model = build_model(saved["record"], saved["feature_dim"], vocabs)
     model.load_state_dict(saved["state"])

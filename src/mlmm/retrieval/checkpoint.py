@@ -13,8 +13,9 @@ from pathlib import Path
 
 import torch
 
+from mlmm.errors import InputError
 from mlmm.fingerprint import stale
-from mlmm.io import atomic_path
+from mlmm.io import atomic_path, discard, read_torch
 
 
 def save(run, path: Path) -> None:
@@ -45,12 +46,12 @@ def restore(run, path: Path) -> bool:
     if not path.is_file():
         return False
     try:
-        state = torch.load(path, map_location=run.device, weights_only=False)
-    except Exception as exc:  # noqa: BLE001 (a damaged file of any kind: train afresh)
+        state = read_torch(path, map_location=run.device, weights_only=False)
+    except InputError as exc:  # a damaged checkpoint: train afresh
         state = {}
-        print(f"{path.name}: unreadable ({type(exc).__name__}), starting over", file=sys.stderr)
+        print(f"{path.name}: unreadable ({exc.found}), starting over", file=sys.stderr)
     if stale(path.name, state.get("fingerprint"), run.fingerprint):
-        path.unlink()
+        discard(path)
         return False
     run.step, run.history, run.losses = state["step"], state["history"], state["losses"]
     run.model.load_state_dict(state["model"])

@@ -26,7 +26,7 @@ from mlmm import evaluation
 from mlmm.data import multi30k
 from mlmm.errors import InputError
 from mlmm.fingerprint import record_made_from, value_digest
-from mlmm.io import atomic_path, write_json, write_text
+from mlmm.io import atomic_path, discard, write_json, write_text
 from mlmm.logs import progress as progress_bar
 from mlmm.provenance import Timer, provenance
 from mlmm.retrieval import checkpoint
@@ -527,5 +527,5 @@ def train_variant(
         "history": run.history,
     }
     write_json(out / "metrics.json", metrics)
-    (out / "checkpoint.pt").unlink(missing_ok=True)
+    discard(out / "checkpoint.pt")
     return metrics

@@ -9,7 +9,6 @@ them where the model asks for them.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from mlmm.io import atomic_path, write_json, write_text
+from mlmm.io import atomic_path, read_json_object, write_json, write_text
 from mlmm.logs import progress
 from mlmm.ted import PIVOT, SPLITS
 from mlmm.ted.corpus import Side, find_topics, read_pair
@@ -112,7 +111,9 @@ class Bow:
     @classmethod
     def load(cls, directory: str | Path) -> Bow:
         directory = Path(directory)
-        return cls(directory, json.loads((directory / "meta.json").read_text(encoding="utf-8")))
+        return cls(
+            directory, read_json_object(directory / "meta.json", what="the meta.json of ted-bow")
+        )
 
     @property
     def languages(self) -> list[str]:

@@ -14,7 +14,6 @@ code `pt-br` to it). Any non-empty set of languages paired with English can be r
 
 from __future__ import annotations
 
-import shutil
 import tarfile
 import urllib.parse
 import urllib.request
@@ -26,7 +25,19 @@ from pathlib import Path
 import numpy as np
 
 from mlmm.errors import InputError
-from mlmm.io import claim_output_dir, guard_outputs, mark_output_dir, read_lines, write_json
+from mlmm.io import (
+    atomic_path,
+    claim_output_dir,
+    discard,
+    discard_build,
+    forcing,
+    guard_outputs,
+    mark_output_dir,
+    read_lines,
+    replace_dir,
+    temp_dir_beside,
+    write_json,
+)
 from mlmm.ted import PIVOT
 
 
@@ -211,19 +222,18 @@ def check_archive(archive: Path) -> None:
 def unpack(archive: Path, dest: Path) -> None:
     """Check `archive`, then unpack it to a temporary sibling of `dest` renamed into place."""
     check_archive(archive)
-    partial = dest.with_name(dest.name + ".part")
-    if partial.exists():
-        shutil.rmtree(partial)
-    if zipfile.is_zipfile(archive):
-        with zipfile.ZipFile(archive) as handle:
-            handle.extractall(partial)
-    else:
-        with tarfile.open(archive) as handle:
-            handle.extractall(partial, filter="data")
-    mark_output_dir(partial, FETCH_MARKER)
-    if dest.exists():
-        shutil.rmtree(dest)
-    partial.replace(dest)
+    partial = temp_dir_beside(dest)
+    try:
+        if zipfile.is_zipfile(archive):
+            with zipfile.ZipFile(archive) as handle:
+                handle.extractall(partial)
+        else:
+            with tarfile.open(archive) as handle:
+                handle.extractall(partial, filter="data")
+        mark_output_dir(partial, FETCH_MARKER)
+        replace_dir(partial, dest)
+    finally:
+        discard_build(partial)
 
 
 def generate_demo(
@@ -234,14 +244,14 @@ def generate_demo(
     from mlmm.ted.demo import generate
 
     claim_output_dir(root, "TED demo corpus", DEMO_MARKER, force=force)
-    partial = root.with_name(root.name + ".part")
-    if partial.exists():
-        shutil.rmtree(partial)
-    generate(partial, codes=codes, languages=languages, **demo)
-    mark_output_dir(partial, DEMO_MARKER)
-    if root.exists():
-        shutil.rmtree(root)
-    partial.replace(root)
+    with forcing(force):
+        partial = temp_dir_beside(root)
+        try:
+            generate(partial, codes=codes, languages=languages, **demo)
+            mark_output_dir(partial, DEMO_MARKER)
+            replace_dir(partial, root)
+        finally:
+            discard_build(partial)
 
 
 def fetch(
@@ -260,6 +270,12 @@ def fetch(
     (or a file:// URL) into out_dir, check it and unpack it there.
     """
     out_dir = Path(out_dir)
+    with forcing(force):  # ``force``: what the write layer would refuse is replaced, too
+        return _fetch(source, out_dir, languages, codes, path, url, demo, force)
+
+
+def _fetch(source, out_dir, languages, codes, path, url, demo, force) -> Path:
+    """``fetch`` with ``force`` in effect for the write layer."""
     if source == "demo":
         root = out_dir / "ted-cldc"
         generate_demo(root, languages, codes, demo or {}, force)
@@ -282,20 +298,18 @@ def fetch(
         claim_output_dir(unpacked, "TED corpus unpacked by us", FETCH_MARKER, force=force)
         download.mkdir(parents=True, exist_ok=True)
         archive = download / (url.rstrip("/").rsplit("/", 1)[-1] or "ted-cldc.tar.gz")
-        partial = archive.with_name(archive.name + ".part")
         try:
-            urllib.request.urlretrieve(url, partial)
+            with atomic_path(archive) as partial:
+                urllib.request.urlretrieve(url, partial)
         except OSError as exc:
-            partial.unlink(missing_ok=True)
             raise InputError(url, "a reachable URL", f"{exc}") from None
-        partial.replace(archive)
         if not (zipfile.is_zipfile(archive) or tarfile.is_tarfile(archive)):
-            archive.unlink()
+            discard(archive)
             raise InputError(url, "a .zip or .tar(.gz) archive of ted-cldc", "another format")
         try:
             unpack(archive, unpacked)
         except InputError:
-            archive.unlink()  # a bad download is not kept as if it were good
+            discard(archive)  # a bad download is not kept as if it were good
             raise
         mark_output_dir(download, FETCH_MARKER)
         root = find_root(unpacked, languages, codes)

@@ -40,6 +40,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from mlmm.io import read_torch
+
 log = logging.getLogger(__name__)
 
 RECONSTRUCTIONS = ("cross_entropy", "reference")
@@ -327,7 +329,7 @@ def save(model: BridgeCorrNet, path) -> None:
 
 
 def load(path, device: str = "cpu") -> BridgeCorrNet:
-    state = torch.load(path, map_location=device, weights_only=True)
+    state = read_torch(path, "a Bridge CorrNet model", map_location=device, weights_only=True)
     model = BridgeCorrNet(
         state["dims"], state["hidden"], state["binary"], state.get("dense", ()),
         state.get("reconstruction", "cross_entropy"),

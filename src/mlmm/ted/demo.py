@@ -11,12 +11,12 @@ same seed gives the same corpus. A talk's copies under the 15 topic directories 
 from __future__ import annotations
 
 import os
-import shutil
 from itertools import product
 from pathlib import Path
 
 import numpy as np
 
+from mlmm.io import copy_file, write_text
 from mlmm.ted import LANGUAGES, PIVOT, SPLITS, TOPICS
 from mlmm.ted.corpus import corpus_code
 
@@ -75,14 +75,13 @@ def write_everywhere(base: Path, topics: set[int], name: str, text: str) -> None
         os.makedirs(folder, exist_ok=True)
         target = os.path.join(folder, name)
         if first is None:
-            with open(target, "w", encoding="utf-8") as handle:
-                handle.write(text)
+            write_text(target, text)
             first = target
         else:
             try:
                 os.link(first, target)
             except OSError:
-                shutil.copyfile(first, target)
+                copy_file(first, target)
 
 
 def generate(

@@ -10,7 +10,6 @@ is the mean over the pairs. With one pair the tables hold exactly that pair's ce
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from joblib import Parallel, delayed
 
 from mlmm.errors import InputError
 from mlmm.fingerprint import check_made_from, files_digest, record_made_from
-from mlmm.io import atomic_path, sha256_file, write_json, write_text
+from mlmm.io import atomic_path, read_json_object, read_npz, sha256_file, write_json, write_text
 from mlmm.provenance import Timer, provenance
 from mlmm.ted import PIVOT
 from mlmm.ted.bow import Bow
@@ -132,7 +131,7 @@ def train_stage(bow_dir: Path, out_dir: Path, settings: dict, threads: int = 1) 
 
 def _validation_f1(codes_path: Path, bow: Bow, language: str, settings: dict) -> float:
     """Monolingual validation F1 of `language` (English: mean over its pairs)."""
-    archive = np.load(codes_path)
+    archive = read_npz(codes_path, "the codes.npz of ted-train")
     f1 = []
     for name in train_sets(bow, language):
         codes, labels = archive[f"{name}.train"], bow.labels(name, "train")
@@ -196,8 +195,11 @@ def classify_stage(bow_dir: Path, tuning: Path, source: str, out: Path, settings
     """
     timer = Timer()
     bow = Bow.load(bow_dir)
-    choice = json.loads(Path(tuning).read_text(encoding="utf-8"))["chosen"][source]
-    codes = np.load(chosen_run(tuning, choice, bow_digest(bow_dir)))
+    chosen = read_json_object(tuning, ("chosen",), "the tuning JSON of ted-tune")["chosen"]
+    if not isinstance(chosen, dict) or not isinstance(chosen.get(source), dict):
+        raise InputError(tuning, f"a chosen run for {source}", "none", key=f"chosen.{source}")
+    choice = chosen[source]
+    codes = read_npz(chosen_run(tuning, choice, bow_digest(bow_dir)), "the codes.npz of ted-train")
 
     def test(name: str) -> tuple[np.ndarray, np.ndarray]:
         return codes[f"{name}.test"], bow.labels(name, "test")

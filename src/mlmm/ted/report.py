@@ -7,14 +7,13 @@ Our rows use the paper CSVs' spellings: language = training language, variant_no
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from mlmm.errors import InputError
-from mlmm.io import save_figure
+from mlmm.io import read_csv, read_json, read_json_object, save_figure
 from mlmm.origin import Origin, stamp_figure
 from mlmm.tables import (
     beside_paper,
@@ -32,7 +31,7 @@ DOC_ADD = "DOC/ADD (Hermann & Blunsom, 2014b)"
 
 def _origin(results: list[Path]) -> Origin:
     """What produced the classifier results: their metrics' recorded provenance."""
-    return Origin.of_runs(json.loads(Path(p).read_text(encoding="utf-8")) for p in results)
+    return Origin.of_runs(read_json(p, "a result JSON of ted-classify") for p in results)
 
 
 def mono_note(language: str) -> str:
@@ -43,7 +42,7 @@ def _runs(cldc: list[Path], nb: Path | None) -> tuple[pd.DataFrame, pd.DataFrame
     cross, mono = [], []
     seen: dict[str, Path] = {}
     for path in cldc:
-        result = json.loads(Path(path).read_text(encoding="utf-8"))
+        result = read_json_object(path, ("source", "f1"), "a result JSON of ted-classify")
         source = result["source"]
         if source in seen:  # a copy would be averaged in as a second run
             raise InputError(path, "one ted-classify result per source language",
@@ -55,7 +54,7 @@ def _runs(cldc: list[Path], nb: Path | None) -> tuple[pd.DataFrame, pd.DataFrame
             else:
                 cross.append((SYSTEM, f"test={target}", source, "cldc", "F1", f1))
     if nb is not None:
-        for language, f1 in json.loads(Path(nb).read_text(encoding="utf-8"))["f1"].items():
+        for language, f1 in read_json_object(nb, ("f1",), "the NB result JSON")["f1"].items():
             mono.append((NB_SYSTEM, mono_note(language), language, "", "F1", f1))
     columns = ["system", "variant_note", "language", "direction", "metric", "value"]
     return pd.DataFrame(cross, columns=columns), pd.DataFrame(mono, columns=columns)
@@ -75,7 +74,7 @@ def table1(cldc: list[Path], paper_tables: str | None, out_dir: Path) -> pd.Data
     paper = _present(load_paper_table(paper_tables, PAPER, 1), languages)
     frame = beside_paper(summarise_runs(cross), paper)
     doc_add = load_paper_table(paper_tables, PAPER, 2)
-    topics = len(json.loads(Path(cldc[0]).read_text(encoding="utf-8"))["topics"])
+    topics = len(read_json_object(cldc[0], ("topics",), "a result JSON of ted-classify")["topics"])
     notes = [f"F1 of the positive class averaged over {topics} topics; "
              "language = training language."]  # fmt: skip
     if doc_add is not None:
@@ -122,7 +121,8 @@ def heatmap(table1_csv: Path, stem: Path) -> list[Path]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    frame = pd.read_csv(table1_csv, keep_default_na=False, na_values=[""])
+    columns = ("system", "variant_note", "language", "ours", "diff")
+    frame = read_csv(table1_csv, "the Table 1 CSV", columns, keep_default_na=False, na_values=[""])
     frame = frame[frame["system"] == SYSTEM].copy()
     frame["test"] = frame["variant_note"].str.removeprefix("test=")
     languages = sorted(set(frame["language"]) | set(frame["test"]))
@@ -163,7 +163,7 @@ def paper_neighbours(paper_tables: str | Path | None) -> dict[tuple[str, str], l
     path = Path(paper_tables) / f"{PAPER}_table4.csv"
     if not path.is_file():
         return {}
-    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    frame = read_csv(path, "a paper table CSV", dtype=str, keep_default_na=False)
     if not {"system", "variant_note", "language", "value"} <= set(frame.columns):
         raise InputError(path, "columns system, variant_note, language, value", "others")
     frame["rank"] = pd.to_numeric(frame["variant_note"].str.removeprefix("rank="))
