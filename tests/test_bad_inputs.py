@@ -46,6 +46,15 @@ class Case:
     intact: dict[Path, bytes] = field(default_factory=dict)  # inputs that must be unchanged
 
 
+def message_lines(err: str) -> list[str]:
+    """What a command said on stderr, less progress bars and the log's start and end lines."""
+    return [
+        line
+        for line in err.splitlines()
+        if line.strip() and not PROGRESS.match(line) and not START_END.match(line)
+    ]
+
+
 def one_line_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
     """Run ``mlmm argv``; the exit status must be non-zero and stderr exactly one line."""
     try:
@@ -53,11 +62,7 @@ def one_line_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
     except SystemExit as exc:  # argparse errors
         code = exc.code
     err = capsys.readouterr().err
-    lines = [
-        line
-        for line in err.splitlines()
-        if line.strip() and not PROGRESS.match(line) and not START_END.match(line)
-    ]
+    lines = message_lines(err)
     assert code not in (0, None), f"exit 0 for {argv}"
     assert len(lines) == 1, f"expected one line, got:\n{err}"
     assert "expected" in lines[0] and "found" in lines[0], lines[0]

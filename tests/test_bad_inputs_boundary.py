@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from source_lint import direct_parses
+from test_bad_inputs import message_lines
 from test_bad_inputs_write_layer import SUBCOMMANDS, _fill_required
 
 from mlmm import io
@@ -89,7 +90,7 @@ def test_every_subcommand_turns_a_malformed_input_into_one_line(command, kind, t
         if arg.startswith(str(tmp_path)):
             (tmp_path / arg.rsplit("/", 1)[-1]).write_bytes(MALFORMED[kind][0])
     status = main([command, *argv])
-    err = capsys.readouterr().err.strip()
+    err = "\n".join(message_lines(capsys.readouterr().err))
     assert "Traceback" not in err
     if status != 0:
         assert len(err.splitlines()) == 1, err
@@ -102,8 +103,9 @@ def test_ctrl_c_is_one_line_and_status_130(monkeypatch, capsys):
 
     monkeypatch.setattr("mlmm.cli.check_options", interrupted)
     assert main(["validate-multi30k", "anywhere"]) == 130
-    err = capsys.readouterr().err.strip()
-    assert err == "mlmm validate-multi30k: interrupted (Ctrl-C); no output replaced"
+    assert message_lines(capsys.readouterr().err) == [
+        "mlmm validate-multi30k: interrupted (Ctrl-C); no output replaced"
+    ]
 
 
 def test_an_unexpected_error_is_one_line_for_a_user_and_a_traceback_under_tests(
@@ -121,8 +123,7 @@ def test_an_unexpected_error_is_one_line_for_a_user_and_a_traceback_under_tests(
     monkeypatch.delenv("PYTEST_CURRENT_TEST")
     monkeypatch.delenv("MLMM_TRACEBACK", raising=False)
     assert main(["validate-multi30k", "anywhere"]) == 1
-    err = capsys.readouterr().err.strip()
-    assert err.splitlines() == [
+    assert message_lines(capsys.readouterr().err) == [
         "mlmm validate-multi30k: error: internal error ZeroDivisionError: division by zero "
         "(MLMM_TRACEBACK=1 shows where)"
     ]

@@ -10,6 +10,7 @@ import contextlib
 import numpy as np
 import pytest
 from source_lint import direct_writes
+from test_bad_inputs import message_lines
 
 from mlmm import io
 from mlmm.cli import OUTPUT_DIRS, OUTPUTS, build_parser, declared_outputs, main
@@ -86,7 +87,7 @@ def _point(parser, argv: list[str], dest: str, path) -> None:
 
 def _run(command: str, argv: list[str], capsys) -> tuple[int, str]:
     status = main([command, *argv])
-    err = capsys.readouterr().err.strip()
+    err = "\n".join(message_lines(capsys.readouterr().err))
     assert "Traceback" not in err, err
     if status != 0:
         assert len(err.splitlines()) == 1, err
