@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from test_bad_inputs import message_lines
 
 from mlmm import report
 from mlmm.cli import build_parser, main
@@ -149,8 +150,8 @@ def test_nmt_table_refuses_a_copied_run_and_another_pair(damage, tmp_path, capsy
     one = _mt_metrics(tmp_path / "one.json")
     two = _mt_metrics(tmp_path / "two.json", language="fr" if damage == "language" else "de")
     assert main(["nmt-table", "--metrics", str(one), str(two), "--out", str(tmp_path / "t")]) == 2
-    line = capsys.readouterr().err.strip()
-    assert line.startswith(f"mlmm nmt-table: error: {two}") and "\n" not in line
+    (line,) = message_lines(capsys.readouterr().err)
+    assert line.startswith(f"mlmm nmt-table: error: {two}")
     assert not (tmp_path / "t.csv").exists()
 
 
