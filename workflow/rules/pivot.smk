@@ -136,8 +136,9 @@ rule pivot_mt_data:
         LOGS / "pivot/mt_data_{language}.log",
     benchmark:
         BENCHMARKS / "pivot/mt_data_{language}.tsv"
+    # mlmm.pivot.data imports the TED CorrNet (torch) (tests/test_envs.py)
     conda:
-        "../../envs/core.yaml"
+        "../../envs/torch.yaml"
     threads: 1
     resources:
         mem_mb=4000,
@@ -291,8 +292,9 @@ rule pivot_examples:
         LOGS / "pivot/examples.log",
     benchmark:
         BENCHMARKS / "pivot/examples.tsv"
+    # ranks with mlmm.pivot.models (torch) (tests/test_envs.py)
     conda:
-        "../../envs/core.yaml"
+        "../../envs/torch.yaml"
     threads: 1
     resources:
         mem_mb=2000,

@@ -46,8 +46,9 @@ if MUSE_URL:
             LOGS / "retrieval/fetch_muse.log",
         # reaches the network: runs on the submitting host, never a compute node
         localrule: True
+        # mlmm.retrieval.align (RCSLS) imports torch (tests/test_envs.py)
         conda:
-            "../../envs/core.yaml"
+            "../../envs/torch.yaml"
         threads: 1
         resources:
             mem_mb=1000,
