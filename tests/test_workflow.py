@@ -131,6 +131,9 @@ def test_post_deploy_installs_the_package_without_dependencies(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert (env / "bin" / "mlmm").exists()
     assert list(site.glob("mlmm-*.dist-info"))
+    # a copy of the package, not a link to one checkout (issue 30)
+    assert (site / "mlmm" / "cli" / "__init__.py").is_file()
+    assert not list(site.glob("__editable__*"))
 
 
 # --------------------------------------------------------------------------- rules

@@ -13,7 +13,8 @@ from shlex import (
 
 from snakemake.exceptions import WorkflowError
 
-REPOSITORY = Path(workflow.basedir)
+# The Snakefile's own directory (WORKFLOW_ROOT: this workflow's, also when it is a module).
+REPOSITORY = WORKFLOW_ROOT
 # The rules files read plain data of the package (mlmm.catalogue, mlmm.retrieval.config: no
 # imports beyond the standard library) while they are parsed, from this checkout's src/, which
 # the Snakefile puts first on sys.path (a Snakemake from conda or pipx has no mlmm of its own).
