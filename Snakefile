@@ -94,34 +94,27 @@ rule all:
         FINAL_TARGETS,
 
 
-# The device each GPU rule's job is configured to use.
-GPU_RULE_DEVICES = {
-    "extract_features": lambda job: FEATURES["device"],
-    "train_retrieval": lambda job: RETRIEVAL_RECORDS[job.wildcards.variant]["device"],
-    "train_nmt": lambda job: NMT["device"],
-    "nbest_lists": lambda job: NMT["device"],
-    "ted_train": lambda job: TED["device"],
-    "pivot_train": lambda job: PIVOT["device"],
-}
-
-
 onstart:
-    # Under the SLURM executor, before the first sbatch: every job that requests a GPU goes to
-    # a partition with GPUs (sinfo) and its stage is not configured `device: cpu`, whatever
-    # --config said (src/mlmm/slurm.py).
-    if workflow.executor_plugin.name == "slurm":
-        from mlmm.slurm import GpuJob, check_gpu_jobs
+    # Under a cluster executor (SLURM or any other that submits jobs), before the first
+    # submission: every job of a GPU rule (the rules whose resources call gpu_need) requests a
+    # GPU, whatever profile (a site-wide one, profiles/default) or --set-resources set its
+    # resources; its stage is not configured `device: cpu`; and under SLURM it goes to a
+    # partition with GPUs (sinfo). src/mlmm/slurm.py.
+    if not workflow.local_exec:
+        from mlmm.slurm import GpuJob, check_gpu_jobs, requested_gpus
 
         problems = check_gpu_jobs(
             [
                 GpuJob(
                     job.rule.name,
                     job.resources.get("slurm_partition"),
-                    GPU_RULE_DEVICES.get(job.rule.name, lambda job: "auto")(job),
+                    GPU_RULES[job.rule.name](job.wildcards),
+                    requested_gpus(job.resources),
                 )
                 for job in workflow.dag.needrun_jobs()
-                if int(job.resources.get("gpu", 0) or 0) >= 1
-            ]
+                if job.rule.name in GPU_RULES
+            ],
+            sinfo=workflow.executor_plugin.name == "slurm",
         )
         if problems:
-            sys.exit("profiles/slurm: " + "\n".join(problems))
+            sys.exit("GPU rules: " + "\n".join(problems))

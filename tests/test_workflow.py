@@ -321,11 +321,12 @@ def test_slurm_profile_names_the_gpu_rules():
     assert profile["retries"] >= 1  # training jobs resume from their checkpoints
     # no `config:`: a command-line --config would replace it without a word
     assert "config" not in profile
-    gpu_rules = {name for name, res in profile["set-resources"].items() if "gpu" in res}
+    # profiles choose partitions and runtimes only: the GPU need is in the rules (issue 30)
+    assert not [name for name, res in profile["set-resources"].items() if "gpu" in res]
+    gpu_rules = {n for n, res in profile["set-resources"].items() if "slurm_partition" in res}
     assert gpu_rules == GPU_RULES
     for name in GPU_RULES:
         resources = profile["set-resources"][name]
-        assert resources["gpu"] == 1, name
         # GPU jobs go to the GPU partition (one YAML anchor), never to the default one
         assert resources["slurm_partition"] == "gpu", name
         assert resources["runtime"] >= 240, name
@@ -355,13 +356,35 @@ def test_slurm_profile_groups_the_quick_rules(workflow_dir):
 
 
 def test_default_profile_keeps_gpu_jobs_within_the_card():
-    """Whole-card GPU rules take `gpu`, train_retrieval one of `gpu_slots` (N per card)."""
+    """The card limits of this machine (`gpu` whole cards, `gpu_slots` shared by
+    train_retrieval); what each rule takes is in the rule, no profile sets it."""
     profile = yaml.safe_load((REPO / "profiles/default/config.yaml").read_text())
     limits = dict(item.split("=") for item in profile["resources"])
     assert int(limits["gpu"]) == 1 and int(limits["gpu_slots"]) >= 1
-    shared = {rule for rule, res in profile["set-resources"].items() if "gpu_slots" in res}
-    whole = {rule for rule, res in profile["set-resources"].items() if "gpu" in res}
-    assert shared == {"train_retrieval"} and whole | shared == GPU_RULES
+    assert "set-resources" not in profile
+
+
+def test_every_gpu_rule_states_its_gpu_in_its_own_resources(rules):
+    """The rules whose resources call gpu_need are the GPU rules (the onstart check's list)."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _GPU_RULES], cwd=REPO, env=tool_env(), capture_output=True,
+        text=True,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert set(json.loads(proc.stdout.strip().splitlines()[-1])) == GPU_RULES & set(rules)
+
+
+_GPU_RULES = """
+import json
+from pathlib import Path
+from snakemake.api import SnakemakeApi
+from snakemake.settings.enums import Quietness
+from snakemake.settings.types import OutputSettings, ResourceSettings
+
+with SnakemakeApi(OutputSettings(quiet={Quietness.ALL})) as api:
+    wf = api.workflow(resource_settings=ResourceSettings(), snakefile=Path("Snakefile"))._workflow
+    print(json.dumps(sorted(wf.globals["GPU_RULES"])))
+"""
 
 
 def test_slurm_dry_run_resolves_resources(slurm_dry_run):
@@ -377,6 +400,20 @@ def test_slurm_dry_run_resolves_resources(slurm_dry_run):
                 assert res.get("gpu") == "1" and res["slurm_partition"] == "gpu", (rule, res)
             else:
                 assert "gpu" not in res and "slurm_partition" not in res, (rule, res)
+
+
+def test_a_one_off_set_resources_keeps_the_gpu_requests(workflow_dir):
+    """docs/workflow.md's `--set-resources train_retrieval:runtime=720` replaces the profile's
+    set-resources for that rule; the GPU need, in the rules, stays (issue 30)."""
+    proc = run_snakemake(
+        workflow_dir, "-n", "--workflow-profile", "profiles/slurm", "--cores", "1024",
+        "--set-resources", "train_retrieval:runtime=720",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    jobs = dry_run_jobs(proc.stdout)
+    assert {res["runtime"] for res in jobs["train_retrieval"]} == {"720"}
+    for rule in GPU_RULES & set(jobs):
+        assert {res.get("gpu") for res in jobs[rule]} == {"1"}, rule
 
 
 # --------------------------------------------------------------------------- SLURM run
@@ -395,6 +432,7 @@ rule extract_features:
     input: "world.txt"
     output: "features.txt"
     log: "features.log"
+    resources: gpu=1
     shell: "cat {input} > {output} 2> {log}"
 
 rule broken:
@@ -444,7 +482,8 @@ def stub_dir(tmp_path, monkeypatch) -> Path:
 
 @pytest.mark.slow
 def test_slurm_plugin_submits_with_the_profiles_resources(tmp_path, stub_dir):
-    """The repository's profile, on rules named like the workflow's CPU and GPU rules."""
+    """The repository's profile, on rules named like the workflow's CPU and GPU rules (the GPU
+    one stating its GPU in its resources, as the workflow's do)."""
     workdir = tmp_path / "toy"
     workdir.mkdir()
     (workdir / "Snakefile").write_text(TOY_SNAKEFILE)
@@ -530,8 +569,38 @@ def test_slurm_refuses_gpu_jobs_configured_for_the_cpu(workflow_dir, stub_dir, t
     assert "rule extract_features" not in proc.stdout  # features stay on auto
 
 
+def test_slurm_refuses_gpu_jobs_whose_gpu_an_override_removed(workflow_dir, stub_dir):
+    """Whatever set it (a profile, --set-resources): a GPU rule's job without a GPU stops."""
+    proc, submitted = slurm_run(
+        workflow_dir, stub_dir, "--set-resources", "extract_features:gpu=0"
+    )
+    assert proc.returncode != 0 and not submitted
+    assert "rule extract_features needs a GPU but its job requests none (gpu=0)" in (
+        proc.stdout
+    ), proc.stdout[-3000:]
+
+
+def test_a_site_wide_profile_still_gets_the_gpu_check(workflow_dir, stub_dir, tmp_path):
+    """`--profile <site>` (executor slurm, no GPU settings) applies with profiles/default: the
+    GPU rules still request their GPU (their own resources), and the check finds that they
+    would go to the CPU-only default partition, before any sbatch."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "config.yaml").write_text(yaml.safe_dump({"executor": "slurm", "jobs": 10}))
+    slurm_stub.install(stub_dir / "bin")
+    proc = run_snakemake(
+        workflow_dir, "--profile", str(site), "--slurm-init-seconds-before-status-checks", "1",
+        extra_path=stub_dir / "bin",
+    )  # fmt: skip
+    assert proc.returncode != 0
+    assert not list((stub_dir / "state" / "jobs").glob("*.json"))
+    assert "rule extract_features requests a GPU but would go to the cluster's default" in (
+        proc.stdout
+    ), proc.stdout[-3000:]
+
+
 def test_gpu_job_problems_from_sinfo():
-    from mlmm.slurm import GpuJob, gpu_job_problems, parse_sinfo
+    from mlmm.slurm import GpuJob, gpu_job_problems, parse_sinfo, requested_gpus
 
     has_gpu, default = parse_sinfo(
         "cpu* (null)\ngpu gpu:a100:4(S:0-1)\nmixed (null)\nmixed gpu:v100:2\n"
@@ -544,14 +613,20 @@ def test_gpu_job_problems_from_sinfo():
         GpuJob("pivot_train", None, "auto"),  # one line per rule
         GpuJob("nbest_lists", "elsewhere", "auto"),  # a name sinfo does not list
         GpuJob("extract_features", "gpu", "cpu"),
+        GpuJob("train_retrieval", "gpu", "auto", gpus=0),  # an override removed its GPU
     ]
     problems = gpu_job_problems(jobs, has_gpu, default)
-    assert len(problems) == 3, problems
+    assert len(problems) == 4, problems
     assert problems[0].startswith("rule pivot_train requests a GPU but would go to the")
     assert "default partition 'cpu'" in problems[0] and "with GPUs: gpu, mixed" in problems[0]
     assert "partition 'elsewhere', which sinfo does not list" in problems[1]
     assert problems[2].startswith("rule extract_features requests a GPU but its stage")
-    assert gpu_job_problems(jobs[:-1], {}, None) == []  # no sinfo answer: left to sbatch
+    assert problems[3].startswith("rule train_retrieval needs a GPU but its job requests none")
+    assert gpu_job_problems(jobs[:-2], {}, None) == []  # no sinfo answer: left to sbatch
+    # any cluster executor: no sinfo, the GPU request and the device still checked
+    assert len(gpu_job_problems(jobs[-2:], {}, None)) == 2
+    assert requested_gpus({"gpu": 2}) == 2 and requested_gpus({"gres": "gpu:a100:2"}) == 2
+    assert requested_gpus({"gres": "gpu"}) == 1 and requested_gpus({"mem_mb": 4}) == 0
 
 
 @pytest.mark.slow

@@ -110,6 +110,7 @@ rule pivot_train:
     resources:
         mem_mb=16000,
         runtime=720,
+        gpu=gpu_need("pivot_train", lambda w: PIVOT["device"]),
     params:
         job=lambda w: PIVOT_JOBS[w.pivot_job][0],
         ted=lambda w: (
@@ -174,6 +175,7 @@ rule pivot_train_nmt:
     resources:
         mem_mb=8000,
         runtime=720,
+        gpu=gpu_need("pivot_train_nmt", lambda w: PIVOT["device"]),
     params:
         data=lambda w: PIVOT_MT_DIR / w.language / "data",
         tgt=lambda w: PIVOT_MT[w.language]["tgt"],
@@ -215,6 +217,7 @@ rule pivot_translate:
     resources:
         mem_mb=4000,
         runtime=120,
+        gpu=gpu_need("pivot_translate", lambda w: PIVOT["device"]),
     params:
         coco=COCO_ROOT,
         beam=lambda w: PIVOT_MT[w.language]["beam"],

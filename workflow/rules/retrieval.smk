@@ -27,6 +27,12 @@ rule train_retrieval:
     resources:
         mem_mb=12000,
         runtime=1440,
+        gpu=gpu_need(
+            "train_retrieval",
+            lambda w: RETRIEVAL_RECORDS[w.variant]["device"],
+            shared=True,
+        ),
+        gpu_slots=gpu_slots(lambda w: RETRIEVAL_RECORDS[w.variant]["device"]),
     params:
         section=retrieval_section,
         out=lambda wildcards, output: Path(output.metrics).parent,
