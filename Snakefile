@@ -74,6 +74,11 @@ os.environ.update(
 )
 
 
+# The image of the Dockerfile (the env files' pins and this source tree's package) for
+# `--software-deployment-method apptainer`; config `container` names it (docs/workflow.md).
+container: config["container"]
+
+
 report: "workflow/report/workflow.rst"
 
 

@@ -77,3 +77,24 @@ def test_the_workflow_runs_as_a_module_from_a_local_path(tmp_path):
     assert (user / "results/demo/world/MANIFEST.sha256").is_file()
     imported = Path((user / "which_mlmm.txt").read_text().strip())
     assert imported == source / "src/mlmm/__init__.py"
+
+
+def test_the_version_is_one_and_has_a_changelog_section():
+    """pyproject's version, mlmm.__version__ and a CHANGELOG.md section agree; the release tag
+    is v<version> (CHANGELOG.md)."""
+    import tomllib
+
+    import mlmm
+
+    version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    assert mlmm.__version__ == version
+    assert re.search(rf"^## {re.escape(version)}\b", (REPO / "CHANGELOG.md").read_text(), re.M)
+
+
+def test_config_readme_describes_every_config_file_and_key_group():
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    readme = (REPO / "config/README.md").read_text()
+    for key in schema["properties"]:
+        assert f"| `{key}` |" in readme, key
+    for path in (REPO / "config").glob("*.yaml"):
+        assert f"`{path.name}`" in readme, path.name

@@ -339,20 +339,11 @@ def test_slurm_profile_names_the_gpu_rules():
     assert "slurm_partition" not in str(profile["default-resources"])
 
 
-def test_slurm_profile_groups_the_quick_rules(workflow_dir):
-    """The seconds-long rules share one `quick` group, bundled across the DAG and throttled."""
+def test_slurm_profile_groups_no_rules():
+    """A group job starts when all its members are ready: one group spanning the stages made
+    every table wait for the last training job (issue 30)."""
     profile = yaml.safe_load(SLURM_PROFILE.read_text())
-    groups = dict(item.split("=") for item in profile["groups"])
-    assert set(groups.values()) == {"quick"}
-    assert {"ted_classify", "mt_score", "rerank", "mira", "nmt_table", "pivot_table"} <= set(groups)
-    assert not set(groups) & GPU_RULES
-    rules = describe_workflow(workflow_dir)
-    assert set(groups) <= set(rules), set(groups) - set(rules)
-    assert int(dict(i.split("=") for i in profile["group-components"])["quick"]) > 1
-    limit = int(dict(i.split("=") for i in profile["resources"])["quick_jobs"])
-    for name in groups:
-        assert profile["set-resources"][name]["quick_jobs"] == 1, name
-    assert limit >= 1
+    assert "groups" not in profile and "group-components" not in profile
 
 
 def test_default_profile_keeps_gpu_jobs_within_the_card():
@@ -511,9 +502,16 @@ def test_slurm_plugin_submits_with_the_profiles_resources(tmp_path, stub_dir):
     assert "SLURM status is: 'FAILED'" in proc.stdout, proc.stdout[-4000:]
 
 
-QUICK_SNAKEFILE = """
+# Stages as in the workflow: a table from the data alone, three classifiers and their table
+# (TED), and a table from a training job that takes a while.
+STAGES_SNAKEFILE = """
 rule all:
-    input: expand("cldc/{i}.json", i=range(3)), "table.md"
+    input: "kadar_table1.md", "ted_table.md", "retrieval_table.md"
+
+rule kadar_table1:
+    output: "kadar_table1.md"
+    log: "logs/kadar_table1.log"
+    shell: "echo data > {output} 2> {log}"
 
 rule ted_classify:
     output: "cldc/{i}.json"
@@ -522,26 +520,48 @@ rule ted_classify:
 
 rule ted_tables:
     input: expand("cldc/{i}.json", i=range(3))
-    output: "table.md"
-    log: "logs/table.log"
+    output: "ted_table.md"
+    log: "logs/ted_table.log"
+    shell: "cat {input} > {output} 2> {log}"
+
+rule train_retrieval:
+    output: "model.pt"
+    log: "logs/train.log"
+    resources: gpu=1
+    shell: "sleep 40; echo model > {output} 2> {log}"
+
+rule retrieval_tables:
+    input: "model.pt"
+    output: "retrieval_table.md"
+    log: "logs/retrieval_table.log"
     shell: "cat {input} > {output} 2> {log}"
 """
 
 
 @pytest.mark.slow
-def test_slurm_profile_bundles_quick_jobs_into_one_sbatch(tmp_path, stub_dir):
-    """Three classifiers and their table, rules of the profile's `quick` group: one sbatch."""
-    workdir = tmp_path / "quick"
+def test_slurm_submits_the_first_tables_before_training_ends(tmp_path, stub_dir, capsys):
+    """Under the profile, the tables whose inputs are ready are submitted while the training
+    job still runs; the table of the trained model after it (fake sbatch, tests/slurm_stub)."""
+    workdir = tmp_path / "stages"
     workdir.mkdir()
-    (workdir / "Snakefile").write_text(QUICK_SNAKEFILE)
-    proc, submitted = slurm_run(workdir, stub_dir)
+    (workdir / "Snakefile").write_text(STAGES_SNAKEFILE)
+    # status checks every 2 s: a finished job's successors are submitted within seconds
+    proc, _ = slurm_run(workdir, stub_dir, "--seconds-between-status-checks", "2")
     assert proc.returncode == 0, proc.stdout[-4000:]
-    assert (workdir / "table.md").read_text() == "0\n1\n2\n"
-    # one sbatch, the group job (its comment: rule_<group>_<rules>)
-    assert list(submitted) == ["quick_ted_classify_ted_tables"], submitted
-    (group,) = submitted["quick_ted_classify_ted_tables"]
-    # 3 classifiers side by side (quick_jobs 8), then the table: 2 rounds of 10 minutes
-    assert argv_value(group, "-t") == "20" and "--cpus-per-task=3" in group
+    times = {}
+    for path in (stub_dir / "state" / "jobs").glob("*.json"):
+        record = json.loads(path.read_text())
+        rule = argv_value(record["argv"], "--comment").removeprefix("rule_")
+        times[rule.split("_wildcards_")[0]] = (record["submitted"], record["ended"])
+    start = min(submitted for submitted, _ in times.values())
+    with capsys.disabled():
+        print("\nsbatch order (seconds after the first: submitted - ended):")
+        for rule, (submitted, ended) in sorted(times.items(), key=lambda item: item[1]):
+            print(f"  {rule:18} {submitted - start:5.1f} - {ended - start:5.1f}")
+    training_ends = times["train_retrieval"][1]
+    assert times["kadar_table1"][0] < training_ends
+    assert times["ted_tables"][0] < training_ends
+    assert times["retrieval_tables"][0] >= training_ends
 
 
 def test_slurm_refuses_gpu_jobs_bound_for_a_partition_without_gpus(
