@@ -305,6 +305,19 @@ def test_report_captions_render_without_mailto_links():
         assert "mailto:" not in body, caption.name
 
 
+def test_report_captions_take_nothing_from_the_report_time_config():
+    """Issue 30: a `--config multi30k='{source: url}'` given to `--report` captioned demo
+    tables as downloaded data. What produced an output is what its runs recorded (mlmm.origin
+    stamps on the page and figure); no caption reads the configuration."""
+    captions = sorted((REPO / "workflow/report").glob("*.rst"))
+    assert len(captions) > 20
+    for caption in captions:
+        text = caption.read_text(encoding="utf-8")
+        assert "snakemake.config" not in text and "snakemake.params" not in text, caption.name
+        if caption.name != "workflow.rst":
+            assert "provenance.origin" in text, caption.name
+
+
 @pytest.fixture(scope="module")
 def slurm_dry_run(workflow_dir) -> dict[str, list[dict[str, str]]]:
     # On a cluster a rule gets its own threads; a dry run caps them at --cores (default 1).
