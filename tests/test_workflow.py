@@ -284,7 +284,9 @@ def test_dry_run_from_another_directory(tmp_path):
 def test_rules_files_import_no_third_party_module_while_parsed():
     """A Snakemake installed by conda or pipx has no numpy/pandas: what the rules files import
     at parse time is standard library only."""
-    parse_time = {"mlmm.catalogue", "mlmm.retrieval.config", "mlmm.nmt.selection", "mlmm.pivot"}
+    parse_time = {
+        "mlmm.catalogue", "mlmm.retrieval.config", "mlmm.nmt.selection", "mlmm.pivot", "mlmm.slurm"
+    }  # fmt: skip
     code = (
         f"import sys; import {', '.join(sorted(parse_time))}; "
         "print(sorted({'numpy', 'pandas', 'torch', 'yaml'} & set(sys.modules)))"
