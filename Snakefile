@@ -21,8 +21,13 @@ WORKFLOW_ROOT = Path(workflow.current_basedir.get_path_or_uri(secret_free=True))
 sys.path.insert(0, str(WORKFLOW_ROOT / "src"))
 os.environ.update(
     PYTHONPATH=os.pathsep.join(
-        [str(WORKFLOW_ROOT / "src"), *filter(None, [os.environ.get("PYTHONPATH")])]
-    )
+        dict.fromkeys(  # once, also when a cluster job parses the Snakefile again
+            [
+                str(WORKFLOW_ROOT / "src"),
+                *os.environ.get("PYTHONPATH", "").split(os.pathsep),
+            ]
+        )
+    ).rstrip(os.pathsep)
 )
 # envs/*.post-deploy.sh install this source tree's package into each new conda env; Snakemake
 # runs them from a copy under .snakemake/conda/, so they find the tree through the environment.
