@@ -2,12 +2,14 @@
 
 tests/test_workflow.py writes one wrapper per command (sbatch, sacct, sinfo, sacctmgr, srun,
 scontrol, squeue) into a directory on PATH; each runs `python slurm_stub.py <command> ARGS`.
-State lives in $MLMM_SLURM_STUB: jobs/<id>.json records an sbatch call (argv, job name) and
-jobs/<id>.rc its exit status; srun.jsonl records the srun calls made inside the jobs.
+State lives in $MLMM_SLURM_STUB: jobs/<id>.json records an sbatch call (argv, job name, and
+when it was submitted and when its job ended, seconds since the epoch) and jobs/<id>.rc its
+exit status; srun.jsonl records the srun calls made inside the jobs.
 
-sbatch runs the job synchronously (the plugin submits from a thread pool, so jobs still run
-side by side) and prints the job id as `--parsable` asks; sacct then answers COMPLETED or
-FAILED from the recorded exit status, which is what the plugin polls.
+sbatch starts the job in the background and prints the job id at once, as `--parsable` asks
+(a job that blocked sbatch would hold up every later submission); sacct answers RUNNING until
+the job has ended, then COMPLETED or FAILED from the recorded exit status, which is what the
+plugin polls.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import os
 import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ACCOUNT = "stubaccount"
@@ -56,27 +59,55 @@ def option(argv: list[str], *names: str) -> str | None:
 
 
 def sbatch(argv: list[str]) -> int:
+    """Records the job, starts it in the background and prints its id at once, as sbatch
+    does: the plugin learns that it ended from sacct."""
     job_id = next_job_id()
     script = option(argv, "--wrap")
     if script is None:  # the plugin's pass-command-as-script mode: script on stdin
         script = sys.stdin.read()
     record = {"id": job_id, "argv": argv, "name": option(argv, "--job-name", "-J")}
-    jobs = state() / "jobs"
-    (jobs / f"{job_id}.json").write_text(json.dumps(record))
-    log = Path((option(argv, "--output", "-o") or "slurm-%j.out").replace("%j", job_id))
-    log.parent.mkdir(parents=True, exist_ok=True)
+    record.update(submitted=time.time(), script=script, cwd=os.getcwd())
+    write_record(record)
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_JOB")}
     env.update(SLURM_JOB_ID=job_id, SLURM_JOBID=job_id)
+    subprocess.Popen(
+        [sys.executable, __file__, "run_job", job_id],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    print(job_id)
+    return 0
+
+
+def write_record(record: dict) -> None:
+    """jobs/<id>.json, replaced whole: sacct may be reading it."""
+    jobs = state() / "jobs"
+    partial = jobs / f"{record['id']}.json.partial"
+    partial.write_text(json.dumps(record))
+    partial.replace(jobs / f"{record['id']}.json")
+
+
+def run_job(argv: list[str]) -> int:
+    """The job of an sbatch call (in its own process): its script, then its end and exit
+    status recorded."""
+    (job_id,) = argv
+    jobs = state() / "jobs"
+    record = json.loads((jobs / f"{job_id}.json").read_text())
+    options = record["argv"]
+    log = Path((option(options, "--output", "-o") or "slurm-%j.out").replace("%j", job_id))
+    workdir = Path(option(options, "-D", "--chdir") or record["cwd"])
+    log = workdir / log
+    log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "w") as out:
         proc = subprocess.run(
-            ["/bin/sh", "-c", script],
-            cwd=option(argv, "-D", "--chdir") or None,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
+            ["/bin/sh", "-c", record["script"]], cwd=workdir, stdout=out, stderr=subprocess.STDOUT
         )
+    record["ended"] = time.time()
+    write_record(record)
     (jobs / f"{job_id}.rc").write_text(str(proc.returncode))
-    print(job_id)
     return 0
 
 
@@ -141,6 +172,7 @@ def squeue(argv: list[str]) -> int:
 
 
 COMMANDS = {f.__name__: f for f in (sbatch, sacct, srun, sinfo, sacctmgr, scontrol, squeue)}
+JOB_RUNNER = {"run_job": run_job}
 
 
 def install(directory: Path) -> None:
@@ -156,4 +188,4 @@ def install(directory: Path) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(COMMANDS[sys.argv[1]](sys.argv[2:]))
+    sys.exit({**COMMANDS, **JOB_RUNNER}[sys.argv[1]](sys.argv[2:]))

@@ -262,3 +262,20 @@ def test_download_resumes_a_broken_transfer_and_checks_sha256(tmp_path):
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+def test_mlmm_download_fetches_one_url_and_checks_its_hash(tmp_path):
+    """The download half of the split heavy rules (fetch_coco_images, fetch_rotated_vectors)."""
+    import hashlib
+
+    from mlmm.cli import main
+
+    source = tmp_path / "train2014.zip"
+    source.write_bytes(b"archive bytes")
+    digest = hashlib.sha256(b"archive bytes").hexdigest()
+    out = tmp_path / "downloads" / "train2014.zip"
+    assert main(["download", source.as_uri(), "--out", str(out), "--sha256", digest]) == 0
+    assert out.read_bytes() == b"archive bytes"
+    wrong = tmp_path / "wrong.zip"
+    assert main(["download", source.as_uri(), "--out", str(wrong), "--sha256", "0" * 64]) != 0
+    assert not wrong.exists()

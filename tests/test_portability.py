@@ -69,17 +69,23 @@ def test_a_snakemake_without_mlmm_plans_the_paper_config_from_another_directory(
 @pytest.mark.parametrize("env", ["core", "torch"])
 def test_conda_post_deploy_installs_the_checkout_from_any_working_directory(env, tmp_path):
     """Snakemake runs the script from a copy under .snakemake/conda/, in the working directory
-    (`-d` anywhere): it installs the checkout MLMM_ROOT names, which the Snakefile exports."""
+    (`-d` anywhere): it installs a copy of the source tree MLMM_ROOT names, which the Snakefile
+    exports (not an editable link to it: issue 30)."""
     fake = tmp_path / "bin"
     fake.mkdir()
-    (fake / "python").write_text('#!/bin/sh\necho "$@" > "$RECORD"\n')
+    # records its arguments and what the directory it is given to install holds
+    (fake / "python").write_text(
+        '#!/bin/bash\necho "$@" > "$RECORD"\nfor last; do :; done\nls "$last" >> "$RECORD"\n'
+    )
     (fake / "python").chmod(0o755)
     script = tmp_path / "copy.post-deploy.sh"
     script.write_text((REPO / f"envs/{env}.post-deploy.sh").read_text())
     base = {"PATH": f"{fake}:/usr/bin:/bin", "RECORD": str(tmp_path / "argv")}
     ok = subprocess.run(["bash", str(script)], cwd=tmp_path, env={**base, "MLMM_ROOT": str(REPO)})
     assert ok.returncode == 0
-    assert (tmp_path / "argv").read_text().split()[-2:] == ["--editable", str(REPO)]
+    argv, *listing = (tmp_path / "argv").read_text().splitlines()
+    assert "--no-deps" in argv.split() and "--editable" not in argv
+    assert str(REPO) not in argv and {"pyproject.toml", "src"} <= set(listing)
     unset = subprocess.run(["bash", str(script)], cwd=tmp_path, env=base, capture_output=True)
     assert unset.returncode != 0 and b"MLMM_ROOT" in unset.stderr
 

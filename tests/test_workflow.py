@@ -131,6 +131,9 @@ def test_post_deploy_installs_the_package_without_dependencies(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert (env / "bin" / "mlmm").exists()
     assert list(site.glob("mlmm-*.dist-info"))
+    # a copy of the package, not a link to one checkout (issue 30)
+    assert (site / "mlmm" / "cli" / "__init__.py").is_file()
+    assert not list(site.glob("__editable__*"))
 
 
 # --------------------------------------------------------------------------- rules
@@ -149,9 +152,11 @@ def rules(workflow_dir) -> dict:
 
 # The rules whose commands reach the network (downloads, and the preparation steps that fetch
 # their own inputs): compute nodes of a cluster often have no outside access (docs/workflow.md).
+# The heavy work after a download (unpacking COCO's 19 GB, RCSLS on 200K words) is a rule of
+# its own that a cluster runs: unpack_coco_images, retrieval_vectors_rotated (issue 30).
 NETWORK_RULES = {
     "fetch_multi30k", "fetch_coco_images", "fetch_muse", "prepare_coco", "retrieval_vectors",
-    "retrieval_vectors_rotated", "ted_corpus",
+    "fetch_rotated_vectors", "ted_corpus",
 }  # fmt: skip
 
 
@@ -292,7 +297,9 @@ def test_dry_run_from_another_directory(tmp_path):
 def test_rules_files_import_no_third_party_module_while_parsed():
     """A Snakemake installed by conda or pipx has no numpy/pandas: what the rules files import
     at parse time is standard library only."""
-    parse_time = {"mlmm.catalogue", "mlmm.retrieval.config", "mlmm.nmt.selection", "mlmm.pivot"}
+    parse_time = {
+        "mlmm.catalogue", "mlmm.retrieval.config", "mlmm.nmt.selection", "mlmm.pivot", "mlmm.slurm"
+    }  # fmt: skip
     code = (
         f"import sys; import {', '.join(sorted(parse_time))}; "
         "print(sorted({'numpy', 'pandas', 'torch', 'yaml'} & set(sys.modules)))"
@@ -315,6 +322,19 @@ def test_report_captions_render_without_mailto_links():
         assert "mailto:" not in body, caption.name
 
 
+def test_report_captions_take_nothing_from_the_report_time_config():
+    """Issue 30: a `--config multi30k='{source: url}'` given to `--report` captioned demo
+    tables as downloaded data. What produced an output is what its runs recorded (mlmm.origin
+    stamps on the page and figure); no caption reads the configuration."""
+    captions = sorted((REPO / "workflow/report").glob("*.rst"))
+    assert len(captions) > 20
+    for caption in captions:
+        text = caption.read_text(encoding="utf-8")
+        assert "snakemake.config" not in text and "snakemake.params" not in text, caption.name
+        if caption.name != "workflow.rst":
+            assert "provenance.origin" in text, caption.name
+
+
 @pytest.fixture(scope="module")
 def slurm_dry_run(workflow_dir) -> dict[str, list[dict[str, str]]]:
     # On a cluster a rule gets its own threads; a dry run caps them at --cores (default 1).
@@ -331,11 +351,12 @@ def test_slurm_profile_names_the_gpu_rules():
     assert profile["retries"] >= 1  # training jobs resume from their checkpoints
     # no `config:`: a command-line --config would replace it without a word
     assert "config" not in profile
-    gpu_rules = {name for name, res in profile["set-resources"].items() if "gpu" in res}
+    # profiles choose partitions and runtimes only: the GPU need is in the rules (issue 30)
+    assert not [name for name, res in profile["set-resources"].items() if "gpu" in res]
+    gpu_rules = {n for n, res in profile["set-resources"].items() if "slurm_partition" in res}
     assert gpu_rules == GPU_RULES
     for name in GPU_RULES:
         resources = profile["set-resources"][name]
-        assert resources["gpu"] == 1, name
         # GPU jobs go to the GPU partition (one YAML anchor), never to the default one
         assert resources["slurm_partition"] == "gpu", name
         assert resources["runtime"] >= 240, name
@@ -348,30 +369,43 @@ def test_slurm_profile_names_the_gpu_rules():
     assert "slurm_partition" not in str(profile["default-resources"])
 
 
-def test_slurm_profile_groups_the_quick_rules(workflow_dir):
-    """The seconds-long rules share one `quick` group, bundled across the DAG and throttled."""
+def test_slurm_profile_groups_no_rules():
+    """A group job starts when all its members are ready: one group spanning the stages made
+    every table wait for the last training job (issue 30)."""
     profile = yaml.safe_load(SLURM_PROFILE.read_text())
-    groups = dict(item.split("=") for item in profile["groups"])
-    assert set(groups.values()) == {"quick"}
-    assert {"ted_classify", "mt_score", "rerank", "mira", "nmt_table", "pivot_table"} <= set(groups)
-    assert not set(groups) & GPU_RULES
-    rules = describe_workflow(workflow_dir)
-    assert set(groups) <= set(rules), set(groups) - set(rules)
-    assert int(dict(i.split("=") for i in profile["group-components"])["quick"]) > 1
-    limit = int(dict(i.split("=") for i in profile["resources"])["quick_jobs"])
-    for name in groups:
-        assert profile["set-resources"][name]["quick_jobs"] == 1, name
-    assert limit >= 1
+    assert "groups" not in profile and "group-components" not in profile
 
 
 def test_default_profile_keeps_gpu_jobs_within_the_card():
-    """Whole-card GPU rules take `gpu`, train_retrieval one of `gpu_slots` (N per card)."""
+    """The card limits of this machine (`gpu` whole cards, `gpu_slots` shared by
+    train_retrieval); what each rule takes is in the rule, no profile sets it."""
     profile = yaml.safe_load((REPO / "profiles/default/config.yaml").read_text())
     limits = dict(item.split("=") for item in profile["resources"])
     assert int(limits["gpu"]) == 1 and int(limits["gpu_slots"]) >= 1
-    shared = {rule for rule, res in profile["set-resources"].items() if "gpu_slots" in res}
-    whole = {rule for rule, res in profile["set-resources"].items() if "gpu" in res}
-    assert shared == {"train_retrieval"} and whole | shared == GPU_RULES
+    assert "set-resources" not in profile
+
+
+def test_every_gpu_rule_states_its_gpu_in_its_own_resources(rules):
+    """The rules whose resources call gpu_need are the GPU rules (the onstart check's list)."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _GPU_RULES], cwd=REPO, env=tool_env(), capture_output=True,
+        text=True,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert set(json.loads(proc.stdout.strip().splitlines()[-1])) == GPU_RULES & set(rules)
+
+
+_GPU_RULES = """
+import json
+from pathlib import Path
+from snakemake.api import SnakemakeApi
+from snakemake.settings.enums import Quietness
+from snakemake.settings.types import OutputSettings, ResourceSettings
+
+with SnakemakeApi(OutputSettings(quiet={Quietness.ALL})) as api:
+    wf = api.workflow(resource_settings=ResourceSettings(), snakefile=Path("Snakefile"))._workflow
+    print(json.dumps(sorted(wf.globals["GPU_RULES"])))
+"""
 
 
 def test_slurm_dry_run_resolves_resources(slurm_dry_run):
@@ -387,6 +421,20 @@ def test_slurm_dry_run_resolves_resources(slurm_dry_run):
                 assert res.get("gpu") == "1" and res["slurm_partition"] == "gpu", (rule, res)
             else:
                 assert "gpu" not in res and "slurm_partition" not in res, (rule, res)
+
+
+def test_a_one_off_set_resources_keeps_the_gpu_requests(workflow_dir):
+    """docs/workflow.md's `--set-resources train_retrieval:runtime=720` replaces the profile's
+    set-resources for that rule; the GPU need, in the rules, stays (issue 30)."""
+    proc = run_snakemake(
+        workflow_dir, "-n", "--workflow-profile", "profiles/slurm", "--cores", "1024",
+        "--set-resources", "train_retrieval:runtime=720",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    jobs = dry_run_jobs(proc.stdout)
+    assert {res["runtime"] for res in jobs["train_retrieval"]} == {"720"}
+    for rule in GPU_RULES & set(jobs):
+        assert {res.get("gpu") for res in jobs[rule]} == {"1"}, rule
 
 
 # --------------------------------------------------------------------------- SLURM run
@@ -405,6 +453,7 @@ rule extract_features:
     input: "world.txt"
     output: "features.txt"
     log: "features.log"
+    resources: gpu=1
     shell: "cat {input} > {output} 2> {log}"
 
 rule broken:
@@ -454,7 +503,8 @@ def stub_dir(tmp_path, monkeypatch) -> Path:
 
 @pytest.mark.slow
 def test_slurm_plugin_submits_with_the_profiles_resources(tmp_path, stub_dir):
-    """The repository's profile, on rules named like the workflow's CPU and GPU rules."""
+    """The repository's profile, on rules named like the workflow's CPU and GPU rules (the GPU
+    one stating its GPU in its resources, as the workflow's do)."""
     workdir = tmp_path / "toy"
     workdir.mkdir()
     (workdir / "Snakefile").write_text(TOY_SNAKEFILE)
@@ -482,9 +532,16 @@ def test_slurm_plugin_submits_with_the_profiles_resources(tmp_path, stub_dir):
     assert "SLURM status is: 'FAILED'" in proc.stdout, proc.stdout[-4000:]
 
 
-QUICK_SNAKEFILE = """
+# Stages as in the workflow: a table from the data alone, three classifiers and their table
+# (TED), and a table from a training job that takes a while.
+STAGES_SNAKEFILE = """
 rule all:
-    input: expand("cldc/{i}.json", i=range(3)), "table.md"
+    input: "kadar_table1.md", "ted_table.md", "retrieval_table.md"
+
+rule kadar_table1:
+    output: "kadar_table1.md"
+    log: "logs/kadar_table1.log"
+    shell: "echo data > {output} 2> {log}"
 
 rule ted_classify:
     output: "cldc/{i}.json"
@@ -493,26 +550,48 @@ rule ted_classify:
 
 rule ted_tables:
     input: expand("cldc/{i}.json", i=range(3))
-    output: "table.md"
-    log: "logs/table.log"
+    output: "ted_table.md"
+    log: "logs/ted_table.log"
+    shell: "cat {input} > {output} 2> {log}"
+
+rule train_retrieval:
+    output: "model.pt"
+    log: "logs/train.log"
+    resources: gpu=1
+    shell: "sleep 40; echo model > {output} 2> {log}"
+
+rule retrieval_tables:
+    input: "model.pt"
+    output: "retrieval_table.md"
+    log: "logs/retrieval_table.log"
     shell: "cat {input} > {output} 2> {log}"
 """
 
 
 @pytest.mark.slow
-def test_slurm_profile_bundles_quick_jobs_into_one_sbatch(tmp_path, stub_dir):
-    """Three classifiers and their table, rules of the profile's `quick` group: one sbatch."""
-    workdir = tmp_path / "quick"
+def test_slurm_submits_the_first_tables_before_training_ends(tmp_path, stub_dir, capsys):
+    """Under the profile, the tables whose inputs are ready are submitted while the training
+    job still runs; the table of the trained model after it (fake sbatch, tests/slurm_stub)."""
+    workdir = tmp_path / "stages"
     workdir.mkdir()
-    (workdir / "Snakefile").write_text(QUICK_SNAKEFILE)
-    proc, submitted = slurm_run(workdir, stub_dir)
+    (workdir / "Snakefile").write_text(STAGES_SNAKEFILE)
+    # status checks every 2 s: a finished job's successors are submitted within seconds
+    proc, _ = slurm_run(workdir, stub_dir, "--seconds-between-status-checks", "2")
     assert proc.returncode == 0, proc.stdout[-4000:]
-    assert (workdir / "table.md").read_text() == "0\n1\n2\n"
-    # one sbatch, the group job (its comment: rule_<group>_<rules>)
-    assert list(submitted) == ["quick_ted_classify_ted_tables"], submitted
-    (group,) = submitted["quick_ted_classify_ted_tables"]
-    # 3 classifiers side by side (quick_jobs 8), then the table: 2 rounds of 10 minutes
-    assert argv_value(group, "-t") == "20" and "--cpus-per-task=3" in group
+    times = {}
+    for path in (stub_dir / "state" / "jobs").glob("*.json"):
+        record = json.loads(path.read_text())
+        rule = argv_value(record["argv"], "--comment").removeprefix("rule_")
+        times[rule.split("_wildcards_")[0]] = (record["submitted"], record["ended"])
+    start = min(submitted for submitted, _ in times.values())
+    with capsys.disabled():
+        print("\nsbatch order (seconds after the first: submitted - ended):")
+        for rule, (submitted, ended) in sorted(times.items(), key=lambda item: item[1]):
+            print(f"  {rule:18} {submitted - start:5.1f} - {ended - start:5.1f}")
+    training_ends = times["train_retrieval"][1]
+    assert times["kadar_table1"][0] < training_ends
+    assert times["ted_tables"][0] < training_ends
+    assert times["retrieval_tables"][0] >= training_ends
 
 
 def test_slurm_refuses_gpu_jobs_bound_for_a_partition_without_gpus(
@@ -540,8 +619,38 @@ def test_slurm_refuses_gpu_jobs_configured_for_the_cpu(workflow_dir, stub_dir, t
     assert "rule extract_features" not in proc.stdout  # features stay on auto
 
 
+def test_slurm_refuses_gpu_jobs_whose_gpu_an_override_removed(workflow_dir, stub_dir):
+    """Whatever set it (a profile, --set-resources): a GPU rule's job without a GPU stops."""
+    proc, submitted = slurm_run(
+        workflow_dir, stub_dir, "--set-resources", "extract_features:gpu=0"
+    )
+    assert proc.returncode != 0 and not submitted
+    assert "rule extract_features needs a GPU but its job requests none (gpu=0)" in (
+        proc.stdout
+    ), proc.stdout[-3000:]
+
+
+def test_a_site_wide_profile_still_gets_the_gpu_check(workflow_dir, stub_dir, tmp_path):
+    """`--profile <site>` (executor slurm, no GPU settings) applies with profiles/default: the
+    GPU rules still request their GPU (their own resources), and the check finds that they
+    would go to the CPU-only default partition, before any sbatch."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "config.yaml").write_text(yaml.safe_dump({"executor": "slurm", "jobs": 10}))
+    slurm_stub.install(stub_dir / "bin")
+    proc = run_snakemake(
+        workflow_dir, "--profile", str(site), "--slurm-init-seconds-before-status-checks", "1",
+        extra_path=stub_dir / "bin",
+    )  # fmt: skip
+    assert proc.returncode != 0
+    assert not list((stub_dir / "state" / "jobs").glob("*.json"))
+    assert "rule extract_features requests a GPU but would go to the cluster's default" in (
+        proc.stdout
+    ), proc.stdout[-3000:]
+
+
 def test_gpu_job_problems_from_sinfo():
-    from mlmm.slurm import GpuJob, gpu_job_problems, parse_sinfo
+    from mlmm.slurm import GpuJob, gpu_job_problems, parse_sinfo, requested_gpus
 
     has_gpu, default = parse_sinfo(
         "cpu* (null)\ngpu gpu:a100:4(S:0-1)\nmixed (null)\nmixed gpu:v100:2\n"
@@ -554,14 +663,20 @@ def test_gpu_job_problems_from_sinfo():
         GpuJob("pivot_train", None, "auto"),  # one line per rule
         GpuJob("nbest_lists", "elsewhere", "auto"),  # a name sinfo does not list
         GpuJob("extract_features", "gpu", "cpu"),
+        GpuJob("train_retrieval", "gpu", "auto", gpus=0),  # an override removed its GPU
     ]
     problems = gpu_job_problems(jobs, has_gpu, default)
-    assert len(problems) == 3, problems
+    assert len(problems) == 4, problems
     assert problems[0].startswith("rule pivot_train requests a GPU but would go to the")
     assert "default partition 'cpu'" in problems[0] and "with GPUs: gpu, mixed" in problems[0]
     assert "partition 'elsewhere', which sinfo does not list" in problems[1]
     assert problems[2].startswith("rule extract_features requests a GPU but its stage")
-    assert gpu_job_problems(jobs[:-1], {}, None) == []  # no sinfo answer: left to sbatch
+    assert problems[3].startswith("rule train_retrieval needs a GPU but its job requests none")
+    assert gpu_job_problems(jobs[:-2], {}, None) == []  # no sinfo answer: left to sbatch
+    # any cluster executor: no sinfo, the GPU request and the device still checked
+    assert len(gpu_job_problems(jobs[-2:], {}, None)) == 2
+    assert requested_gpus({"gpu": 2}) == 2 and requested_gpus({"gres": "gpu:a100:2"}) == 2
+    assert requested_gpus({"gres": "gpu"}) == 1 and requested_gpus({"mem_mb": 4}) == 0
 
 
 @pytest.mark.slow

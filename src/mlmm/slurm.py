@@ -1,4 +1,9 @@
-"""Checks the Snakefile runs before it submits anything through the SLURM executor.
+"""Checks the Snakefile runs before it submits anything through a cluster executor.
+
+Every GPU rule states its need in its own `resources:` (gpu=1, workflow/rules/common.smk), but
+a profile's set-resources or a --set-resources can still replace it: a site-wide profile with
+`gpu: 0`, or profiles/default applied beside it. Under any cluster executor, a GPU rule's job
+that requests no GPU stops the run, naming the rule.
 
 snakemake-executor-plugin-slurm (2.x) sends a job to its `slurm_partition`, else to the
 partition `sinfo` marks with `*`, and never asks whether that partition exists or has GPUs: a
@@ -17,6 +22,7 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 # sinfo: partition name (the default one marked with "*") and its generic resources (GRES).
 SINFO_COMMAND = ["sinfo", "--noheader", "--format=%P %G"]
@@ -27,6 +33,22 @@ class GpuJob:
     rule: str
     partition: str | None  # the job's slurm_partition; None: the cluster's default
     device: str  # the stage's configured device (auto, cpu, cuda)
+    gpus: int = 1  # the GPUs its job requests (requested_gpus)
+
+
+def nvidia_present() -> bool:
+    """Whether this machine has an NVIDIA card (its first device node), without importing
+    torch: the Snakefile asks while it is parsed."""
+    return Path("/dev/nvidia0").exists()
+
+
+def requested_gpus(resources) -> int:
+    """GPUs a job's resources request: `gpu` (the SLURM plugin's --gpus), else a GPU `gres`."""
+    gpus = int(resources.get("gpu", 0) or 0)
+    gres = str(resources.get("gres") or "")
+    if not gpus and gres.startswith("gpu"):
+        gpus = int(gres.rsplit(":", 1)[-1]) if gres.rsplit(":", 1)[-1].isdigit() else 1
+    return gpus
 
 
 def parse_sinfo(text: str) -> tuple[dict[str, bool], str | None]:
@@ -58,12 +80,22 @@ def gpu_job_problems(
     seen = set()
     for job in jobs:
         partition = job.partition or default
+        if job.gpus < 1:
+            if (job.rule, "none") not in seen:
+                seen.add((job.rule, "none"))
+                problems.append(
+                    f"rule {job.rule} needs a GPU but its job requests none (gpu=0): a"
+                    " profile's set-resources or a --set-resources replaced the rule's own"
+                    f" `gpu=1`; drop that `gpu` for {job.rule} (with a site-wide --profile, add"
+                    " --workflow-profile profiles/slurm)"
+                )
+            continue
         if job.device == "cpu" and (job.rule, "cpu") not in seen:
             seen.add((job.rule, "cpu"))
             problems.append(
                 f"rule {job.rule} requests a GPU but its stage is configured `device: cpu`"
-                " (a --config that replaced profiles/slurm's settings?): set device auto or"
-                f" cuda, or drop `gpu` for {job.rule} from the profile's set-resources"
+                " (a --config or --configfile?): on a cluster it runs on a GPU node; set"
+                " device auto or cuda"
             )
         if partition is None or not has_gpu or has_gpu.get(partition):
             continue  # no sinfo answer, or a partition with GPUs
@@ -86,10 +118,13 @@ def gpu_job_problems(
     return problems
 
 
-def check_gpu_jobs(jobs: list[GpuJob]) -> list[str]:
-    """gpu_job_problems against this cluster's sinfo; no GPU job, no sinfo call."""
+def check_gpu_jobs(jobs: list[GpuJob], sinfo: bool = True) -> list[str]:
+    """gpu_job_problems, the partitions checked against this cluster's sinfo under SLURM
+    (``sinfo``); no GPU job, no sinfo call."""
     if not jobs:
         return []
+    if not sinfo:
+        return gpu_job_problems(jobs, {}, None)
     try:
         out = subprocess.run(SINFO_COMMAND, capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):

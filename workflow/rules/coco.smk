@@ -4,6 +4,8 @@ retrieval and pivot stages read (results/coco; docs/coco.md). The demo source ge
 COCO-layout demo world in the upstream formats and prepares it with the same command.
 """
 
+import re
+
 COCO = config["coco"]
 COCO_ROOT = RESULTS / "coco"
 COCO_MARKER = COCO_ROOT / "MANIFEST.sha256"
@@ -108,16 +110,53 @@ rule prepare_coco:
 
 
 if COCO["source"] == "files" and not COCO["images"]:
+    # Download (the submitting host, which reaches the internet) apart from unpacking 19 GB
+    # (a compute job): each archive given by URL lands in <downloads>/coco/<name>, kept by
+    # `make clean`; an archive given by path is read where it is.
+    COCO_ARCHIVE_URLS = {
+        DOWNLOADS / "coco" / Path(str(a["location"])).name: a
+        for a in COCO["image_archives"]
+        if str(a["location"]).startswith(("http://", "https://"))
+    }
+    COCO_ARCHIVES = [
+        next((p for p, u in COCO_ARCHIVE_URLS.items() if u is a), a["location"])
+        for a in COCO["image_archives"]
+    ]
 
     rule fetch_coco_images:
         output:
-            COCO_IMAGES_INPUT,
+            protected(DOWNLOADS / "coco" / "{archive}"),
         log:
-            LOGS / "data/fetch_coco_images.log",
-        benchmark:
-            BENCHMARKS / "data/fetch_coco_images.tsv"
+            LOGS / "data/fetch_coco_images_{archive}.log",
+        wildcard_constraints:
+            archive="|".join(re.escape(p.name) for p in COCO_ARCHIVE_URLS) or "none",
         # reaches the network: runs on the submitting host, never a compute node
         localrule: True
+        conda:
+            "../../envs/core.yaml"
+        threads: 1
+        resources:
+            mem_mb=1000,
+            runtime=600,
+        params:
+            url=lambda w: COCO_ARCHIVE_URLS[DOWNLOADS / "coco" / w.archive]["location"],
+            sha256=lambda w: (
+                f"--sha256 {COCO_ARCHIVE_URLS[DOWNLOADS / 'coco' / w.archive]['sha256']}"
+                if COCO_ARCHIVE_URLS[DOWNLOADS / "coco" / w.archive].get("sha256")
+                else ""
+            ),
+        shell:
+            "mlmm download {params.url:q} {params.sha256} --out {output:q} > {log:q} 2>&1"
+
+    rule unpack_coco_images:
+        input:
+            COCO_ARCHIVES,
+        output:
+            COCO_IMAGES_INPUT,
+        log:
+            LOGS / "data/unpack_coco_images.log",
+        benchmark:
+            BENCHMARKS / "data/unpack_coco_images.tsv"
         conda:
             "../../envs/core.yaml"
         threads: 1
@@ -125,14 +164,13 @@ if COCO["source"] == "files" and not COCO["images"]:
             mem_mb=2000,
             runtime=600,
         params:
-            archives=" ".join(quote(str(a["location"])) for a in COCO["image_archives"]),
+            # sha256 keyed by file name: the archives are now local copies
             sha256="".join(
-                f" --sha256 {quote('{}={}'.format(a['location'], a['sha256']))}"
+                f" --sha256 {quote('{}={}'.format(Path(str(a['location'])).name, a['sha256']))}"
                 for a in COCO["image_archives"]
                 if a.get("sha256")
             ),
             out=COCO_IMAGES,
-            downloads=DOWNLOADS / "coco",  # the zip archives, kept by `make clean`
         shell:
-            "mlmm fetch-coco-images --archives {params.archives}{params.sha256}"
-            " --download-dir {params.downloads:q} --out {params.out:q} > {log:q} 2>&1"
+            "mlmm fetch-coco-images --archives {input:q}{params.sha256}"
+            " --out {params.out:q} > {log:q} 2>&1"

@@ -13,7 +13,10 @@ from shlex import (
 
 from snakemake.exceptions import WorkflowError
 
-REPOSITORY = Path(workflow.basedir)
+from mlmm.slurm import nvidia_present
+
+# The Snakefile's own directory (WORKFLOW_ROOT: this workflow's, also when it is a module).
+REPOSITORY = WORKFLOW_ROOT
 # The rules files read plain data of the package (mlmm.catalogue, mlmm.retrieval.config: no
 # imports beyond the standard library) while they are parsed, from this checkout's src/, which
 # the Snakefile puts first on sys.path (a Snakemake from conda or pipx has no mlmm of its own).
@@ -40,6 +43,38 @@ def require_local_data(key, path, what):
             f"config error: key '{key}': expected {what} at '{path}' (relative to "
             f"{Path.cwd()}), found nothing there: put or link your copy there, or set {key}"
         )
+
+
+# The GPU rules' need, stated in their own `resources:` (profiles choose partitions and
+# runtimes only). NVIDIA_PRESENT: this machine has a card.
+NVIDIA_PRESENT = nvidia_present()
+# the name and device(wildcards) of every GPU rule (those whose resources call gpu_need)
+GPU_RULES = {}
+
+
+def gpu_need(rule, device, shared=False):
+    """The `gpu` resource of the jobs of GPU rule ``rule``, in cards (``device(wildcards)``, the
+    stage's configured device): one, the need every cluster executor submits (`--gpus=1` under
+    SLURM). Run here by the local executor, a job takes none where it will not use one (no
+    NVIDIA device, or `device: cpu`: such jobs run side by side on the CPU), and a ``shared``
+    rule's jobs share the card through `gpu_slots` instead (profiles/default). A profile or
+    --set-resources that sets 0 under a cluster executor stops the run (Snakefile onstart).
+    """
+    GPU_RULES[rule] = device
+
+    def need(wildcards):
+        local = workflow.local_exec and not workflow.remote_exec and not workflow.dryrun
+        if local and (shared or not NVIDIA_PRESENT or device(wildcards) == "cpu"):
+            return 0
+        return 1
+
+    return need
+
+
+def gpu_slots(device):
+    """`gpu_slots` of a shared GPU rule's local jobs: one of the card's N slots when this
+    machine has a card and the stage may use it (profiles/default sets N)."""
+    return lambda wildcards: int(NVIDIA_PRESENT and device(wildcards) != "cpu")
 
 
 # null: the papers' tables shipped in resources/paper_tables

@@ -91,6 +91,7 @@ rule extract_features:
     resources:
         mem_mb=8000,
         runtime=360,
+        gpu=gpu_need("extract_features", lambda w: FEATURES["device"]),
     params:
         images=lambda wildcards: FEATURE_SOURCES[wildcards.dataset][1],
         split=lambda wildcards: RESULTS

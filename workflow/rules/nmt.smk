@@ -25,6 +25,7 @@ rule train_nmt:
     resources:
         mem_mb=4000,
         runtime=600,
+        gpu=gpu_need("train_nmt", lambda w: NMT["device"]),
     params:
         data=NMT_TOK,
         src=NMT["src"],
@@ -69,6 +70,7 @@ rule nbest_lists:
     resources:
         mem_mb=4000,
         runtime=240,
+        gpu=gpu_need("nbest_lists", lambda w: NMT["device"]),
     params:
         source=lambda w: nmt_text(w.split, NMT["src"]),
         beam=NMT["beam"],

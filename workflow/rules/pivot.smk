@@ -110,6 +110,7 @@ rule pivot_train:
     resources:
         mem_mb=16000,
         runtime=720,
+        gpu=gpu_need("pivot_train", lambda w: PIVOT["device"]),
     params:
         job=lambda w: PIVOT_JOBS[w.pivot_job][0],
         ted=lambda w: (
@@ -136,8 +137,9 @@ rule pivot_mt_data:
         LOGS / "pivot/mt_data_{language}.log",
     benchmark:
         BENCHMARKS / "pivot/mt_data_{language}.tsv"
+    # mlmm.pivot.data imports the TED CorrNet (torch) (tests/test_envs.py)
     conda:
-        "../../envs/core.yaml"
+        "../../envs/torch.yaml"
     threads: 1
     resources:
         mem_mb=4000,
@@ -173,6 +175,7 @@ rule pivot_train_nmt:
     resources:
         mem_mb=8000,
         runtime=720,
+        gpu=gpu_need("pivot_train_nmt", lambda w: PIVOT["device"]),
     params:
         data=lambda w: PIVOT_MT_DIR / w.language / "data",
         tgt=lambda w: PIVOT_MT[w.language]["tgt"],
@@ -214,6 +217,7 @@ rule pivot_translate:
     resources:
         mem_mb=4000,
         runtime=120,
+        gpu=gpu_need("pivot_translate", lambda w: PIVOT["device"]),
     params:
         coco=COCO_ROOT,
         beam=lambda w: PIVOT_MT[w.language]["beam"],
@@ -292,8 +296,9 @@ rule pivot_examples:
         LOGS / "pivot/examples.log",
     benchmark:
         BENCHMARKS / "pivot/examples.tsv"
+    # ranks with mlmm.pivot.models (torch) (tests/test_envs.py)
     conda:
-        "../../envs/core.yaml"
+        "../../envs/torch.yaml"
     threads: 1
     resources:
         mem_mb=2000,

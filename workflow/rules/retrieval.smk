@@ -27,6 +27,12 @@ rule train_retrieval:
     resources:
         mem_mb=12000,
         runtime=1440,
+        gpu=gpu_need(
+            "train_retrieval",
+            lambda w: RETRIEVAL_RECORDS[w.variant]["device"],
+            shared=True,
+        ),
+        gpu_slots=gpu_slots(lambda w: RETRIEVAL_RECORDS[w.variant]["device"]),
     params:
         section=retrieval_section,
         out=lambda wildcards, output: Path(output.metrics).parent,
@@ -46,8 +52,9 @@ if MUSE_URL:
             LOGS / "retrieval/fetch_muse.log",
         # reaches the network: runs on the submitting host, never a compute node
         localrule: True
+        # mlmm.retrieval.align (RCSLS) imports torch (tests/test_envs.py)
         conda:
-            "../../envs/core.yaml"
+            "../../envs/torch.yaml"
         threads: 1
         resources:
             mem_mb=1000,
@@ -109,14 +116,13 @@ if RETRIEVAL_VECTORS["source"] != "path":
             english=vectors_file("en"),
             coco=COCO_MARKER,
             demo=demo_inputs("coco"),
+            own=lambda wildcards: ROTATED_SOURCES.get(wildcards.rotated_lang, []),
         output:
             VECTORS_DIR / "wiki.{rotated_lang}.align.vec",
         log:
             LOGS / "retrieval/vectors_{rotated_lang}.log",
         wildcard_constraints:
             rotated_lang="|".join(ROTATED_VECTORS) or "none",
-        # reaches the network: runs on the submitting host, never a compute node
-        localrule: True
         conda:
             "../../envs/torch.yaml"
         threads: 1
@@ -129,7 +135,7 @@ if RETRIEVAL_VECTORS["source"] != "path":
             source=lambda wildcards: (
                 f"--data-root {quote(str(COCO_ROOT))}"
                 if RETRIEVAL_VECTORS["source"] == "demo"
-                else f"--vec {quote(str(ROTATED_VECTORS[wildcards.rotated_lang]))}"
+                else f"--vec {quote(str(ROTATED_SOURCES[wildcards.rotated_lang]))}"
                 f" --limit {ROTATION['limit']}"
             ),
             rotation=ROTATION_OPTIONS,
@@ -138,6 +144,26 @@ if RETRIEVAL_VECTORS["source"] != "path":
             "mlmm retrieval-vectors --out {params.out:q} --languages {wildcards.rotated_lang}"
             " --onto {input.english:q} --muse {params.muse:q} {params.source} {params.options}"
             " {params.rotation} > {log:q} 2>&1"
+
+    rule fetch_rotated_vectors:
+        output:
+            protected(DOWNLOADS / "fasttext" / "{crawl_file}"),
+        log:
+            LOGS / "retrieval/fetch_{crawl_file}.log",
+        wildcard_constraints:
+            crawl_file="|".join(re.escape(name) for name in ROTATED_DOWNLOADS) or "none",
+        # reaches the network: runs on the submitting host, never a compute node
+        localrule: True
+        conda:
+            "../../envs/core.yaml"
+        threads: 1
+        resources:
+            mem_mb=1000,
+            runtime=120,
+        params:
+            url=lambda w: ROTATED_DOWNLOADS[w.crawl_file],
+        shell:
+            "mlmm download {params.url:q} --out {output:q} > {log:q} 2>&1"
 
 
 FINAL_TARGETS += RETRIEVAL_RUN_FILES

@@ -2,6 +2,7 @@
 and functions in different files)."""
 
 import json
+import re
 
 from mlmm.retrieval.config import (
     DEFAULTS,
@@ -44,6 +45,23 @@ DEMO_MARKERS = {
     "coco": DEMO_COCO / "MANIFEST.sha256",
 }
 ROTATED_VECTORS = RETRIEVAL_VECTORS["rotated"]
+# A rotated language's own vectors given by URL are downloaded on the submitting host (rule
+# fetch_rotated_vectors, to <downloads>/fasttext/<name>); the rotation (RCSLS on 200K words)
+# is a compute job that reads the local copy.
+ROTATED_SOURCES = {
+    lang: (
+        DOWNLOADS / "fasttext" / Path(str(location)).name
+        if str(location).startswith(("http://", "https://"))
+        else Path(location)
+    )
+    for lang, location in ROTATED_VECTORS.items()
+    if RETRIEVAL_VECTORS["source"] != "demo"
+}
+ROTATED_DOWNLOADS = {
+    path.name: ROTATED_VECTORS[lang]
+    for lang, path in ROTATED_SOURCES.items()
+    if str(ROTATED_VECTORS[lang]).startswith(("http://", "https://"))
+}
 # Procrustes, or fastText's RCSLS (AME: Japanese with the MS-COCO k and lr) on the named MUSE
 # sections
 ROTATION = RETRIEVAL_VECTORS["rotation"]

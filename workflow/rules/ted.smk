@@ -113,6 +113,7 @@ rule ted_train:
     resources:
         mem_mb=4000,
         runtime=240,
+        gpu=gpu_need("ted_train", lambda w: TED["device"]),
     params:
         bow=TED_DIR / "bow",
         out_dir=lambda wildcards: TED_DIR / "corrnet" / wildcards.ted_run,

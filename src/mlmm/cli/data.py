@@ -10,6 +10,22 @@ from mlmm.schema import checked_option
 
 
 def register(subparsers) -> None:
+    d = subparsers.add_parser(
+        "download",
+        help="download one URL to a file (retries, resumed, atomic, optional sha256)",
+        description="The download half of a heavy rule on a cluster: the submitting host, which "
+        "reaches the internet, fetches the file; a compute job then reads it (COCO's image "
+        "archives, fastText's crawl vectors). Written under a temporary name, renamed when "
+        "complete (and, with --sha256, matching).",
+    )
+    d.add_argument("url", help="http(s) URL")
+    d.add_argument("--out", required=True, type=Path, help="file to write")
+    d.add_argument("--sha256", help="expected 64-digit hex digest")
+    checked_option(
+        d, "--retries", "multi30k.retries", type=int, default=4, help="download retries"
+    )
+    d.set_defaults(func=run_download)
+
     p = subparsers.add_parser(
         "fetch-multi30k",
         help="copy or download Multi30K files listed in a sha256 manifest, verified",
@@ -146,3 +162,11 @@ def run_table(args) -> None:
     paper_tables = args.paper_tables or None
     for path in write_kadar_table1(args.root, args.min_count, paper_tables, args.out, args.demo):
         print(path)
+
+
+def run_download(args) -> None:
+    from mlmm.data.fetch import download
+    from mlmm.io import guard_outputs
+
+    guard_outputs([args.out], [])
+    download(args.url, args.out, sha256=args.sha256, retries=args.retries)
