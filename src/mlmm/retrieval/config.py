@@ -209,36 +209,23 @@ def languages(record: dict) -> list[str]:
 
 def protocol_notes(record: dict) -> list[str]:
     """Which reading of Kádár's data protocol a variant ran, where the paper and the code that
-    was run (mulisera master) disagree: the table notes say it beside the numbers."""
+    was run (mulisera master) disagree: the table notes say it beside the numbers, in the words
+    of the fidelity registry (``mlmm.fidelity.reading``), which docs/fidelity.md shows too."""
+    from mlmm.fidelity import reading
+
     notes = []
     subset, multi = record["image_subset"], len(languages(record)) > 1
     if subset["fraction"] < 1.0 and multi:
         notes.append(
             f"image subset ({subset['fraction']:g}, {subset['assignment']}): "
-            + (
-                "one draw shared by the languages (paper)"
-                if subset["draw"] == "shared"
-                else "an independent draw per language (mulisera master)"
-            )
+            + reading("image_subset.draw", subset["draw"])["note"]
         )
         if record["c2c"]:
-            notes.append(
-                "c2c pairs from "
-                + (
-                    "the subset's images (paper)"
-                    if subset["c2c"] == "subset"
-                    else "every training image (mulisera master)"
-                )
-            )
+            notes.append("c2c pairs from " + reading("image_subset.c2c", subset["c2c"])["note"])
     sampled = any(s.get("captions_per_image") for s in record["train_data"])
     if sampled and record["c2c"] and multi:
         notes.append(
-            "c2c and vocabulary "
-            + (
-                "reuse the c2i caption sample (paper)"
-                if record["c2c_captions"] == "shared"
-                else "draw their own captions (mulisera master)"
-            )
+            "c2c and vocabulary " + reading("c2c_captions", record["c2c_captions"])["note"]
         )
     return notes + calixto_notes(record) + _ame_notes(record)
 
@@ -247,20 +234,15 @@ def calixto_notes(record: dict) -> list[str]:
     """Which reading of Calixto & Liu 2017 a variant ran where the paper and the authors' code
     (iacercalixto/multilingual-multimodal-embedding) disagree: features, initialisation,
     dropout (docs/fidelity.md, "Calixto & Liu 2017, Tables 1-2")."""
+    from mlmm.fidelity import reading
+
     if not any(row.get("paper") == "calixto2017" for row in record["paper_rows"]):
         return []
     notes = []
-    if record["backbone"] == "vgg19":
-        notes.append("VGG19 fc7 features (paper; the authors' code loads vgg19_bn)")
-    elif record["backbone"] == "vgg19_bn":
-        notes.append("VGG19-BN fc7 features (the authors' code; the paper names VGG19)")
-    if record["init"] == "calixto_paper":
-        notes.append("initialisation of Section 4 (paper: N(0, 0.01), orthogonal recurrent)")
-    elif record["init"] == "calixto_code":
-        notes.append(
-            "initialisation of the released Theano code (utils.py: uniform 0.1, orthogonal "
-            "recurrent, Xavier projections)"
-        )
+    if record["backbone"] in ("vgg19", "vgg19_bn"):
+        notes.append(reading("backbone", record["backbone"])["note"])
+    if record["init"] in ("calixto_paper", "calixto_code"):
+        notes.append(reading("init", record["init"])["note"])
     if record["dropout"] > 0:
         code = (
             record["dropout_position"] == "after_norm"
@@ -282,21 +264,15 @@ def calixto_notes(record: dict) -> list[str]:
 
 def _ame_notes(record: dict) -> list[str]:
     """AME: where its paper and AME-CMR disagree on the RCSLS mapping, which reading ran."""
+    from mlmm.fidelity import reading
+
     alignment = record["alignment"]
     if record["word_embeddings"] != "ame":
         return []
-    paper = alignment["orthogonalise"] and alignment["normalise"]
-    code = not alignment["orthogonalise"] and not alignment["normalise"]
-    if paper:
-        reading = "orthogonal W on l2-normalised rows (paper)"
-    elif code:
-        reading = "unconstrained W on the raw rows (AME-CMR)"
-    else:
-        reading = (
-            f"W {'orthogonal' if alignment['orthogonalise'] else 'unconstrained'} on "
-            f"{'l2-normalised' if alignment['normalise'] else 'raw'} rows"
-        )
-    return [f"RCSLS: {reading}"]
+    mapping = reading("alignment.orthogonalise", alignment["orthogonalise"])
+    rows = reading("alignment.normalise", alignment["normalise"])
+    whose = f" ({mapping['by']})" if mapping["by"] == rows["by"] else ""
+    return [f"RCSLS: {mapping['note']} on {rows['note']}{whose}"]
 
 
 def rotation_options(rotation: dict) -> str:
