@@ -87,8 +87,7 @@ def _split(key: str) -> tuple[str, ...]:
 def registry() -> dict[str, dict]:
     """Every registry file, by paper name, as written."""
     return {
-        name: yaml.safe_load((HERE / f"{name}.yaml").read_text(encoding="utf-8"))
-        for name in PAPERS
+        name: yaml.safe_load((HERE / f"{name}.yaml").read_text(encoding="utf-8")) for name in PAPERS
     }
 
 
@@ -178,7 +177,7 @@ def _index() -> dict[tuple[int, str | None], list[Pattern]]:
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def entry_for(key: str) -> tuple[str, Pattern | None, list[Pattern]]:
     """("registered" | "excluded" | "missing" | "conflict", the entry, the rival entries)."""
     parts = _split(key)
@@ -266,7 +265,8 @@ def _readings_text(readings: dict, config_leaves: dict[str, Any]) -> str:
             {
                 repr(v) if not isinstance(v, str) else v
                 for k, v in config_leaves.items()
-                if k.startswith(VARIANT_PREFIX) and k.split(".", 3)[3] == key
+                if k.startswith(VARIANT_PREFIX)
+                and k.split(".", 3)[3] == key
                 and any(same(_yaml_value(c), v) for c in values)
             }
         )
@@ -284,12 +284,12 @@ def render(config_leaves: dict[str, Any]) -> str:
         "This page is generated from the registry `src/mlmm/fidelity/*.yaml` by "
         "`python -m mlmm.fidelity`; `tests/test_fidelity_registry.py` fails when the two "
         "differ, when a protocol value of the resolved `config/paper.yaml` has no entry or "
-        "another value, and when a test named under \"held by\" does not exist. \"pinned\" "
+        'another value, and when a test named under "held by" does not exist. "pinned" '
         "counts the registered values of a row (each leaf of the resolved paper "
         "configuration it covers is checked).",
         "",
     ]
-    for name, doc in registry().items():
+    for doc in registry().values():
         for section in doc["sections"]:
             out += [f"## {section['heading']}", ""]
             if section.get("intro"):
