@@ -142,3 +142,28 @@ def test_table_notes_of_each_reading_come_from_the_registry():
     record["image_subset"]["draw"] = "per-language"
     other = fidelity.reading("image_subset.draw", "per-language")["note"]
     assert any(other in note for note in protocol_notes(record))
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "keys"),
+    [
+        ("tokens", "nltk", {}),
+        (
+            "count_words",
+            "joint",
+            {
+                "train_data": [{"portion": "comparable", "languages": ["en", "de"]}],
+                "select_language": ["en", "de"],
+            },
+        ),
+        ("unknown_word_init", "normal", {"word_embeddings": "pretrained"}),
+    ],
+)
+def test_code_reading_notes_are_the_registry_notes(key, value, keys):
+    from mlmm.retrieval.config import DEFAULTS
+
+    record = {**merge_config(DEFAULTS, {**keys, key: value}), "paper_rows": []}
+    assert fidelity.reading(key, value)["note"] in protocol_notes(record)
+    assert fidelity.reading(key, DEFAULTS[key])["note"] not in protocol_notes(
+        {**record, key: DEFAULTS[key]}
+    )

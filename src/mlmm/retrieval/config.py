@@ -30,6 +30,16 @@ DEFAULTS: dict[str, Any] = {
     # words counted for the vocabularies: the training captions, or those plus the validation
     # split's (Calixto's train_multilingual.py build_dictionary over train + dev (+ test))
     "vocabulary": "train",
+    # whitespace: the token files' words; nltk: nltk word_tokenize of the lowercased line
+    # (mulisera master data.py, on the tok files)
+    "tokens": "whitespace",
+    # shared vocabulary: min_count per language before the union, or over every language's
+    # counts together (mulisera master build_vocabulary)
+    "count_words": "per-language",
+    "boundary_tokens": False,  # <start> ... <end> around every caption (mulisera, VSE++, AME-CMR)
+    # pre-trained word embeddings: words without a vector keep uniform(-0.1, 0.1) or are drawn
+    # from N(0, 0.05) (AME-CMR vocab.py)
+    "unknown_word_init": "uniform",
     # vsepp: uniform(-0.1, 0.1) word embeddings, Xavier image layer, PyTorch's GRU/linear
     # defaults; calixto_paper (Section 4) | calixto_code (utils.py, layers.py): model.init_calixto
     "init": "vsepp",
@@ -85,6 +95,9 @@ DEFAULTS: dict[str, Any] = {
         # constant: the SGD lr throughout; halve_on_rise: halved whenever the RCSLS loss is
         # above the last one that did not rise (AME-CMR train_emb, one lr for both mappings)
         "lr_schedule": "constant",
+        # float: lr / 2; integer: lr // 2 from int(lr), as AME-CMR's type=int --lr_translator
+        # under Python 2.7 (2 -> 1 -> 0: the mapping freezes)
+        "lr_halving": "float",
         "orthogonalise": True,  # W back to the nearest orthogonal matrix after each update
         "normalise": True,  # RCSLS on l2-normalised rows (the paper), or raw rows (AME-CMR)
     },
@@ -128,6 +141,9 @@ CHOICES = {
     "init": ("vsepp", "calixto_paper", "calixto_code"),
     "dropout_position": ("before_norm", "after_norm"),
     "embedding_dropout": ("elementwise", "variational"),
+    "tokens": ("whitespace", "nltk"),
+    "count_words": ("per-language", "joint"),
+    "unknown_word_init": ("uniform", "normal"),
 }
 SUBSET_CHOICES = {
     "assignment": ("overlap", "disjoint"),
@@ -227,7 +243,32 @@ def protocol_notes(record: dict) -> list[str]:
         notes.append(
             "c2c and vocabulary " + reading("c2c_captions", record["c2c_captions"])["note"]
         )
-    return notes + calixto_notes(record) + _ame_notes(record)
+    return notes + _reading_notes(record) + calixto_notes(record) + _ame_notes(record)
+
+
+# Keys whose value other than the built-in default is a reading of an author's code; the note
+# names it (mlmm.fidelity registry), where the key acts on the record.
+READING_KEYS = {
+    "tokens": lambda record: True,
+    "count_words": lambda record: record["encoder"] == "shared" and len(languages(record)) > 1,
+    "unknown_word_init": lambda record: record["word_embeddings"] in ("pretrained", "ame", "fme"),
+    "alignment.lr_halving": lambda record: (
+        record["word_embeddings"] == "ame" and record["alignment"]["lr_schedule"] == "halve_on_rise"
+    ),
+}
+
+
+def _reading_notes(record: dict) -> list[str]:
+    from mlmm.fidelity import reading
+
+    notes = []
+    for key, acts in READING_KEYS.items():
+        value, default = record, DEFAULTS
+        for part in key.split("."):
+            value, default = value[part], default[part]
+        if value != default and acts(record):
+            notes.append(reading(key, value)["note"])
+    return notes
 
 
 def calixto_notes(record: dict) -> list[str]:

@@ -1,0 +1,68 @@
+"""Behaviour of the authors'-code readings that issue 28 added as keys: Kádár's tokens and
+vocabulary (mulisera master data.py), AME-CMR's integer translator rate."""
+
+from __future__ import annotations
+
+import pytest
+from test_retrieval_protocol import _rcsls_update, _toy_alignment
+
+from mlmm.retrieval.config import DEFAULTS, merge_config
+from mlmm.retrieval.data import END, START, Vocabularies, caption_words
+
+
+def _record(**keys) -> dict:
+    return merge_config(DEFAULTS, {"min_count": 2, **keys})
+
+
+def test_joint_count_keeps_a_word_rare_in_each_language_but_frequent_in_all():
+    """mulisera master build_vocabulary: one Counter over every language's captions, then
+    ``cnt >= threshold``; per-language applies the threshold before the union."""
+    captions = {"en": [[["a", "dog"]], [["a", "cat"]]], "de": [[["ein", "dog"]], [["ein"]]]}
+    per = Vocabularies.build(captions, _record(count_words="per-language"))
+    joint = Vocabularies.build(captions, _record(count_words="joint"))
+    assert "dog" not in per.vocabs["shared"].index  # once in each language
+    assert "dog" in joint.vocabs["shared"].index  # twice in all
+    assert "cat" not in joint.vocabs["shared"].index
+    assert {"a", "ein"} <= set(per.vocabs["shared"].index) & set(joint.vocabs["shared"].index)
+
+
+def test_nltk_tokens_and_boundary_tokens_as_mulisera_master():
+    """data.py __getitem__: word_tokenize(caption.lower()), then <start> words <end>; the tok
+    files' Moses escapes are split as nltk splits them."""
+    line = ["A", "man", "&apos;s", "dog", ",", "running", "."]
+    assert caption_words(line, "whitespace", False) == line
+    words = caption_words(line, "nltk", True)
+    assert words[0] == START and words[-1] == END
+    assert words[1:-1] == ["a", "man", "&", "apos", ";", "s", "dog", ",", "running", "."]
+    vocabs = Vocabularies.build(
+        {"en": [[line], [line]]}, _record(tokens="nltk", boundary_tokens=True)
+    )
+    ids = vocabs.encode("en", line)
+    index = vocabs.vocabs["shared"].index
+    assert ids[0] == index[START] and ids[-1] == index[END] and len(ids) == len(words)
+    restored = Vocabularies.from_state(vocabs.state())
+    assert restored.encode("en", line) == ids
+
+
+def test_integer_lr_halving_floors_as_python_2_ints():
+    """AME-CMR train.py: ``--lr_translator`` type=int; ``lr_translator /= 2`` on a rise is floor
+    division under Python 2.7: 5 -> 2 -> 1 -> 0, then the mapping stays where it is."""
+    run = _toy_alignment(lr=5.0, lr_schedule="halve_on_rise", lr_halving="integer",
+                         orthogonalise=False)  # fmt: skip
+    rates = []
+    for _ in range(4):
+        run.directions[0].previous = -100.0  # every loss rises
+        _rcsls_update(run)
+        rates.append(run.lr)
+    assert rates == [2.0, 1.0, 0.0, 0.0]
+    before, _ = _rcsls_update(run)
+    assert (run.directions[0].mapping.detach() == before[0]).all()  # lr 0: frozen
+    floats = _toy_alignment(lr=5.0, lr_schedule="halve_on_rise", orthogonalise=False)
+    floats.directions[0].previous = -100.0
+    _rcsls_update(floats)
+    assert floats.lr == pytest.approx(2.5)
+
+
+def test_integer_rate_starts_from_the_int_of_the_configured_rate():
+    assert _toy_alignment(lr=2.0, lr_halving="integer").lr == 2.0
+    assert _toy_alignment(lr=5.5, lr_halving="integer").lr == 5.0
