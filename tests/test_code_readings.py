@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 from test_retrieval_protocol import _rcsls_update, _toy_alignment
+from test_retrieval_train import make_world
 
 from mlmm.retrieval.config import DEFAULTS, merge_config
-from mlmm.retrieval.data import END, START, Vocabularies, caption_words
+from mlmm.retrieval.data import END, START, Vocabularies, caption_words, eval_set
 
 
 def _record(**keys) -> dict:
@@ -66,3 +67,23 @@ def test_integer_lr_halving_floors_as_python_2_ints():
 def test_integer_rate_starts_from_the_int_of_the_configured_rate():
     assert _toy_alignment(lr=2.0, lr_halving="integer").lr == 2.0
     assert _toy_alignment(lr=5.5, lr_halving="integer").lr == 5.0
+
+
+def test_undersampled_validation_draws_one_caption_per_image_and_language(tmp_path):
+    """mulisera master get_loaders: the validation loaders take ``undersample`` from the
+    options, so ``--undersample`` runs select on one ``random.choice`` caption per image;
+    evaluation.py ``evalrank`` sets it off (every caption at test)."""
+    paths = make_world(tmp_path)
+    spec = {"split": "val", "images": [0, None], "portion": "comparable"}
+    full = eval_set(paths.data_root, paths.features_root, "toy", spec, ["en", "de"])
+    one = {"captions_per_image": 1}
+    drawn = eval_set(paths.data_root, paths.features_root, "toy", {**spec, **one}, ["en", "de"], 3)
+    again = eval_set(paths.data_root, paths.features_root, "toy", {**spec, **one}, ["en", "de"], 3)
+    other = eval_set(paths.data_root, paths.features_root, "toy", {**spec, **one}, ["en", "de"], 4)
+    assert full.per_image == {"en": 5, "de": 5} and drawn.per_image == {"en": 1, "de": 1}
+    n = len(drawn.features)
+    for lang in ("en", "de"):
+        assert len(drawn.captions[lang]) == n
+        for i, caption in enumerate(drawn.captions[lang]):
+            assert caption in full.captions[lang][5 * i : 5 * i + 5]
+    assert drawn.captions == again.captions and drawn.captions != other.captions

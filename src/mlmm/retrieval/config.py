@@ -114,7 +114,14 @@ DEFAULTS: dict[str, Any] = {
     # rsum: highest recall sum; mean_rank: lowest sum of i2t + t2i mean ranks, ties broken by the
     # recall sum (Calixto's train_multilingual.py)
     "select_by": "rsum",
-    "validation": {"split": "val", "images": [0, None], "portion": "comparable"},
+    # captions_per_image: null = all; n = n drawn per image and language with the run's seed
+    # (mulisera master's validation loaders under --undersample: one random.choice per image)
+    "validation": {
+        "split": "val",
+        "images": [0, None],
+        "portion": "comparable",
+        "captions_per_image": None,
+    },
     # folds > 1: the mean over that many consecutive equal folds of the test images (COCO 1K =
     # 5 folds of the 5K test images); the whole range is reported too, as test_full.
     "test": {"split": "test_2016_flickr", "images": [0, None], "portion": "comparable", "folds": 1},

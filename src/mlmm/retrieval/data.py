@@ -331,7 +331,11 @@ class EvalSet:
     per_image: dict[str, int]
 
 
-def eval_set(root, features_root, backbone: str, spec: dict, langs: list[str]) -> EvalSet:
+def eval_set(
+    root, features_root, backbone: str, spec: dict, langs: list[str], seed: int = 0
+) -> EvalSet:
+    """``spec``: split, images, portion and (validation) captions_per_image: n captions drawn
+    per image and language with ``seed`` (mulisera master's undersampled validation)."""
     split = spec["split"]
     names = multi30k.image_list(root, split)
     start, stop = spec["images"]
@@ -346,6 +350,11 @@ def eval_set(root, features_root, backbone: str, spec: dict, langs: list[str]) -
     captions, per_image = {}, {}
     for lang in langs:
         per = split_captions(root, split, lang, spec["portion"])[start:stop]
+        drawn = spec.get("captions_per_image")
+        if drawn and any(len(c) > drawn for c in per):
+            rng = np.random.default_rng([seed, sorted(langs).index(lang)])
+            per = [[caps[j] for j in sorted(rng.choice(len(caps), drawn, replace=False))]
+                   for caps in per]  # fmt: skip
         k = min(len(c) for c in per)
         captions[lang] = [c for caps in per for c in caps[:k]]
         per_image[lang] = k
