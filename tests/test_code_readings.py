@@ -87,3 +87,36 @@ def test_undersampled_validation_draws_one_caption_per_image_and_language(tmp_pa
         for i, caption in enumerate(drawn.captions[lang]):
             assert caption in full.captions[lang][5 * i : 5 * i + 5]
     assert drawn.captions == again.captions and drawn.captions != other.captions
+
+
+def test_rcsls_rotation_output_all_maps_every_word_of_the_source_file(tmp_path):
+    """fastText align.py (58e186f) lines 139-144: W is trained on the first --maxload rows, then
+    "Saving all aligned vectors": every row of the source file (maxload=-1) mapped by W and
+    l2-normalised. ``output: loaded`` writes the trained rows only."""
+    import numpy as np
+
+    from mlmm.retrieval import align
+
+    rng = np.random.default_rng(5)
+    words = [f"w{i}" for i in range(30)]
+    english = dict(zip(words, rng.normal(size=(30, 5)).astype(np.float32), strict=True))
+    q = np.linalg.qr(rng.normal(size=(5, 5)))[0].astype(np.float32)
+    align.write_vec(tmp_path / "wiki.en.align.vec", english)
+    align.write_vec(tmp_path / "cc.ja.vec", {f"j{w}": english[w] @ q.T for w in words})
+    (tmp_path / "en-ja.txt").write_text("".join(f"{w} j{w}\n" for w in words[:15]), "utf-8")
+    files = {}
+    for output in ("loaded", "all"):
+        out = tmp_path / output
+        rotation = {"method": "rcsls", "knn": 3, "lr": 1.0, "iterations": 3,
+                    "sections": ["full"], "output": output}  # fmt: skip
+        english_vec, ja_vec = tmp_path / "wiki.en.align.vec", tmp_path / "cc.ja.vec"
+        align.derive_onto_english(
+            "ja", english_vec, tmp_path, out, 0.8, vec=ja_vec, limit=20, rotation=rotation
+        )
+        files[output] = align.read_vec(out / "wiki.ja.align.vec")
+    assert len(files["loaded"]) == 20 and len(files["all"]) == 30
+    for word, v in files["loaded"].items():
+        assert np.allclose(files["all"][word], v, atol=2e-5)
+    assert all(abs(np.linalg.norm(v) - 1) < 1e-3 for v in files["all"].values())
+    header = (tmp_path / "all" / "wiki.ja.align.vec").read_text().splitlines()[0]
+    assert header == "30 5"

@@ -333,6 +333,8 @@ def rotation_options(rotation: dict) -> str:
         )
     if rotation["sections"]:
         options.append(f"--rotation-sections {' '.join(rotation['sections'])}")
+    if rotation["method"] == "rcsls" and rotation.get("output", "loaded") != "loaded":
+        options.append(f"--rotation-output {rotation['output']}")
     return " ".join(options)
 
 
