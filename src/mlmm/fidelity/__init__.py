@@ -258,18 +258,21 @@ def _cell(text: Any) -> str:
     return " ".join(str(text or "").split())
 
 
-def _readings_text(readings: dict, config_leaves: dict[str, Any]) -> str:
+def _readings_text(row: dict, config_leaves: dict[str, Any]) -> str:
+    """Whose each value of the row's reading keys is, and which ran: the values of the leaves
+    this row's entries decide (or, without entries for the key, of every record)."""
+    mine = set(row.get("values") or {})
     parts = []
-    for key, values in readings.items():
-        ran = sorted(
-            {
-                repr(v) if not isinstance(v, str) else v
-                for k, v in config_leaves.items()
-                if k.startswith(VARIANT_PREFIX)
-                and k.split(".", 3)[3] == key
-                and any(same(_yaml_value(c), v) for c in values)
-            }
-        )
+    for key, values in row["readings"].items():
+        leaves = {
+            k: v
+            for k, v in config_leaves.items()
+            if k.startswith(VARIANT_PREFIX) and k.split(".", 3)[3] == key
+        }
+        decided = {
+            k: v for k, v in leaves.items() if entry_for(k)[1] and entry_for(k)[1].text in mine
+        }
+        ran = sorted({str(v) for v in (decided or leaves).values()})
         whose = "; ".join(f"`{value}`: {record['by']}" for value, record in values.items())
         parts.append(f"`{key}`: {whose} (config/paper.yaml runs {', '.join(ran) or 'neither'})")
     return "Readings: " + ". ".join(parts)
@@ -301,7 +304,7 @@ def render(config_leaves: dict[str, Any]) -> str:
             for row in section["rows"]:
                 ours = _cell(row["ours"])
                 if row.get("readings"):
-                    ours += " " + _readings_text(row["readings"], config_leaves)
+                    ours += " " + _readings_text(row, config_leaves)
                 held = _cell(row.get("held_by"))
                 count = _leaf_count(row, config_leaves)
                 if count:
