@@ -120,3 +120,20 @@ def test_rcsls_rotation_output_all_maps_every_word_of_the_source_file(tmp_path):
     assert all(abs(np.linalg.norm(v) - 1) < 1e-3 for v in files["all"].values())
     header = (tmp_path / "all" / "wiki.ja.align.vec").read_text().splitlines()[0]
     assert header == "30 5"
+
+
+def test_reported_and_validation_bleu_use_no_tokenisation_and_no_smoothing():
+    """The text is tokenised Multi30K: sacrebleu tokenize "none", unsmoothed, for the table's
+    BLEU and the NMT's validation BLEU alike; "13a" re-splits it and gives another number."""
+    import sacrebleu
+
+    from mlmm.nmt.metrics import mt_metrics
+    from mlmm.nmt.train import bleu
+
+    hyps = ["ein mann fährt auf einem fahrrad.", "zwei hunde spielen im schnee ."]
+    refs = ["ein mann fährt fahrrad .", "zwei hunde spielen im schnee ."]
+    none = sacrebleu.corpus_bleu(hyps, [refs], tokenize="none", smooth_method="none").score
+    retokenised = sacrebleu.corpus_bleu(hyps, [refs], tokenize="13a", smooth_method="none").score
+    assert none != retokenised
+    assert mt_metrics(hyps, refs, "de")["BLEU"] == pytest.approx(none)
+    assert bleu(hyps, refs) == pytest.approx(none)

@@ -120,10 +120,16 @@ def excluded() -> tuple[Pattern, ...]:
     )
 
 
+# Protocol values that are constants of the code, not config keys: registered as ``code.<name>``
+# leaves beside the configuration's (module, attribute).
+CODE_CONSTANTS = {"code.nmt.bleu": ("mlmm.nmt.metrics", "BLEU_SETTINGS")}
+
+
 def protocol_leaves(config: dict) -> dict[str, Any]:
     """Every leaf of the merged, validated configuration with each run variant resolved
     (``retrieval.variants.<name>.<key>``; ``retrieval.defaults`` only reaches a run through
-    its variants). Lists are single leaves (a list of sources is one protocol value)."""
+    its variants). Lists are single leaves (a list of sources is one protocol value). The code's
+    protocol constants (``CODE_CONSTANTS``) are leaves too, as ``code.<name>.<key>``."""
     from mlmm.retrieval.config import resolve_variant
 
     config = copy.deepcopy(config)
@@ -143,6 +149,10 @@ def protocol_leaves(config: dict) -> dict[str, Any]:
             out[path] = node
 
     walk(config, "")
+    import importlib
+
+    for name, (module, attribute) in CODE_CONSTANTS.items():
+        walk(copy.deepcopy(getattr(importlib.import_module(module), attribute)), name)
     return out
 
 
