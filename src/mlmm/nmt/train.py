@@ -70,8 +70,8 @@ def _batches(pairs, batch_size: int, rng: np.random.Generator):
     order = rng.permutation(len(pairs))
     pool = 20 * batch_size
     for start in range(0, len(order), pool):
-        chunk = sorted(order[start : start + pool], key=lambda i: len(pairs[i][0]))
-        batches = [chunk[b : b + batch_size] for b in range(0, len(chunk), batch_size)]
+        chunk = sorted(order[start: start + pool], key=lambda i: len(pairs[i][0]))
+        batches = [chunk[b: b + batch_size] for b in range(0, len(chunk), batch_size)]
         for b in rng.permutation(len(batches)):
             yield [pairs[i] for i in batches[b]]
 
@@ -106,11 +106,8 @@ def train(
     for epoch in range(1, config.max_epochs + 1):
         model.train()
         start, tokens, total = time.perf_counter(), 0, 0.0
-        bar = progress_bar(
-            list(_batches(pairs, config.batch_size, rng)),
-            desc=f"epoch {epoch}",
-            disable=not progress,
-        )
+        bar = progress_bar(list(_batches(pairs, config.batch_size, rng)), desc=f"epoch {epoch}",
+                           disable=not progress)
         for batch in bar:
             src, lengths = pad_batch([s for s, _ in batch])
             tgt, _ = pad_batch([[BOS, *t, EOS] for _, t in batch])
@@ -118,9 +115,7 @@ def train(
             logp = model(src, lengths, tgt[:, :-1])
             gold = tgt[:, 1:]
             loss = torch.nn.functional.nll_loss(
-                logp.reshape(-1, logp.shape[-1]),
-                gold.reshape(-1),
-                ignore_index=PAD,
+                logp.reshape(-1, logp.shape[-1]), gold.reshape(-1), ignore_index=PAD,
                 reduction="sum",
             )
             n = int((gold != PAD).sum())
@@ -133,23 +128,12 @@ def train(
         seconds = time.perf_counter() - start
         hyps = [" ".join(tgt_tokens.decode(h)) for h in greedy(model, val_ids)]
         score = bleu(hyps, val_refs)
-        history.append(
-            {
-                "epoch": epoch,
-                "train_nll": total / max(tokens, 1),
-                "val_bleu": score,
-                "seconds": seconds,
-                "tokens_per_second": tokens / seconds,
-            }
-        )
-        log.info(
-            "epoch %d: nll %.3f, val BLEU %.2f, %.0f s, %.0f tokens/s",
-            epoch,
-            total / max(tokens, 1),
-            score,
-            seconds,
-            tokens / seconds,
-        )
+        history.append({
+            "epoch": epoch, "train_nll": total / max(tokens, 1), "val_bleu": score,
+            "seconds": seconds, "tokens_per_second": tokens / seconds,
+        })
+        log.info("epoch %d: nll %.3f, val BLEU %.2f, %.0f s, %.0f tokens/s", epoch,
+                 total / max(tokens, 1), score, seconds, tokens / seconds)
         if score > best_bleu:
             best_bleu, best_state, stale = score, copy.deepcopy(model.state_dict()), 0
         else:
