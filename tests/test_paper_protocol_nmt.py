@@ -28,12 +28,6 @@ def _nmt() -> dict:
 
 
 def test_docs_rows_and_the_sample_config_version():
-    rows = [line for line in SECTION.splitlines() if line.startswith("| ")][1:]
-    assert [line.split("|")[1].strip() for line in rows] == [
-        "reranking features", "decoder", "sizes", "optimiser", "dropout", "sentence length",
-        "vocabulary", "model selection", "beam bookkeeping", "METEOR", "device",
-        "fewer retrieval variants",
-    ]
     assert "e9dac75" in SECTION and "2017-06-30" in SECTION
     assert "Adam lr 1e-4 with dropout" not in (REPO / "docs" / "nmt.md").read_text("utf-8")
 
@@ -89,11 +83,6 @@ def test_selection_is_greedy_bleu_per_epoch():
     """Row 'model selection': greedy validation BLEU each epoch, patience 5, 30 epochs."""
     train = _nmt()["train"]
     assert (train["max_epochs"], train["patience"]) == (30, 5)
-
-
-def test_beam_is_20():
-    """Row 'beam bookkeeping': 20-best lists (Section 5)."""
-    assert _nmt()["beam"] == 20
 
 
 def test_meteor_is_the_full_distribution_with_paraphrases():

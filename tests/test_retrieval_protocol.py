@@ -232,6 +232,32 @@ def test_pretrained_embeddings_start_from_the_vectors(aligned_world, tmp_path):
     assert weight.requires_grad and run.alignment is None
 
 
+def test_unknown_words_start_from_normal_0_05_as_ame_cmr_vocab(aligned_world, tmp_path):
+    """AME-CMR vocab.py (8263f53) add_word: a word without a fastText vector gets
+    np.random.normal(0, 0.05); the known rows are the vectors; uniform(-0.1, 0.1) otherwise."""
+    import dataclasses
+
+    few = tmp_path / "vectors"  # one English and one German vector: every other row unknown
+    few.mkdir()
+    for lang in ("en", "de"):
+        lines = (aligned_world.vectors / f"wiki.{lang}.align.vec").read_text().splitlines()
+        (few / f"wiki.{lang}.align.vec").write_text(f"1 8\n{lines[1]}\n", encoding="utf-8")
+    paths = dataclasses.replace(aligned_world, vectors=few)
+    known = {
+        f"{lang}:{(few / f'wiki.{lang}.align.vec').read_text().split()[2]}" for lang in ("en", "de")
+    }
+    rows = {}
+    for init in ("normal", "uniform"):
+        variant = {"word_embeddings": "pretrained", "embed_dim": 8, "unknown_word_init": init}
+        run = Run(resolve_variant(section(v=variant), "v"), 1, paths, tmp_path / init)
+        vocab = run.vocabs.vocabs["shared"]
+        unknown = [i for w, i in vocab.index.items() if w not in known]
+        rows[init] = run.model.text["shared"].embed.weight.detach()[unknown]
+    assert len(rows["normal"]) > 20
+    assert rows["normal"].abs().max() > 0.1 and abs(float(rows["normal"].std()) - 0.05) < 0.01
+    assert rows["uniform"].abs().max() <= 0.1
+
+
 def test_ame_alignment_trains_on_full_plus_test_section_and_scores_on_train_section(tmp_path):
     """AME Section 4.1: RCSLS on MUSE "full" + "test" (5000-6500), the ratio on "train"."""
     (tmp_path / "en-de.txt").write_text("dog hund\ncat katze\n", encoding="utf-8")
@@ -525,6 +551,7 @@ def _toy_alignment(**settings):
         "knn": 2,
         "mappings": "one",
         "lr_schedule": "constant",
+        "lr_halving": "float",
         "orthogonalise": True,
         "normalise": True,
         **settings,

@@ -119,6 +119,13 @@ def register(subparsers) -> None:
         help="with --onto: train on these MUSE sections of en-<lang> (default: --train-fraction "
         "of the full dictionary)",
     )
+    v.add_argument(
+        "--rotation-output",
+        choices=["loaded", "all"],
+        default="loaded",
+        help="with --rotation rcsls and --vec: write the --limit rows it trained on, or every "
+        "word of --vec mapped (fastText align.py --output)",
+    )
     v.set_defaults(func=run_vectors)
 
     m = subparsers.add_parser(
@@ -207,6 +214,7 @@ def run_vectors(args) -> None:
                     "lr": args.rcsls_lr,
                     "iterations": args.rcsls_iterations,
                     "sections": args.rotation_sections,
+                    "output": args.rotation_output,
                 },
             )
     elif args.url:

@@ -22,6 +22,12 @@ from mlmm.degenerate import parallel_text
 from mlmm.errors import InputError
 from mlmm.io import write_text
 
+# The reported and the validation BLEU (sacrebleu; MIRA keeps its own statistics, rerank.py):
+# the text is tokenised and lowercased already, so no further tokenisation ("13a" would re-split
+# it and move BLEU), unsmoothed corpus BLEU. A protocol value: the fidelity registry pins it
+# (code.nmt.bleu).
+BLEU_SETTINGS = {"tokenize": "none", "smooth_method": "none"}
+
 
 def resolve_meteor_jar(setting: str | None) -> tuple[Path | None, str]:
     """The jar to use, or None with the reason METEOR is not computed.
@@ -84,7 +90,7 @@ def mt_metrics(
     (``mlmm.degenerate.parallel_text``: line counts that differ, no line; text compared NFC)."""
     hyps, references = parallel_text(hypotheses, references, *where)
     refs = [references]
-    bleu = BLEU(tokenize="none", smooth_method="none", force=True)  # force: text is tokenised
+    bleu = BLEU(**BLEU_SETTINGS, force=True)  # force: the text is tokenised
     scores = {
         "BLEU": bleu.corpus_score(hyps, refs).score,
         "TER": sacrebleu.corpus_ter(hyps, refs).score,

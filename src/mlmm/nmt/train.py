@@ -67,8 +67,10 @@ def bleu(
 ) -> float:  # fmt: skip
     """Corpus BLEU as everywhere in this stage: sacrebleu on tokenised text, no smoothing
     (degenerate input refused by ``mlmm.degenerate.parallel_text``)."""
+    from mlmm.nmt.metrics import BLEU_SETTINGS
+
     hyps, refs = parallel_text(hypotheses, references, *where)
-    return sacrebleu.corpus_bleu(hyps, [refs], tokenize="none", smooth_method="none").score
+    return sacrebleu.corpus_bleu(hyps, [refs], **BLEU_SETTINGS).score
 
 
 def _batches(pairs, batch_size: int, rng: np.random.Generator):

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import gzip
 import itertools
+import shutil
+import tempfile
 from collections import Counter
 from pathlib import Path
 
@@ -248,20 +250,43 @@ def rotate_onto_english(
     used for MS-COCO"). ``rotation.sections`` null: the pairs of ``train_fraction`` of the
     lexicon; otherwise ``lexicon`` already holds the training sections."""
     rotation = rotation or {"method": "procrustes", "sections": None}
-    train = lexicon if rotation.get("sections") else split_lexicon(lexicon, train_fraction)[0]
+    kept = training_rows(vectors, english, lexicon, train_fraction, where, rotation)
     en_words, tgt_words = list(english), list(vectors)
-    kept, _ = lexicon_indices(
-        train, {w: i for i, w in enumerate(en_words)}, {w: i for i, w in enumerate(tgt_words)},
-        where,
-    )
-    if len(kept) < 2:
-        raise InputError(where, "at least 2 training pairs with both words known", str(len(kept)))
     if rotation["method"] == "procrustes":
         x = torch.from_numpy(np.stack([vectors[tgt_words[t]] for _, t in kept]))
         y = torch.from_numpy(np.stack([english[en_words[s]] for s, _ in kept]))
         w = procrustes(x, y).numpy()
         return {word: v @ w.T for word, v in vectors.items()}
     z_src = _unit(torch.from_numpy(np.stack(list(vectors.values()))).float())
+    w = rcsls_matrix(z_src, english, kept, rotation)
+    mapped = _unit(z_src @ w.t()).numpy()
+    return {word: mapped[i] for i, word in enumerate(vectors)}
+
+
+def training_rows(
+    vectors: dict[str, np.ndarray],
+    english: dict[str, np.ndarray],
+    lexicon: Lexicon,
+    train_fraction: float,
+    where: str,
+    rotation: dict,
+) -> list[tuple[int, int]]:
+    """(English row, source row) of the training pairs: the lexicon's training sections, or
+    ``train_fraction`` of it; at least two with both words known."""
+    train = lexicon if rotation.get("sections") else split_lexicon(lexicon, train_fraction)[0]
+    kept, _ = lexicon_indices(
+        train, {w: i for i, w in enumerate(english)}, {w: i for i, w in enumerate(vectors)}, where
+    )
+    if len(kept) < 2:
+        raise InputError(where, "at least 2 training pairs with both words known", str(len(kept)))
+    return kept
+
+
+def rcsls_matrix(
+    z_src: torch.Tensor, english: dict[str, np.ndarray], kept: list, rotation: dict
+) -> torch.Tensor:
+    """W of fastText align.py on the l2-normalised loaded rows and the training pairs ``kept``
+    ((English row, source row) indices)."""
     z_tgt = _unit(torch.from_numpy(np.stack(list(english.values()))).float())
     src_rows = torch.tensor([t for _, t in kept])
     tgt_rows = torch.tensor([s for s, _ in kept])
@@ -274,8 +299,54 @@ def rotate_onto_english(
         rotation["lr"],
         rotation["iterations"],
     )
-    mapped = _unit(z_src @ w.t()).numpy()
-    return {word: mapped[i] for i, word in enumerate(vectors)}
+    return w
+
+
+def map_vec_file(source: Path, w: torch.Tensor, out: Path, chunk: int = 50_000) -> int:
+    """Every vector of the fastText file ``source`` mapped by ``w`` and l2-normalised, written to
+    ``out`` (fastText align.py ``--output``: "Saving all aligned vectors", the whole source file,
+    not only the ``--maxload`` rows it trained on); streamed in chunks. Returns the word count."""
+    opener = gzip.open if Path(source).suffix == ".gz" else open
+    count = 0
+    # the rows go to an anonymous file beside ``out`` first: the header needs their count
+    with (
+        atomic_path(out) as tmp,
+        tempfile.TemporaryFile("w+", encoding="utf-8", dir=tmp.parent) as sink,
+    ):
+        with opener(source, "rt", encoding="utf-8", errors="replace") as handle:
+            dim = int(handle.readline().split()[1])
+            words: list[str] = []
+            rows: list[np.ndarray] = []
+
+            def flush() -> None:
+                mapped = _unit(torch.from_numpy(np.stack(rows)) @ w.t()).numpy()
+                for word, v in zip(words, mapped, strict=True):
+                    sink.write(word + " " + " ".join(f"{x:.5f}" for x in v) + "\n")
+                words.clear()
+                rows.clear()
+
+            seen: set[str] = set()
+            for number, line in enumerate(handle, start=2):
+                word, _, rest = line.rstrip("\n").partition(" ")
+                if word in seen:
+                    continue
+                values = np.array(rest.split(), dtype=np.float32)
+                if values.shape != (dim,):
+                    raise InputError(source, f"a word and {dim} numbers", f"{values.size}",
+                                     line=number)  # fmt: skip
+                seen.add(word)
+                words.append(word)
+                rows.append(values)
+                count += 1
+                if len(rows) == chunk:
+                    flush()
+            if rows:
+                flush()
+        sink.seek(0)
+        with open(tmp, "w", encoding="utf-8") as handle:
+            handle.write(f"{count} {w.shape[0]}\n")
+            shutil.copyfileobj(sink, handle)
+    return count
 
 
 def demo_vectors(
@@ -361,10 +432,18 @@ def derive_onto_english(
         )
     else:
         lexicon = read_lexicon(Path(muse) / f"en-{lang}.txt")
+    target = Path(out) / f"wiki.{lang}.align.vec"
+    if rcsls and rotation.get("output") == "all" and vec is not None:
+        # align.py: W from the first --maxload rows, then every row of the file mapped
+        where = f"en-{lang} lexicon"
+        kept = training_rows(vectors, english, lexicon, train_fraction, where, rotation)
+        z_src = _unit(torch.from_numpy(np.stack(list(vectors.values()))).float())
+        map_vec_file(vec, rcsls_matrix(z_src, english, kept, rotation), target)
+        return
     rotated = rotate_onto_english(
         vectors, english, lexicon, train_fraction, f"en-{lang} lexicon", rotation
     )
-    write_vec(Path(out) / f"wiki.{lang}.align.vec", rotated)
+    write_vec(target, rotated)
 
 
 def _fetch(url: str, target: Path) -> Path:

@@ -30,6 +30,16 @@ DEFAULTS: dict[str, Any] = {
     # words counted for the vocabularies: the training captions, or those plus the validation
     # split's (Calixto's train_multilingual.py build_dictionary over train + dev (+ test))
     "vocabulary": "train",
+    # whitespace: the token files' words; nltk: nltk word_tokenize of the lowercased line
+    # (mulisera master data.py, on the tok files)
+    "tokens": "whitespace",
+    # shared vocabulary: min_count per language before the union, or over every language's
+    # counts together (mulisera master build_vocabulary)
+    "count_words": "per-language",
+    "boundary_tokens": False,  # <start> ... <end> around every caption (mulisera, VSE++, AME-CMR)
+    # pre-trained word embeddings: words without a vector keep uniform(-0.1, 0.1) or are drawn
+    # from N(0, 0.05) (AME-CMR vocab.py)
+    "unknown_word_init": "uniform",
     # vsepp: uniform(-0.1, 0.1) word embeddings, Xavier image layer, PyTorch's GRU/linear
     # defaults; calixto_paper (Section 4) | calixto_code (utils.py, layers.py): model.init_calixto
     "init": "vsepp",
@@ -85,6 +95,9 @@ DEFAULTS: dict[str, Any] = {
         # constant: the SGD lr throughout; halve_on_rise: halved whenever the RCSLS loss is
         # above the last one that did not rise (AME-CMR train_emb, one lr for both mappings)
         "lr_schedule": "constant",
+        # float: lr / 2; integer: lr // 2 from int(lr), as AME-CMR's type=int --lr_translator
+        # under Python 2.7 (2 -> 1 -> 0: the mapping freezes)
+        "lr_halving": "float",
         "orthogonalise": True,  # W back to the nearest orthogonal matrix after each update
         "normalise": True,  # RCSLS on l2-normalised rows (the paper), or raw rows (AME-CMR)
     },
@@ -101,7 +114,14 @@ DEFAULTS: dict[str, Any] = {
     # rsum: highest recall sum; mean_rank: lowest sum of i2t + t2i mean ranks, ties broken by the
     # recall sum (Calixto's train_multilingual.py)
     "select_by": "rsum",
-    "validation": {"split": "val", "images": [0, None], "portion": "comparable"},
+    # captions_per_image: null = all; n = n drawn per image and language with the run's seed
+    # (mulisera master's validation loaders under --undersample: one random.choice per image)
+    "validation": {
+        "split": "val",
+        "images": [0, None],
+        "portion": "comparable",
+        "captions_per_image": None,
+    },
     # folds > 1: the mean over that many consecutive equal folds of the test images (COCO 1K =
     # 5 folds of the 5K test images); the whole range is reported too, as test_full.
     "test": {"split": "test_2016_flickr", "images": [0, None], "portion": "comparable", "folds": 1},
@@ -128,6 +148,9 @@ CHOICES = {
     "init": ("vsepp", "calixto_paper", "calixto_code"),
     "dropout_position": ("before_norm", "after_norm"),
     "embedding_dropout": ("elementwise", "variational"),
+    "tokens": ("whitespace", "nltk"),
+    "count_words": ("per-language", "joint"),
+    "unknown_word_init": ("uniform", "normal"),
 }
 SUBSET_CHOICES = {
     "assignment": ("overlap", "disjoint"),
@@ -219,58 +242,65 @@ def languages(record: dict) -> list[str]:
 
 def protocol_notes(record: dict) -> list[str]:
     """Which reading of Kádár's data protocol a variant ran, where the paper and the code that
-    was run (mulisera master) disagree: the table notes say it beside the numbers."""
+    was run (mulisera master) disagree: the table notes say it beside the numbers, in the words
+    of the fidelity registry (``mlmm.fidelity.reading``), which docs/fidelity.md shows too."""
+    from mlmm.fidelity import reading
+
     notes = []
     subset, multi = record["image_subset"], len(languages(record)) > 1
     if subset["fraction"] < 1.0 and multi:
         notes.append(
             f"image subset ({subset['fraction']:g}, {subset['assignment']}): "
-            + (
-                "one draw shared by the languages (paper)"
-                if subset["draw"] == "shared"
-                else "an independent draw per language (mulisera master)"
-            )
+            + reading("image_subset.draw", subset["draw"])["note"]
         )
         if record["c2c"]:
-            notes.append(
-                "c2c pairs from "
-                + (
-                    "the subset's images (paper)"
-                    if subset["c2c"] == "subset"
-                    else "every training image (mulisera master)"
-                )
-            )
+            notes.append("c2c pairs from " + reading("image_subset.c2c", subset["c2c"])["note"])
     sampled = any(s.get("captions_per_image") for s in record["train_data"])
     if sampled and record["c2c"] and multi:
         notes.append(
-            "c2c and vocabulary "
-            + (
-                "reuse the c2i caption sample (paper)"
-                if record["c2c_captions"] == "shared"
-                else "draw their own captions (mulisera master)"
-            )
+            "c2c and vocabulary " + reading("c2c_captions", record["c2c_captions"])["note"]
         )
-    return notes + calixto_notes(record) + _ame_notes(record)
+    return notes + _reading_notes(record) + calixto_notes(record) + _ame_notes(record)
+
+
+# Keys whose value other than the built-in default is a reading of an author's code; the note
+# names it (mlmm.fidelity registry), where the key acts on the record.
+READING_KEYS = {
+    "tokens": lambda record: True,
+    "count_words": lambda record: record["encoder"] == "shared" and len(languages(record)) > 1,
+    "unknown_word_init": lambda record: record["word_embeddings"] in ("pretrained", "ame", "fme"),
+    "alignment.lr_halving": lambda record: (
+        record["word_embeddings"] == "ame" and record["alignment"]["lr_schedule"] == "halve_on_rise"
+    ),
+}
+
+
+def _reading_notes(record: dict) -> list[str]:
+    from mlmm.fidelity import reading
+
+    notes = []
+    for key, acts in READING_KEYS.items():
+        value, default = record, DEFAULTS
+        for part in key.split("."):
+            value, default = value[part], default[part]
+        if value != default and acts(record):
+            notes.append(reading(key, value)["note"])
+    return notes
 
 
 def calixto_notes(record: dict) -> list[str]:
     """Which reading of Calixto & Liu 2017 a variant ran where the paper and the authors' code
     (iacercalixto/multilingual-multimodal-embedding) disagree: features, initialisation,
     dropout (docs/fidelity.md, "Calixto & Liu 2017, Tables 1-2")."""
+    from mlmm.fidelity import reading
+
     if not any(row.get("paper") == "calixto2017" for row in record["paper_rows"]):
         return []
     notes = []
-    if record["backbone"] == "vgg19":
-        notes.append("VGG19 fc7 features (paper; the authors' code loads vgg19_bn)")
-    elif record["backbone"] == "vgg19_bn":
-        notes.append("VGG19-BN fc7 features (the authors' code; the paper names VGG19)")
-    if record["init"] == "calixto_paper":
-        notes.append("initialisation of Section 4 (paper: N(0, 0.01), orthogonal recurrent)")
-    elif record["init"] == "calixto_code":
-        notes.append(
-            "initialisation of the released Theano code (utils.py: uniform 0.1, orthogonal "
-            "recurrent, Xavier projections)"
-        )
+    if record["backbone"] in ("vgg19", "vgg19_bn"):
+        notes.append(reading("backbone", record["backbone"])["note"])
+    if record["init"] in ("calixto_paper", "calixto_code"):
+        notes.append(reading("init", record["init"])["note"])
     if record["dropout"] > 0:
         code = (
             record["dropout_position"] == "after_norm"
@@ -292,21 +322,15 @@ def calixto_notes(record: dict) -> list[str]:
 
 def _ame_notes(record: dict) -> list[str]:
     """AME: where its paper and AME-CMR disagree on the RCSLS mapping, which reading ran."""
+    from mlmm.fidelity import reading
+
     alignment = record["alignment"]
     if record["word_embeddings"] != "ame":
         return []
-    paper = alignment["orthogonalise"] and alignment["normalise"]
-    code = not alignment["orthogonalise"] and not alignment["normalise"]
-    if paper:
-        reading = "orthogonal W on l2-normalised rows (paper)"
-    elif code:
-        reading = "unconstrained W on the raw rows (AME-CMR)"
-    else:
-        reading = (
-            f"W {'orthogonal' if alignment['orthogonalise'] else 'unconstrained'} on "
-            f"{'l2-normalised' if alignment['normalise'] else 'raw'} rows"
-        )
-    return [f"RCSLS: {reading}"]
+    mapping = reading("alignment.orthogonalise", alignment["orthogonalise"])
+    rows = reading("alignment.normalise", alignment["normalise"])
+    whose = f" ({mapping['by']})" if mapping["by"] == rows["by"] else ""
+    return [f"RCSLS: {mapping['note']} on {rows['note']}{whose}"]
 
 
 def rotation_options(rotation: dict) -> str:
@@ -319,6 +343,8 @@ def rotation_options(rotation: dict) -> str:
         )
     if rotation["sections"]:
         options.append(f"--rotation-sections {' '.join(rotation['sections'])}")
+    if rotation["method"] == "rcsls" and rotation.get("output", "loaded") != "loaded":
+        options.append(f"--rotation-output {rotation['output']}")
     return " ".join(options)
 
 

@@ -9,6 +9,7 @@ Section 4) and joint tuples (image with one caption per language, Calixto / AME)
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections import Counter
 from collections.abc import Sequence
@@ -205,31 +206,75 @@ def joint_tuples(captions: Captions) -> list[tuple[int, list[list[str]]]]:
     return out
 
 
+START, END = "<start>", "<end>"
+
+
+@functools.cache
+def nltk_words(line: str) -> tuple[str, ...]:
+    """mulisera master data.py: ``nltk.tokenize.word_tokenize(caption.lower())`` of a line of
+    the Multi30K tok files. ``preserve_line``: no Punkt sentence split first (its model is a
+    download; a caption is one sentence, so only a full stop inside a line can differ)."""
+    from nltk.tokenize import word_tokenize
+
+    return tuple(word_tokenize(line.lower(), preserve_line=True))
+
+
+def caption_words(tokens: list[str], tokenise: str, boundary: bool) -> list[str]:
+    """A caption's words as a vocabulary counts and encodes them (``tokens``, ``boundary_tokens``
+    of the record)."""
+    out = list(nltk_words(" ".join(tokens))) if tokenise == "nltk" else list(tokens)
+    return [START, *out, END] if boundary else out
+
+
 class Vocabularies:
     """Token ids per language: one union vocabulary (shared encoder), or one per language.
 
     With pre-aligned word vectors (FME/AME) each language keeps its own rows even for words
-    spelled alike, so the shared vocabulary keys words as ``lang:word``.
+    spelled alike, so the shared vocabulary keys words as ``lang:word``. ``tokens: nltk``
+    re-tokenises each caption as mulisera master does; ``boundary_tokens`` wraps it in
+    <start> ... <end> (mulisera, VSE++, AME-CMR); ``count_words: joint`` applies min_count to
+    the counts of every language together (mulisera master ``build_vocabulary``).
     """
 
-    def __init__(self, vocabs: dict[str, Vocabulary], encoder_of: dict[str, str], tagged: bool):
+    def __init__(
+        self,
+        vocabs: dict[str, Vocabulary],
+        encoder_of: dict[str, str],
+        tagged: bool,
+        tokens: str = "whitespace",
+        boundary: bool = False,
+    ):
         self.vocabs, self.encoder_of, self.tagged = vocabs, encoder_of, tagged
+        self.tokens, self.boundary = tokens, boundary
 
     @classmethod
     def build(cls, captions: Captions, record: dict) -> Vocabularies:
-        min_count = record["min_count"]
+        min_count, tokens, boundary = (
+            record["min_count"], record["tokens"], record["boundary_tokens"]
+        )  # fmt: skip
         counts = {
-            lang: Counter(w for caps in per_image for c in caps for w in c)
+            lang: Counter(
+                w for caps in per_image for c in caps for w in caption_words(c, tokens, boundary)
+            )
             for lang, per_image in captions.items()
         }
         if record["encoder"] == "per-language":
             vocabs = {lang: Vocabulary(c, min_count) for lang, c in counts.items()}
-            return cls(vocabs, {lang: lang for lang in captions}, tagged=False)
+            return cls(vocabs, {lang: lang for lang in captions}, False, tokens, boundary)
         tagged = record["word_embeddings"] != "random"
-        union: Counter[str] = Counter()
-        for lang, c in counts.items():
-            union.update({cls.key(lang, w, tagged): n for w, n in c.items() if n >= min_count})
-        return cls({"shared": Vocabulary(union, 1)}, {lang: "shared" for lang in captions}, tagged)
+        keyed = {lang: Counter({cls.key(lang, w, tagged): n for w, n in c.items()})
+                 for lang, c in counts.items()}  # fmt: skip
+        if record["count_words"] == "joint":
+            union = sum(keyed.values(), Counter())
+            union = Counter({w: n for w, n in union.items() if n >= min_count})
+        else:
+            union = Counter()
+            for c in keyed.values():
+                union.update({w: n for w, n in c.items() if n >= min_count})
+        shared = Vocabulary(union, 1)
+        return cls(
+            {"shared": shared}, {lang: "shared" for lang in captions}, tagged, tokens, boundary
+        )
 
     @staticmethod
     def key(lang: str, word: str, tagged: bool) -> str:
@@ -237,7 +282,12 @@ class Vocabularies:
 
     def encode(self, lang: str, tokens: list[str]) -> list[int]:
         vocab = self.vocabs[self.encoder_of[lang]]
-        return vocab.encode([self.key(lang, w, self.tagged) for w in tokens])
+        return vocab.encode(
+            [
+                self.key(lang, w, self.tagged)
+                for w in caption_words(tokens, self.tokens, self.boundary)
+            ]
+        )
 
     def state(self) -> dict:
         return {
@@ -245,6 +295,8 @@ class Vocabularies:
             "counts": {name: v.counts for name, v in self.vocabs.items()},
             "encoder_of": self.encoder_of,
             "tagged": self.tagged,
+            "tokens": self.tokens,
+            "boundary": self.boundary,
         }
 
     @classmethod
@@ -253,7 +305,13 @@ class Vocabularies:
         for name, vocab in vocabs.items():
             if vocab.words != state["words"][name]:
                 raise InputError("model.pt", "a vocabulary that rebuilds in the saved order", name)
-        return cls(vocabs, state["encoder_of"], state["tagged"])
+        return cls(
+            vocabs,
+            state["encoder_of"],
+            state["tagged"],
+            state.get("tokens", "whitespace"),  # models saved before these keys
+            state.get("boundary", False),
+        )
 
 
 def pad(sequences: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -275,7 +333,11 @@ class EvalSet:
     per_image: dict[str, int]
 
 
-def eval_set(root, features_root, backbone: str, spec: dict, langs: list[str]) -> EvalSet:
+def eval_set(
+    root, features_root, backbone: str, spec: dict, langs: list[str], seed: int = 0
+) -> EvalSet:
+    """``spec``: split, images, portion and (validation) captions_per_image: n captions drawn
+    per image and language with ``seed`` (mulisera master's undersampled validation)."""
     split = spec["split"]
     names = multi30k.image_list(root, split)
     start, stop = spec["images"]
@@ -290,6 +352,11 @@ def eval_set(root, features_root, backbone: str, spec: dict, langs: list[str]) -
     captions, per_image = {}, {}
     for lang in langs:
         per = split_captions(root, split, lang, spec["portion"])[start:stop]
+        drawn = spec.get("captions_per_image")
+        if drawn and any(len(c) > drawn for c in per):
+            rng = np.random.default_rng([seed, sorted(langs).index(lang)])
+            per = [[caps[j] for j in sorted(rng.choice(len(caps), drawn, replace=False))]
+                   for caps in per]  # fmt: skip
         k = min(len(c) for c in per)
         captions[lang] = [c for caps in per for c in caps[:k]]
         per_image[lang] = k

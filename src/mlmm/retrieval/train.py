@@ -119,6 +119,7 @@ class Run:
             record["backbone"],
             record["validation"],
             self.select_langs,
+            seed,
         )
         check_feature_dims(paths, record, train_features.shape[1])
         # What checkpoint.pt was made from: a checkpoint of other inputs is not resumed.

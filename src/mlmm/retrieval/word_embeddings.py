@@ -30,11 +30,16 @@ MIN_VECTOR_COVERAGE = 0.5
 def load_vectors(
     model: JointEmbedding, vocabs: Vocabularies, langs: list[str], record: dict, vectors: Path
 ) -> None:
-    """Copy ``wiki.<lang>.align.vec`` rows into the shared embedding (frozen for fme)."""
+    """Copy ``wiki.<lang>.align.vec`` rows into the shared embedding (frozen for fme). The rows
+    of words without a vector keep the model's uniform(-0.1, 0.1), or with ``unknown_word_init:
+    normal`` are drawn from N(0, 0.05) as AME-CMR vocab.py (8263f53) ``add_word`` does."""
     if vectors is None:
         raise InputError("train-retrieval", "--vectors DIR for pre-trained word embeddings", "none")
     vocab = vocabs.vocabs["shared"]
     weight = model.text["shared"].embed.weight
+    if record["unknown_word_init"] == "normal":  # AME-CMR vocab.py: words without a vector
+        with torch.no_grad():
+            weight.normal_(0.0, 0.05)
     for lang in langs:
         path = Path(vectors) / f"wiki.{lang}.align.vec"
         words = {w.split(":", 1)[1] for w in vocab.words if w.startswith(f"{lang}:")}
@@ -89,7 +94,9 @@ class Alignment:
         self.settings = record["alignment"]
         self.directions = directions  # the ratio is the first's; updates run last to first
         self.pair, self.gold = directions[0].pair, directions[0].gold
-        self.lr = float(self.settings["lr"])
+        # AME-CMR's --lr_translator is argparse type=int: an int rate under Python 2.7
+        integer = self.settings["lr_halving"] == "integer"
+        self.lr = float(int(self.settings["lr"]) if integer else self.settings["lr"])
         self._losses: list[torch.Tensor] = []
         self.translators: list[tuple[torch.Tensor, torch.Tensor]] = []
         if record["word_embeddings"] == "ame" and all(len(d.train) >= 2 for d in directions):
@@ -212,9 +219,14 @@ class Alignment:
                 # AME-CMR restores R_old after a rise, but R_old is the tensor it has just
                 # updated in place (R -= lr * df), so the update stays; only the rate halves
                 if d.previous is not None and value > d.previous:
-                    self.lr /= 2
+                    self.lr = self.halved(self.lr)
                 else:
                     d.previous = value
+
+    def halved(self, lr: float) -> float:
+        """``lr /= 2``: float, or Python 2.7's floor division of AME-CMR's int rate (2 -> 1 -> 0,
+        5 -> 2 -> 1 -> 0), after which the mapping no longer moves (``lr_halving: integer``)."""
+        return lr // 2 if self.settings["lr_halving"] == "integer" else lr / 2
 
     # ---------------------------------------------------------------- the selected point
     def snapshot(self) -> list[torch.Tensor] | None:
