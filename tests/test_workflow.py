@@ -593,11 +593,13 @@ def test_whole_workflow_on_the_default_demo_world(default_demo_run):
     built = run_snakemake(workdir, "--report", "results/report.html")
     assert built.returncode == 0, built.stdout[-3000:]
     page = (workdir / "results/report.html").read_text(encoding="utf-8")
-    from mlmm.catalogue import ALL_FIGURES, ALL_TABLES
+    from mlmm.catalogue import ALL_FIGURES, ALL_TABLES, CLAIM_PAPERS
 
-    for stem in ALL_TABLES + ALL_FIGURES:
-        shown = f"{stem}.html" if stem in ALL_TABLES else f"{stem}.png"
-        assert f'"{shown}"' in page, shown
+    claims = [f"{paper}_claims" for paper in CLAIM_PAPERS]  # a table and a figure each
+    for stem in ALL_TABLES + ALL_FIGURES + claims:
+        shown = [f"{stem}.png"] if stem in ALL_FIGURES else [f"{stem}.html"]
+        shown += [f"{stem}.png"] if stem in claims else []
+        assert all(f'"{name}"' in page for name in shown), shown
         caption = (REPO / "workflow/report" / f"{stem}.rst").read_text(encoding="utf-8")
         words = " ".join(caption.splitlines()[0].split(":", 1)[1].split()[:2])
         words = words.replace("\\@", "&#64;")  # docutils writes '@' as an entity
