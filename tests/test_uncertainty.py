@@ -123,3 +123,65 @@ def test_kept_outcomes_give_back_every_metric_exactly(tmp_path):
     kept = read_outcomes(tmp_path / "queries.npz")
     assert kept["provenance"] == {"seed": 1}
     assert run_metrics(kept) == stored
+
+
+HYPS = ["a man rides a red bike", "two dogs play in the snow", "a woman sings", "kids run",
+        "the cat sleeps on a mat", "a boy throws a ball to his dog"]  # fmt: skip
+REFS = ["a man rides a bike", "two dogs are playing in snow", "a woman is singing",
+        "children run outside", "a cat sleeps on the mat", "a boy throws a ball"]  # fmt: skip
+
+
+def test_kept_sentence_statistics_give_back_the_corpus_scores(tmp_path):
+    """BLEU, TER and chrF from the kept per-sentence statistics equal mt_metrics exactly."""
+    from mlmm.nmt.metrics import corpus_score, mt_metrics, sentence_statistics
+    from mlmm.outcomes import read_sentence_statistics, write_sentence_statistics
+
+    write_sentence_statistics(tmp_path / "s.npz", sentence_statistics(HYPS, REFS), {})
+    kept = read_sentence_statistics(tmp_path / "s.npz")
+    stored = mt_metrics(HYPS, REFS, "en")
+    assert {name: corpus_score(name, stats) for name, stats in kept.items()} == stored
+
+
+def test_bleu_resamples_are_sacrebleus():
+    """The same seed draws the same sentences as sacrebleu's paired bootstrap
+    (``rng.choice``), and each replicate's BLEU is sacrebleu's of the summed statistics."""
+    from sacrebleu.metrics import BLEU
+
+    from mlmm.nmt.metrics import corpus_statistic, sentence_statistics
+
+    hyps, refs = HYPS * 20, REFS * 20
+    stats = sentence_statistics(hyps, refs)["BLEU"]
+    draws = u.query_draws(len(hyps), 200, np.random.default_rng(12345))
+    ours = u.replicates([stats], corpus_statistic("BLEU"), draws, np.random.default_rng(0))
+    idxs = np.random.default_rng(12345).choice(len(hyps), size=(200, len(hyps)), replace=True)
+    bleu = BLEU(tokenize="none", smooth_method="none", force=True)
+    theirs = [bleu._compute_score_from_stats(s.sum(0)).score for s in stats.astype("float32")[idxs]]
+    assert ours == pytest.approx(theirs)
+
+
+def test_planted_bleu_gain_agrees_with_sacrebleu_paired_bootstrap():
+    from sacrebleu.metrics import BLEU
+    from sacrebleu.significance import _paired_bs_test
+
+    from mlmm.nmt.metrics import corpus_statistic, sentence_statistics
+
+    rng = np.random.default_rng(3)
+    refs = [" ".join(rng.choice(list("abcdefghij"), size=12)) for _ in range(300)]
+    noisy = [" ".join(w if rng.random() < 0.5 else "z" for w in r.split()) for r in refs]
+    better = [" ".join(w if rng.random() < 0.7 else "z" for w in r.split()) for r in refs]
+    stat = corpus_statistic("BLEU")
+    ours = u.paired_difference(
+        [sentence_statistics(better, refs)["BLEU"]], [sentence_statistics(noisy, refs)["BLEU"]],
+        stat, seed=1,
+    )  # fmt: skip
+    bleu = BLEU(tokenize="none", smooth_method="none", force=True)
+    baseline = {"BLEU": (bleu._extract_corpus_statistics(noisy, [refs]),
+                         bleu.corpus_score(noisy, [refs]))}  # fmt: skip
+    _, theirs = _paired_bs_test(baseline, "better", better, [refs], {"BLEU": bleu}, seed=1)
+    assert ours.value == pytest.approx(
+        bleu.corpus_score(better, [refs]).score - baseline["BLEU"][1].score
+    )
+    assert ours.p < 0.05 and theirs["BLEU"].p_value < 0.05
+    same = u.paired_difference([sentence_statistics(noisy, refs)["BLEU"]] * 1,
+                               [sentence_statistics(noisy, refs)["BLEU"]], stat, seed=1)  # fmt: skip
+    assert same.p == 1.0

@@ -31,10 +31,11 @@ from mlmm import uncertainty
 from mlmm.errors import InputError
 from mlmm.io import save_figure
 from mlmm.origin import Origin, stamp_figure
-from mlmm.outcomes import queries_path, read_outcomes
+from mlmm.outcomes import queries_path, read_outcomes, read_sentence_statistics, sentences_path
 from mlmm.tables import load_paper_table, write_table
 
-HIGHER_IS_BETTER = ("R@", "pearson")
+HIGHER_IS_BETTER = ("R@", "pearson", "BLEU", "chrF")
+NMT_LANGUAGE = "en-de"  # Calixto & Liu Table 3 (mlmm.nmt.table)
 BOOTSTRAP_NOTE = (
     "95 % intervals: percentile bootstrap, 1,000 replicates (seed 0), each drawing the test "
     "queries with replacement (within each fold; one draw shared by every seed and, for a "
@@ -54,9 +55,42 @@ def _outcomes(metrics_path: Path) -> dict | None:
     return read_outcomes(path) if path.is_file() else None
 
 
+@functools.cache
+def _sentences(metrics_path: Path) -> dict | None:
+    path = sentences_path(metrics_path)
+    return read_sentence_statistics(path) if path.is_file() else None
+
+
+def nmt_runs(paths) -> list:
+    """``mlmm mt-score`` metrics.json files as runs of Calixto & Liu's Table 3 rows (their
+    ``system`` and ``variant_note``), each with its sentences.npz beside it."""
+    import json
+
+    from mlmm.report import Run
+
+    runs = []
+    for path in map(Path, paths):
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+            row = {"paper": "calixto2017", "table": 3, "system": record["system"],
+                   "variant_note": record["variant_note"], "languages": None}  # fmt: skip
+        except (OSError, ValueError, KeyError) as exc:
+            raise InputError(path, "a metrics JSON written by `mlmm mt-score`", str(exc)) from None
+        seed = (record.get("provenance") or {}).get("seed") or 0
+        runs.append(Run(path.parent.name, int(seed), record, [row], [], path))
+    return runs
+
+
 def run_samples(run, language: str, direction: str, metric: str, dataset: str = ""):
     """One run's per-query outcomes of one cell and the statistic of ``metric`` on them, or
-    None where the run kept none (alignment ratios, runs written before queries.npz)."""
+    None where the run kept none (alignment ratios, METEOR, runs written before queries.npz)."""
+    if direction == "mt":
+        sentences = _sentences(run.path) if run.path is not None else None
+        if sentences is None or metric not in sentences:
+            return None
+        from mlmm.nmt.metrics import corpus_statistic  # sacrebleu: only where MT cells are
+
+        return sentences[metric], corpus_statistic(metric)
     outcomes = _outcomes(run.path) if run.path is not None else None
     if outcomes is None:
         return None
@@ -113,6 +147,8 @@ def _languages(metrics: dict, direction: str) -> set[str]:
         return {f"{a}-{b}" if a == "en" or (b != "en" and a < b) else f"{b}-{a}" for a, b in pairs}
     if direction == "sts":
         return {"en"} if metrics.get("sts") else set()
+    if direction == "mt":
+        return {NMT_LANGUAGE} if metrics.get("scores") else set()
     return set()
 
 
@@ -201,7 +237,7 @@ def load_claims(path: str | Path) -> tuple[str, list[Claim]]:
             rows.append((str(row["system"]), str(row.get("variant_note") or "")))
         if not str(entry["metric"]).startswith(HIGHER_IS_BETTER):
             raise InputError(
-                path, "a metric where higher is better (R@K, pearson)", entry["metric"],
+                path, "a metric where higher is better (R@K, pearson, BLEU, chrF)", entry["metric"],
                 key=f"{where}.metric",
             )  # fmt: skip
         claims.append(

@@ -96,3 +96,27 @@ def run_metrics(outcomes: dict) -> dict:
 def queries_path(metrics_path: str | Path) -> Path:
     """Where a run's per-query outcomes lie: beside its metrics.json."""
     return Path(metrics_path).with_name("queries.npz")
+
+
+def write_sentence_statistics(path: str | Path, statistics: dict, provenance: dict) -> None:
+    """Per-sentence sufficient statistics of an MT system's corpus metrics
+    (``nmt.metrics.sentence_statistics``: ``mt/<metric>``, one row a sentence) and the
+    provenance, as one .npz beside its metrics.json."""
+    arrays = {f"mt/{name}": np.asarray(stats) for name, stats in statistics.items()}
+    arrays["provenance"] = np.asarray(json.dumps(provenance, sort_keys=True, default=str))
+    write_npz(path, arrays)
+
+
+def read_sentence_statistics(path: str | Path) -> dict[str, np.ndarray]:
+    """``{metric: (sentences, k) statistics}`` of a ``write_sentence_statistics`` file."""
+    path = Path(path)
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            return {name[3:]: npz[name] for name in npz.files if name.startswith("mt/")}
+    except (OSError, ValueError) as exc:
+        raise InputError(path, "an .npz file of per-sentence MT statistics", str(exc)) from None
+
+
+def sentences_path(metrics_path: str | Path) -> Path:
+    """Where an MT system's per-sentence statistics lie: beside its metrics.json."""
+    return Path(metrics_path).with_name("sentences.npz")

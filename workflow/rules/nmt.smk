@@ -161,7 +161,8 @@ rule mt_score:
     input:
         hyp=NMT_DIR / "systems/{system}/test_2016_flickr.1best",
     output:
-        NMT_DIR / "systems/{system}/metrics.json",
+        metrics=NMT_DIR / "systems/{system}/metrics.json",
+        sentences=NMT_DIR / "systems/{system}/sentences.npz",
     log:
         LOGS / "nmt/mt_score_{system}.log",
     conda:
@@ -184,12 +185,14 @@ rule mt_score:
     shell:
         "mlmm mt-score --hyp {input.hyp:q} --ref {params.ref:q} --language {params.language}"
         " {params.meteor} --system {params.system:q} --variant-note {params.note:q}"
-        " --seed {params.seed} --out {output:q} > {log:q} 2>&1"
+        " --seed {params.seed} --out {output.metrics:q} --sentences {output.sentences:q}"
+        " > {log:q} 2>&1"
 
 
 rule nmt_table:
     input:
-        expand(NMT_DIR / "systems/{system}/metrics.json", system=list(NMT["systems"])),
+        metrics=NMT_SCORE_FILES,
+        sentences=[path.with_name("sentences.npz") for path in NMT_SCORE_FILES],
     output:
         reported(table_files(NMT_TABLE)),
     log:
@@ -204,7 +207,8 @@ rule nmt_table:
         paper=f"--paper-tables {quote(str(PAPER_TABLES))}" if PAPER_TABLES else "",
         stem=NMT_TABLE,
     shell:
-        "mlmm nmt-table --metrics {input:q} {params.paper} --out {params.stem:q} > {log:q} 2>&1"
+        "mlmm nmt-table --metrics {input.metrics:q} {params.paper} --out {params.stem:q} "
+        "> {log:q} 2>&1"
 
 
 FINAL_TARGETS += [

@@ -20,6 +20,8 @@ except ValueError as _error:
 for _warning in _warnings:
     print(f"warning: {_warning}", file=sys.stderr)
 NMT = dict(config["nmt"], embedding_features=_features, systems=_systems)
+# every system's scores (rule mt_score; sentences.npz beside each): Table 3 and the claims
+NMT_SCORE_FILES = [NMT_DIR / f"systems/{system}/metrics.json" for system in NMT["systems"]]
 # A METEOR 1.5 distribution named by path (the paper config: with its paraphrase table) must be
 # there at planning, like the other local data sets.
 _meteor_missing = missing_meteor_data(

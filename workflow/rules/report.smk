@@ -83,6 +83,8 @@ rule claims:
         runs=REPORT_RUNS,
         queries=REPORT_QUERIES,
         registries=CLAIM_REGISTRIES,
+        nmt=NMT_SCORE_FILES,
+        nmt_sentences=[path.with_name("sentences.npz") for path in NMT_SCORE_FILES],
     output:
         reported(CLAIM_FILES),
     log:
@@ -100,7 +102,8 @@ rule claims:
         figures=REPORT_FIGURES,
     shell:
         "mlmm claims --record-json {params.section:q} --runs {input.runs:q} "
-        "--registry {input.registries:q} {params.paper_tables} --tables {params.tables:q} "
+        "--registry {input.registries:q} --nmt-runs {input.nmt:q} {params.paper_tables} "
+        "--tables {params.tables:q} "
         "--figures {params.figures:q} > {log:q} 2>&1"
 
 

@@ -73,6 +73,13 @@ def register(subparsers) -> None:
     p.add_argument(
         "--registry", required=True, nargs="+", type=Path, help="<paper>.yaml claims registries"
     )
+    p.add_argument(
+        "--nmt-runs",
+        nargs="*",
+        type=Path,
+        default=[],
+        help="mlmm mt-score metrics.json files (Calixto Table 3 rows; sentences.npz beside)",
+    )
     p.add_argument("--paper-tables", type=Path, default=None, help="directory of paper CSVs")
     p.add_argument("--tables", required=True, type=Path, help="directory for <paper>_claims.*")
     p.add_argument("--figures", required=True, type=Path, help="directory for the figures")
@@ -180,13 +187,13 @@ def run_figures(args) -> None:
 
 
 def run_claims(args) -> None:
-    from mlmm.claims import write_claims
+    from mlmm.claims import nmt_runs, write_claims
     from mlmm.io import table_outputs
 
-    inputs = [*args.runs, args.paper_tables, *args.registry]
+    inputs = [*args.runs, *args.nmt_runs, args.paper_tables, *args.registry]
     table_outputs(args.tables, inputs)
     table_outputs(args.figures, inputs)
-    runs = _runs(args)
+    runs = _runs(args) + nmt_runs(args.nmt_runs)
     for registry in args.registry:
         for path in write_claims(runs, registry, args.paper_tables, args.tables, args.figures):
             print(path)
