@@ -72,7 +72,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=500)
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 3])
     parser.add_argument("--resamples", type=int, default=1000)
-    parser.add_argument("--planted", type=float, default=0.05)
+    parser.add_argument("--planted", type=float, default=0.1)
     parser.add_argument("--out", type=Path, default=ROOT / "results/benchmarks/bootstrap_null.csv")
     args = parser.parse_args()
     rows = []

@@ -135,3 +135,42 @@ def test_every_shipped_claim_names_cells_of_the_paper_table(paper):
     assert name == paper and claims
     for claim in claims:
         assert np.isfinite(c.paper_effect(PAPER_TABLES, paper, claim)), claim.id
+
+
+def test_nmt_systems_give_table3_intervals_and_claims(tmp_path):
+    """mt-score outputs (metrics.json with sentences.npz beside) become Calixto Table 3 rows:
+    their BLEU cells get intervals, and a planted BLEU gain holds as a claim."""
+    import json
+
+    from mlmm.nmt.metrics import mt_metrics, sentence_statistics
+    from mlmm.outcomes import write_sentence_statistics
+
+    rng = np.random.default_rng(3)
+    refs = [" ".join(rng.choice(list("abcdefghij"), size=12)) for _ in range(200)]
+    outputs = {
+        ("NMT baseline (attention NMT, Bahdanau et al., 2015)", "no re-ranking (1-best)"): 0.5,
+        ("NMT + MLMME re-ranking", "beta=0.25"): 0.8,
+    }
+    paths = []
+    for number, ((system, note), keep) in enumerate(outputs.items()):
+        hyps = [" ".join(w if rng.random() < keep else "z" for w in r.split()) for r in refs]
+        out = tmp_path / f"s{number}"
+        out.mkdir()
+        record = {"system": system, "variant_note": note, "scores": mt_metrics(hyps, refs, "de")}
+        (out / "metrics.json").write_text(json.dumps(record))
+        write_sentence_statistics(out / "sentences.npz", sentence_statistics(hyps, refs), {})
+        paths.append(out / "metrics.json")
+    runs = c.nmt_runs(paths)
+    system, note = next(iter(outputs))
+    frame = pd.DataFrame(
+        [{"system": system, "variant_note": note, "language": "en-de", "direction": "mt",
+          "metric": metric, "paper": np.nan, "ours": runs[0].metrics["scores"][metric]}
+         for metric in ("BLEU", "TER", "chrF")]
+    )  # fmt: skip
+    out = c.add_intervals(frame, runs, "calixto2017", 3)
+    assert (out.ours_low < out.ours).all() and (out.ours < out.ours_high).all()
+    registry = REPO / "resources" / "claims" / "calixto2017.yaml"
+    paper, claims = c.load_claims(registry)
+    verdicts = c.evaluate_claims(runs, paper, claims, PAPER_TABLES).set_index("claim").verdict
+    assert verdicts["mlmme_reranking_improves_bleu"] == "holds"
+    assert verdicts["vse_reranking_improves_bleu"] == "not run"
