@@ -574,6 +574,34 @@ def test_slurm_plugin_runs_the_data_stage(tmp_path, stub_dir):
 
 @pytest.mark.slow
 @pytest.mark.xdist_group(DEMO_RUN_GROUP)
+def test_demo_runs_keep_per_query_outcomes_giving_back_their_metrics(default_demo_run):
+    """Every retrieval run's queries.npz and every MT system's sentences.npz give back the
+    numbers in its metrics.json exactly (mlmm.outcomes), on the shared demo run."""
+    from mlmm.nmt.metrics import corpus_score
+    from mlmm.outcomes import read_outcomes, read_sentence_statistics, run_metrics
+
+    workdir, proc = default_demo_run
+    assert proc.returncode == 0, proc.stdout[-6000:]
+    runs = sorted((workdir / "results/retrieval").rglob("metrics.json"))
+    assert runs
+    for path in runs:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+        again = run_metrics(read_outcomes(path.with_name("queries.npz")))
+        assert again["test"] == stored["test"], path
+        assert again["c2c"] == stored.get("c2c", {}), path
+        assert again["sts"] == stored.get("sts", {}), path
+    systems = sorted((workdir / "results/nmt/systems").glob("*/metrics.json"))
+    assert systems
+    for path in systems:
+        scores = json.loads(path.read_text(encoding="utf-8"))["scores"]
+        kept = read_sentence_statistics(path.with_name("sentences.npz"))
+        assert {name: corpus_score(name, stats) for name, stats in kept.items()} == {
+            name: scores[name] for name in kept
+        }, path
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group(DEMO_RUN_GROUP)
 def test_whole_workflow_on_the_default_demo_world(default_demo_run):
     """The README's main job as it is: the default config, every stage (about 13 min idle)."""
     workdir, proc = default_demo_run
