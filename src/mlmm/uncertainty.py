@@ -15,10 +15,13 @@ and averages the metric of the drawn queries over the drawn seeds. The 95 % inte
 ch. 13); numpy's ``default_rng(seed)`` makes it deterministic.
 
 The difference of two systems on the same queries (``paired_difference``) uses the same query
-draw for both and their own seed draws; its two-sided p-value is the share of centred
-replicates at least as far from zero as the observed difference (Koehn 2004's paired bootstrap
-as sacrebleu implements it, ``sacrebleu.compat`` ``paired_bs``, made two-sided). ``holm``
-adjusts a paper's p-values together (Holm 1979).
+draw for both and their own seed draws; its two-sided p-value is ``(1 + #{|d* - mean d*| >=
+|d|}) / (B + 1)``, the share of centred replicates ``d*`` at least as far from zero as the
+observed difference ``d`` (Koehn 2004's paired bootstrap; sacrebleu's
+``sacrebleu.significance`` draws the same sentences for the same seed, tests/test_uncertainty.py,
+but centres the absolute differences, ``|d*| - mean |d*| > |d|``, which under a true null
+rejects less often than the level says). ``holm`` adjusts a paper's p-values together
+(Holm 1979).
 """
 
 from __future__ import annotations
