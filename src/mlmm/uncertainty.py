@@ -19,9 +19,9 @@ draw for both and their own seed draws; its two-sided p-value is ``(1 + #{|d* - 
 |d|}) / (B + 1)``, the share of centred replicates ``d*`` at least as far from zero as the
 observed difference ``d`` (Koehn 2004's paired bootstrap; sacrebleu's
 ``sacrebleu.significance`` draws the same sentences for the same seed, tests/test_uncertainty.py,
-but centres the absolute differences, ``|d*| - mean |d*| > |d|``, which under a true null
-rejects less often than the level says). ``holm`` adjusts a paper's p-values together
-(Holm 1979).
+but centres the absolute differences, ``|d*| - mean |d*| > |d|``; ours keeps the sign so
+that the interval and the test use one distribution). ``holm`` adjusts a paper's p-values
+together (Holm 1979).
 """
 
 from __future__ import annotations
