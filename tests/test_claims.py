@@ -174,3 +174,24 @@ def test_nmt_systems_give_table3_intervals_and_claims(tmp_path):
     verdicts = c.evaluate_claims(runs, paper, claims, PAPER_TABLES).set_index("claim").verdict
     assert verdicts["mlmme_reranking_improves_bleu"] == "holds"
     assert verdicts["vse_reranking_improves_bleu"] == "not run"
+
+
+def test_cells_show_their_interval_and_mark(tmp_path):
+    from mlmm.tables import write_table
+
+    frame = pd.DataFrame(
+        {
+            "system": ["A", "B"], "variant_note": ["", ""], "language": ["en", "en"],
+            "direction": ["i2t", "i2t"], "metric": ["R@10", "R@10"], "paper": [50.0, 70.0],
+            "ours": [51.0, 60.0], "ours_std": [0.0, 0.0], "runs": [1.0, 1.0],
+            "diff": [1.0, -10.0], "ours_low": [48.0, 57.5], "ours_high": [54.0, 62.5],
+            "within_noise": [True, False],
+        }
+    )  # fmt: skip
+    write_table(frame, tmp_path / "kadar2018_table2", "T", [])
+    markdown = (tmp_path / "kadar2018_table2.md").read_text()
+    assert "51.00 (50.00, +1.00) [48.00, 54.00] ≈" in markdown
+    assert "60.00 (70.00, −10.00) [57.50, 62.50] ≠" in markdown
+    latex = (tmp_path / "kadar2018_table2.tex").read_text()
+    assert r"$\approx$" in latex and r"$\neq$" in latex
+    assert pd.read_csv(tmp_path / "kadar2018_table2.csv").within_noise.tolist() == [True, False]
