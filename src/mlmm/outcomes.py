@@ -27,12 +27,24 @@ from mlmm.errors import InputError
 from mlmm.io import write_npz
 
 
+def _text(provenance: dict) -> np.ndarray:
+    """JSON as UTF-8 bytes (numpy's str arrays take four bytes a character)."""
+    return np.asarray(json.dumps(provenance, sort_keys=True, default=str).encode("utf-8"))
+
+
+def _from_text(array: np.ndarray | None) -> dict:
+    if array is None:
+        return {}
+    value = array.item()
+    return json.loads(value.decode("utf-8") if isinstance(value, bytes) else str(value))
+
+
 def write_outcomes(path: str | Path, outcomes: dict, provenance: dict) -> None:
     """``outcomes``: ``{"folds": int, "test": {lang: {direction: ranks}}, "c2c": {pair: ranks},
     "sts": {year: (predicted, gold)}}`` as one uncompressed .npz (ranks as int32)."""
     arrays: dict[str, np.ndarray] = {
         "folds": np.asarray(outcomes["folds"], dtype=np.int64),
-        "provenance": np.asarray(json.dumps(provenance, sort_keys=True, default=str)),
+        "provenance": _text(provenance),
     }
     for lang, directions in outcomes["test"].items():
         for direction, ranks in directions.items():
@@ -60,7 +72,7 @@ def read_outcomes(path: str | Path) -> dict:
         raise InputError(path, "an array 'folds'", "none", key="folds")
     out: dict = {
         "folds": int(arrays["folds"]),
-        "provenance": json.loads(str(arrays.get("provenance", "{}"))),
+        "provenance": _from_text(arrays.get("provenance")),
         "test": {},
         "c2c": {},
         "sts": {},
@@ -103,7 +115,7 @@ def write_sentence_statistics(path: str | Path, statistics: dict, provenance: di
     (``nmt.metrics.sentence_statistics``: ``mt/<metric>``, one row a sentence) and the
     provenance, as one .npz beside its metrics.json."""
     arrays = {f"mt/{name}": np.asarray(stats) for name, stats in statistics.items()}
-    arrays["provenance"] = np.asarray(json.dumps(provenance, sort_keys=True, default=str))
+    arrays["provenance"] = _text(provenance)
     write_npz(path, arrays)
 
 
