@@ -325,7 +325,7 @@ def evaluate_claims(
             "metric": claim.metric,
             "better": claim.better[0],
             "than": claim.than[0],
-            "paper_effect": paper_effect(paper_tables, paper, claim),
+            "paper_effect": round(paper_effect(paper_tables, paper, claim), 6),
             "our_effect": np.nan,
             "effect_low": np.nan,
             "effect_high": np.nan,
@@ -389,6 +389,8 @@ def claims_figure(frame: pd.DataFrame, title: str, stem: Path, origin: Origin) -
     ]  # fmt: skip
     ax.set_yticks(y, labels, fontsize=7)
     ax.set_xlabel("effect: better row minus the other row (metric points)")
+    # room under the axes for the origin sentence (stamp_figure), which the layout ignores
+    fig.get_layout_engine().set(rect=(0, 0.45 / height, 1, 1 - 0.45 / height))
     ax.legend(frameon=False, fontsize=8, loc="best")
     fig.suptitle(title)
     stamp_figure(fig, origin)
