@@ -192,7 +192,7 @@ rule mt_score:
 rule nmt_table:
     input:
         metrics=NMT_SCORE_FILES,
-        sentences=[path.with_name("sentences.npz") for path in NMT_SCORE_FILES],
+        sentences=NMT_SENTENCE_FILES,
     output:
         reported(table_files(NMT_TABLE)),
     log:

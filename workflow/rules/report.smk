@@ -84,7 +84,7 @@ rule claims:
         queries=REPORT_QUERIES,
         registries=CLAIM_REGISTRIES,
         nmt=NMT_SCORE_FILES,
-        nmt_sentences=[path.with_name("sentences.npz") for path in NMT_SCORE_FILES],
+        nmt_sentences=NMT_SENTENCE_FILES,
     output:
         reported(CLAIM_FILES),
     log:
