@@ -17,13 +17,14 @@ import subprocess
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 from conftest import BIN, LOCAL_RUN, REPO, tool_env
 from paper_config import paper_variant
 from test_bad_inputs import PAPER_LOCAL_DATA, provide_local_data
 
-from mlmm.catalogue import ALL_FIGURES, ALL_TABLES
+from mlmm.catalogue import ALL_FIGURES, ALL_TABLES, CLAIM_PAPERS
 from mlmm.demo.paper_layouts import LOCATION_KEYS, flattened_keys
 
 PAPER = REPO / "config" / "paper.yaml"
@@ -191,6 +192,10 @@ def test_the_paper_configuration_runs_every_rule_in_miniature(tmp_path, paper_ru
     for stem in ALL_FIGURES:
         for suffix in ("png", "pdf"):
             assert (workdir / "results" / "figures" / f"{stem}.{suffix}").is_file(), stem
+    for paper in CLAIM_PAPERS:  # every paper's claims table and figure (rule claims)
+        claims = pd.read_csv(workdir / "results" / "tables" / f"{paper}_claims.csv")
+        assert claims.verdict.isin(["holds", "reversed", "not significant", "not run"]).all()
+        assert (workdir / "results" / "figures" / f"{paper}_claims.png").is_file(), paper
     again = _snakemake(workdir, "-n", *configs, env=env, timeout=600)
     assert "Nothing to be done" in again.stdout, again.stdout[-3000:]
     print(f"paper miniature: {len(executed)} rules in {minutes:.1f} min")

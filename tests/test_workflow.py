@@ -702,6 +702,34 @@ def test_slurm_plugin_runs_the_data_stage(tmp_path, stub_dir):
 
 @pytest.mark.slow
 @pytest.mark.xdist_group(DEMO_RUN_GROUP)
+def test_demo_runs_keep_per_query_outcomes_giving_back_their_metrics(default_demo_run):
+    """Every retrieval run's queries.npz and every MT system's sentences.npz give back the
+    numbers in its metrics.json exactly (mlmm.outcomes), on the shared demo run."""
+    from mlmm.nmt.metrics import corpus_score
+    from mlmm.outcomes import read_outcomes, read_sentence_statistics, run_metrics
+
+    workdir, proc = default_demo_run
+    assert proc.returncode == 0, proc.stdout[-6000:]
+    runs = sorted((workdir / "results/retrieval").rglob("metrics.json"))
+    assert runs
+    for path in runs:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+        again = run_metrics(read_outcomes(path.with_name("queries.npz")))
+        assert again["test"] == stored["test"], path
+        assert again["c2c"] == stored.get("c2c", {}), path
+        assert again["sts"] == stored.get("sts", {}), path
+    systems = sorted((workdir / "results/nmt/systems").glob("*/metrics.json"))
+    assert systems
+    for path in systems:
+        scores = json.loads(path.read_text(encoding="utf-8"))["scores"]
+        kept = read_sentence_statistics(path.with_name("sentences.npz"))
+        assert {name: corpus_score(name, stats) for name, stats in kept.items()} == {
+            name: scores[name] for name in kept
+        }, path
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group(DEMO_RUN_GROUP)
 def test_whole_workflow_on_the_default_demo_world(default_demo_run):
     """The README's main job as it is: the default config, every stage (about 13 min idle)."""
     workdir, proc = default_demo_run
@@ -721,11 +749,13 @@ def test_whole_workflow_on_the_default_demo_world(default_demo_run):
     built = run_snakemake(workdir, "--report", "results/report.html")
     assert built.returncode == 0, built.stdout[-3000:]
     page = (workdir / "results/report.html").read_text(encoding="utf-8")
-    from mlmm.catalogue import ALL_FIGURES, ALL_TABLES
+    from mlmm.catalogue import ALL_FIGURES, ALL_TABLES, CLAIM_PAPERS
 
-    for stem in ALL_TABLES + ALL_FIGURES:
-        shown = f"{stem}.html" if stem in ALL_TABLES else f"{stem}.png"
-        assert f'"{shown}"' in page, shown
+    claims = [f"{paper}_claims" for paper in CLAIM_PAPERS]  # a table and a figure each
+    for stem in ALL_TABLES + ALL_FIGURES + claims:
+        shown = [f"{stem}.png"] if stem in ALL_FIGURES else [f"{stem}.html"]
+        shown += [f"{stem}.png"] if stem in claims else []
+        assert all(f'"{name}"' in page for name in shown), shown
         caption = (REPO / "workflow/report" / f"{stem}.rst").read_text(encoding="utf-8")
         words = " ".join(caption.splitlines()[0].split(":", 1)[1].split()[:2])
         words = words.replace("\\@", "&#64;")  # docutils writes '@' as an entity

@@ -372,22 +372,44 @@ def retrieval_metrics(
     each part is evaluated on its own, and every metric is the mean over the parts (VSE++
     ``evalrank(fold5=True)``).
     """
+    ranks = fold_ranks(image_emb, caption_emb, per_image, similarity, folds, chunk)
+    return {d: metrics_of_folds(r, folds) for d, r in ranks.items()}
+
+
+def fold_ranks(
+    image_emb,
+    caption_emb,
+    per_image: int,
+    similarity: Similarity = "cosine",
+    folds: int = 1,
+    chunk: int | None = None,
+) -> dict[str, np.ndarray]:
+    """0-based ranks of every test query, fold after fold (each fold ranked on its own):
+    ``{"i2t": one per image, "t2i": one per caption}``, the per-query outcomes that
+    ``retrieval_metrics`` summarises (``metrics_of_folds``) and the bootstrap resamples."""
     image_emb = _as_tensor(image_emb, "image embeddings")
     caption_emb = _as_tensor(caption_emb, "caption embeddings")
     n = image_emb.shape[0]
     if folds < 1 or n % folds:
         raise ValueError(f"{n} images cannot be cut into {folds} equal folds")
     size = n // folds
-    per_fold = []
+    parts: dict[str, list[np.ndarray]] = {"i2t": [], "t2i": []}
     for f in range(folds):
         ims = image_emb[f * size : (f + 1) * size]
         caps = caption_emb[f * size * per_image : (f + 1) * size * per_image]
-        ranks = retrieval_ranks(ims, caps, per_image, similarity, chunk)
-        per_fold.append({d: summarise_ranks(r) for d, r in ranks.items()})
-    return {
-        d: {m: float(np.mean([fold[d][m] for fold in per_fold])) for m in METRICS}
-        for d in ("i2t", "t2i")
-    }
+        for d, r in retrieval_ranks(ims, caps, per_image, similarity, chunk).items():
+            parts[d].append(r.numpy())
+    return {d: np.concatenate(p).astype(np.int64) for d, p in parts.items()}
+
+
+def metrics_of_folds(ranks: np.ndarray, folds: int = 1) -> dict[str, float]:
+    """``METRICS`` of ranks cut into ``folds`` consecutive equal folds, each metric the mean
+    over the folds (VSE++ ``evalrank(fold5=True)``)."""
+    ranks = np.asarray(ranks)
+    if folds < 1 or len(ranks) % folds:
+        raise ValueError(f"{len(ranks)} ranks cannot be cut into {folds} equal folds")
+    per_fold = [summarise_ranks(part) for part in np.split(ranks, folds)]
+    return {m: float(np.mean([fold[m] for fold in per_fold])) for m in METRICS}
 
 
 def c2c_metrics(
@@ -404,6 +426,17 @@ def c2c_metrics(
     image (the i2t rule, with a caption as the query). With ``k = 1`` (translations) this is
     plain one-to-one retrieval. Order similarity treats targets as the lower (caption) side.
     """
+    return summarise_ranks(c2c_ranks(query_emb, target_emb, per_image, similarity, chunk))
+
+
+def c2c_ranks(
+    query_emb,
+    target_emb,
+    per_image: int = 1,
+    similarity: Similarity = "cosine",
+    chunk: int | None = None,
+) -> np.ndarray:
+    """0-based rank of every query caption of ``c2c_metrics`` (its per-query outcomes)."""
     queries = _prepare(query_emb, similarity, "query embeddings")
     targets = _prepare(target_emb, similarity, "target embeddings")
     if queries.shape != targets.shape:
@@ -423,7 +456,7 @@ def c2c_metrics(
         score = lambda a, b: transposed_scores(queries, targets[a:b], similarity)  # noqa: E731
         for a, block in _blocks(nq, _chunk_size(nq, chunk), score):
             rows.add(a, block)
-    return summarise_ranks(rows.counts)
+    return rows.counts.numpy().astype(np.int64)
 
 
 # ----------------------------------------------------------------------------------------
@@ -437,12 +470,23 @@ def sts_pearson(emb_a, emb_b, gold, where: str | Path = "STS gold scores") -> fl
     Calixto & Liu (2017, Table 2) scale the cosine by 5 onto the gold 0-5 range; Pearson is
     scale-invariant, the factor only keeps the predictions on the gold scale.
     """
+    return pearson_of(sts_predicted(emb_a, emb_b, len(gold)), gold, where)
+
+
+def sts_predicted(emb_a, emb_b, n_gold: int) -> np.ndarray:
+    """``5 * cosine(a, b)`` of every STS pair (float64): the per-pair outcomes of STS."""
     a = l2_normalise(_as_tensor(emb_a, "STS embeddings (first)").double())
     b = l2_normalise(_as_tensor(emb_b, "STS embeddings (second)").double())
+    if a.shape != b.shape or a.shape[0] != n_gold:
+        raise ValueError(f"shapes differ: {tuple(a.shape)}, {tuple(b.shape)}, gold ({n_gold},)")
+    return 5.0 * (a * b).sum(1).numpy()
+
+
+def pearson_of(predicted, gold, where: str | Path = "STS gold scores") -> float:
+    """Pearson r of predicted against gold scores over the pairs with a gold score; constant
+    scores on either side (r undefined) are refused naming ``where``."""
+    predicted = np.asarray(predicted, dtype=np.float64)
     gold = np.asarray(gold, dtype=np.float64)
-    if a.shape != b.shape or a.shape[0] != len(gold):
-        raise ValueError(f"shapes differ: {tuple(a.shape)}, {tuple(b.shape)}, gold {gold.shape}")
-    predicted = 5.0 * (a * b).sum(1).numpy()
     keep = ~np.isnan(gold)
     if keep.sum() < 2:
         raise InputError(where, "at least two pairs with a gold score", f"{int(keep.sum())}")

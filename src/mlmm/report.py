@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from mlmm.catalogue import TABLES, TableSpec
+from mlmm.claims import BOOTSTRAP_NOTE, add_intervals
 from mlmm.errors import InputError
 from mlmm.io import parse_json, read_json, read_yaml, save_figure
 from mlmm.origin import Origin, backbone_name, stamp_figure
@@ -34,6 +35,7 @@ class Run:
     metrics: dict
     paper_rows: list[dict]
     protocol: list[str] = field(default_factory=list)  # retrieval.config.protocol_notes
+    path: Path | None = None  # its metrics.json (queries.npz lies beside it)
 
 
 # ----------------------------------------------------------------------------------------
@@ -96,7 +98,9 @@ def load_runs(paths: list[Path], section: dict, where: str = "config") -> list[R
                 f"variant {name!r} seed {key[1]} already read from {seen[key]}",
             )  # fmt: skip
         seen[key] = path
-        runs.append(Run(name, int(metrics["seed"]), metrics, rows_of[name], protocol_of[name]))
+        runs.append(
+            Run(name, int(metrics["seed"]), metrics, rows_of[name], protocol_of[name], path)
+        )
     return runs
 
 
@@ -186,7 +190,12 @@ def runs_frame(runs: list[Run], paper: str, number: int, key: str = "table") -> 
 
 
 def build_table(runs: list[Run], spec: TableSpec, paper_tables: Path | None) -> pd.DataFrame:
-    """Our cells of one paper table (mean, std, count over seeds) beside the paper's."""
+    """Our cells of one paper table (mean, std, count over seeds, 95 % bootstrap interval
+    from the runs' per-query outcomes) beside the paper's."""
+    return add_intervals(_table_cells(runs, spec, paper_tables), runs, spec.paper, spec.table)
+
+
+def _table_cells(runs: list[Run], spec: TableSpec, paper_tables: Path | None) -> pd.DataFrame:
     ours = runs_frame(runs, spec.paper, spec.table)
     wanted = spec.cells()
     cells = zip(ours.language, ours.direction, ours.metric, strict=True)
@@ -263,7 +272,8 @@ def ran_note(metrics: dict) -> str:
 def _notes(runs: list[Run], spec: TableSpec, paper_tables: Path | None) -> list[str]:
     notes = [
         "ours = mean over seeds, ours_std = standard deviation, runs = number of runs; "
-        "diff = ours - paper."
+        "diff = ours - paper.",
+        BOOTSTRAP_NOTE,
     ]
     paper = load_paper_table(paper_tables, spec.paper, spec.table)
     if paper is None:

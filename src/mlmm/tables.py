@@ -159,6 +159,27 @@ def cell_text(
     return text
 
 
+def interval_marks(frame: pd.DataFrame) -> pd.Series:
+    """' [low, high] ≈' after a cell with a 95 % interval (``ours_low``, ``ours_high``;
+    ``mlmm.claims.add_intervals``): ≈ where the paper's number lies inside it
+    (``within_noise``), ≠ where it does not; nothing for cells without an interval."""
+    if "ours_low" not in frame:
+        return pd.Series("", index=frame.index)
+    marks = {True: " ≈", False: " ≠"}
+    return pd.Series(
+        [
+            ""
+            if pd.isna(low)
+            else f" [{format_number(low, m)}, {format_number(high, m)}]{marks.get(inside, '')}"
+            for low, high, inside, m in zip(
+                frame["ours_low"], frame["ours_high"], frame["within_noise"], frame["metric"],
+                strict=True,
+            )
+        ],
+        index=frame.index,
+    )
+
+
 def paper_shape(frame: pd.DataFrame, stem: str) -> pd.DataFrame | None:
     """The tidy table in the paper's shape: one row per system (the layout's ``rows``), the
     paper's columns (``columns``: language, direction, metric, ...), one text cell each; None
@@ -185,6 +206,7 @@ def paper_shape(frame: pd.DataFrame, stem: str) -> pd.DataFrame | None:
         cell_text(*values, table=stem)
         for values in zip(frame["ours"], std, runs, frame["paper"], metric, strict=True)
     ]
+    frame["cell"] = frame["cell"] + interval_marks(frame)
     wide = frame.pivot_table(
         index=rows, columns=columns, values="cell", aggfunc="first", sort=False
     ).fillna(BLANK)
@@ -266,6 +288,8 @@ LATEX_TEXT = {
     "Δ": r"$\Delta$",
     "λ": r"$\lambda$",
     "…": r"\ldots{}",
+    "≈": r"$\approx$",
+    "≠": r"$\neq$",
 }
 _LATEX_TABLE = str.maketrans(LATEX_TEXT)
 

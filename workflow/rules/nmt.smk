@@ -163,7 +163,8 @@ rule mt_score:
     input:
         hyp=NMT_DIR / "systems/{system}/test_2016_flickr.1best",
     output:
-        NMT_DIR / "systems/{system}/metrics.json",
+        metrics=NMT_DIR / "systems/{system}/metrics.json",
+        sentences=NMT_DIR / "systems/{system}/sentences.npz",
     log:
         LOGS / "nmt/mt_score_{system}.log",
     conda:
@@ -186,14 +187,14 @@ rule mt_score:
     shell:
         "mlmm mt-score --hyp {input.hyp:q} --ref {params.ref:q} --language {params.language}"
         " {params.meteor} --system {params.system:q} --variant-note {params.note:q}"
-        " --seed {params.seed} --out {output:q} > {log:q} 2>&1"
+        " --seed {params.seed} --out {output.metrics:q} --sentences {output.sentences:q}"
+        " > {log:q} 2>&1"
 
 
 rule nmt_table:
     input:
-        metrics=expand(
-            NMT_DIR / "systems/{system}/metrics.json", system=list(NMT["systems"])
-        ),
+        metrics=NMT_SCORE_FILES,
+        sentences=NMT_SENTENCE_FILES,
         paper=PAPER_CSVS.get("calixto2017", []),
         feature_runs=nmt_image_feature_runs,
     output:

@@ -20,6 +20,13 @@ except ValueError as _error:
 for _warning in _warnings:
     print(f"warning: {_warning}", file=sys.stderr)
 NMT = dict(config["nmt"], embedding_features=_features, systems=_systems)
+# every system's scores and sentences.npz (written by mt_score), read by Table 3 and the claims
+NMT_SCORE_FILES = expand(
+    NMT_DIR / "systems/{system}/metrics.json", system=list(NMT["systems"])
+)
+NMT_SENTENCE_FILES = expand(
+    NMT_DIR / "systems/{system}/sentences.npz", system=list(NMT["systems"])
+)
 # A METEOR 1.5 distribution named by path (the paper config: with its paraphrase table) must be
 # there at planning, like the other local data sets.
 _meteor_missing = missing_meteor_data(

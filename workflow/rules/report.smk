@@ -6,10 +6,12 @@ variant stands for is its `paper_rows` in config.yaml.
 
 import json
 
-from mlmm.catalogue import FIGURES, TABLES
+from mlmm.catalogue import CLAIM_PAPERS, FIGURES, TABLES
 
 # every configured variant x seed (retrieval_common.smk), and the section naming their paper rows
 REPORT_RUNS = RETRIEVAL_RUN_FILES
+# their per-query outcomes (queries.npz beside each metrics.json): the cells' intervals, claims
+REPORT_QUERIES = [path.with_name("queries.npz") for path in RETRIEVAL_RUN_FILES]
 REPORT_SECTION = json.dumps(RETRIEVAL)
 REPORT_TABLES = RESULTS / "tables"
 REPORT_FIGURES = RESULTS / "figures"
@@ -27,6 +29,7 @@ rule retrieval_tables:
     input:
         runs=REPORT_RUNS,
         paper=[path for paths in PAPER_CSVS.values() for path in paths],
+        queries=REPORT_QUERIES,
     output:
         reported(RETRIEVAL_TABLE_FILES),
     log:
@@ -61,4 +64,49 @@ rule retrieval_figures:
         "--out {params.out:q} > {log:q} 2>&1"
 
 
-FINAL_TARGETS += RETRIEVAL_TABLE_FILES + RETRIEVAL_FIGURE_FILES
+# Each paper's claims (resources/claims/<paper>.yaml) tested on the runs: mlmm.claims
+CLAIM_REGISTRIES = [
+    REPOSITORY / "resources/claims" / f"{paper}.yaml" for paper in CLAIM_PAPERS
+]
+CLAIM_FILES = [
+    path
+    for paper in CLAIM_PAPERS
+    for path in [
+        *table_files(REPORT_TABLES / f"{paper}_claims"),
+        REPORT_FIGURES / f"{paper}_claims.png",
+        REPORT_FIGURES / f"{paper}_claims.pdf",
+    ]
+]
+
+
+rule claims:
+    input:
+        runs=REPORT_RUNS,
+        queries=REPORT_QUERIES,
+        registries=CLAIM_REGISTRIES,
+        nmt=NMT_SCORE_FILES,
+        nmt_sentences=NMT_SENTENCE_FILES,
+        paper=[path for paths in PAPER_CSVS.values() for path in paths],
+    output:
+        reported(CLAIM_FILES),
+    log:
+        LOGS / "report/claims.log",
+    benchmark:
+        BENCHMARKS / "report/claims.tsv"
+    conda:
+        "../../envs/core.yaml"
+    params:
+        section=REPORT_SECTION,
+        paper_tables=(
+            f"--paper-tables {quote(str(PAPER_TABLES))}" if PAPER_TABLES else ""
+        ),
+        tables=REPORT_TABLES,
+        figures=REPORT_FIGURES,
+    shell:
+        "mlmm claims --record-json {params.section:q} --runs {input.runs:q} "
+        "--registry {input.registries:q} --nmt-runs {input.nmt:q} {params.paper_tables} "
+        "--tables {params.tables:q} "
+        "--figures {params.figures:q} > {log:q} 2>&1"
+
+
+FINAL_TARGETS += RETRIEVAL_TABLE_FILES + RETRIEVAL_FIGURE_FILES + CLAIM_FILES

@@ -13,6 +13,7 @@ rule train_retrieval:
         model=RETRIEVAL_DIR / "{variant}/seed{seed}/model.pt",
         metrics=RETRIEVAL_DIR / "{variant}/seed{seed}/metrics.json",
         history=RETRIEVAL_DIR / "{variant}/seed{seed}/history.csv",
+        queries=RETRIEVAL_DIR / "{variant}/seed{seed}/queries.npz",
     log:
         LOGS / "retrieval/{variant}_seed{seed}.log",
     benchmark:

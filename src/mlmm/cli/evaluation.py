@@ -64,6 +64,31 @@ def register(subparsers) -> None:
     p.set_defaults(func=run_figures)
 
 
+    p = subparsers.add_parser(
+        "claims",
+        help="each paper's claims tested on the retrieval runs (paired bootstrap, Holm)",
+        description="For every claims registry (resources/claims/<paper>.yaml): the paper's "
+        "effect, ours with a 95 %% paired bootstrap interval over the runs' per-query outcomes "
+        "(queries.npz beside each metrics.json) and seeds, Holm-corrected p and a verdict; "
+        "writes TABLES/<paper>_claims.{csv,md,tex,html} and FIGURES/<paper>_claims.{png,pdf}.",
+    )
+    _run_arguments(p)
+    p.add_argument(
+        "--registry", required=True, nargs="+", type=Path, help="<paper>.yaml claims registries"
+    )
+    p.add_argument(
+        "--nmt-runs",
+        nargs="*",
+        type=Path,
+        default=[],
+        help="mlmm mt-score metrics.json files (Calixto Table 3 rows; sentences.npz beside)",
+    )
+    p.add_argument("--paper-tables", type=Path, default=None, help="directory of paper CSVs")
+    p.add_argument("--tables", required=True, type=Path, help="directory for <paper>_claims.*")
+    p.add_argument("--figures", required=True, type=Path, help="directory for the figures")
+    p.set_defaults(func=run_claims)
+
+
 def _run_arguments(p) -> None:
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument(
@@ -160,3 +185,16 @@ def run_figures(args) -> None:
     runs = _runs(args)
     for path in build_figures(runs, args.out):
         print(path)
+
+
+def run_claims(args) -> None:
+    from mlmm.claims import nmt_runs, write_claims
+    from mlmm.io import table_outputs
+
+    inputs = [*args.runs, *args.nmt_runs, args.paper_tables, *args.registry]
+    table_outputs(args.tables, inputs)
+    table_outputs(args.figures, inputs)
+    runs = _runs(args) + nmt_runs(args.nmt_runs)
+    for registry in args.registry:
+        for path in write_claims(runs, registry, args.paper_tables, args.tables, args.figures):
+            print(path)

@@ -120,7 +120,13 @@ def register(subparsers) -> None:
     p.add_argument("--variant-note", default="")
     checked_option(p, "--seed", "$defs.cli_options.run_seed", type=int)
     p.add_argument("--out", required=True, type=Path)
-    declare_outputs(p, "out")
+    p.add_argument(
+        "--sentences",
+        type=Path,
+        help="also write the per-sentence BLEU/TER/chrF statistics here (.npz), from which "
+        "the corpus scores are resampled (mlmm claims, table intervals)",
+    )
+    declare_outputs(p, "out", "sentences")
     p.set_defaults(func=run_score)
 
     p = subparsers.add_parser(
@@ -315,7 +321,7 @@ def run_score(args) -> None:
     from mlmm.nmt.metrics import meteor_modules, mt_metrics, resolve_meteor_jar
     from mlmm.provenance import provenance
 
-    refuse_overwrite(args.out, [args.hyp, args.ref], args.force)
+    guard_outputs([args.out, args.sentences], [args.hyp, args.ref], args.force)
     hyps = read_lines(args.hyp, allow_empty_lines=True)
     refs = read_lines(args.ref)
     jar, meteor_note = resolve_meteor_jar(args.meteor_jar)
@@ -323,6 +329,13 @@ def run_score(args) -> None:
     if jar is not None:
         meteor_note = meteor_modules(jar, args.language)[1]
     settings = {k: str(v) for k, v in vars(args).items() if k != "func"}
+    if args.sentences is not None:
+        from mlmm.nmt.metrics import sentence_statistics
+        from mlmm.outcomes import write_sentence_statistics
+
+        write_sentence_statistics(
+            args.sentences, sentence_statistics(hyps, refs), provenance(settings, args.seed)
+        )
     write_json(args.out, {
         "provenance": provenance(settings, args.seed), "system": args.system,
         "variant_note": args.variant_note, "scores": scores, "meteor": meteor_note,

@@ -15,6 +15,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import sacrebleu
 from sacrebleu.metrics import BLEU
 
@@ -99,3 +100,45 @@ def mt_metrics(
     if meteor_jar is not None:
         scores["METEOR"] = meteor(hyps, references, meteor_jar, language)[0]
     return scores
+
+
+# Corpus metrics whose per-sentence sufficient statistics are kept (``sentence_statistics``):
+# summed over any set of sentences they give that set's corpus score exactly, so the bootstrap
+# resamples sentences as sacrebleu's paired bootstrap does.
+SENTENCE_METRICS = ("BLEU", "TER", "chrF")
+
+
+def _sacrebleu_metric(name: str):
+    from sacrebleu.metrics import BLEU, CHRF, TER
+
+    if name == "BLEU":
+        return BLEU(tokenize="none", smooth_method="none", force=True)  # as mt_metrics
+    return {"TER": TER, "chrF": CHRF}[name]()
+
+
+def sentence_statistics(hypotheses: Sequence[str], references: Sequence[str]) -> dict:
+    """Per-sentence sufficient statistics of BLEU, TER and chrF (sacrebleu's own), one
+    ``(sentences, k)`` array each."""
+    hyps, refs = list(hypotheses), [list(references)]
+    return {
+        name: np.asarray(_sacrebleu_metric(name)._extract_corpus_statistics(hyps, refs))
+        for name in SENTENCE_METRICS
+    }
+
+
+def corpus_score(name: str, statistics: np.ndarray) -> float:
+    """The corpus score of ``name`` from per-sentence statistics (summed, as sacrebleu does)."""
+    metric = _sacrebleu_metric(name)
+    return float(metric._compute_score_from_stats(np.sum(statistics, axis=0).tolist()).score)
+
+
+def corpus_statistic(name: str):
+    """``mlmm.uncertainty`` statistic: the corpus score of each replicate's drawn sentences,
+    from their statistics, shape (replicates, sentences, k)."""
+    metric = _sacrebleu_metric(name)
+
+    def score(drawn: np.ndarray) -> np.ndarray:
+        sums = drawn.sum(axis=1)
+        return np.array([metric._compute_score_from_stats(row.tolist()).score for row in sums])
+
+    return score

@@ -6,6 +6,7 @@ import functools
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import torch
 from sacremoses import MosesPunctNormalizer, MosesTokenizer
 
@@ -26,8 +27,12 @@ def sts_tokens(sentence: str, lang: str = "en") -> list[str]:
     return tokenizer.tokenize(normalizer.normalize(sentence).lower(), escape=True)
 
 
-def sts_scores(embed: Callable[[list[list[str]]], torch.Tensor], root: Path) -> dict[str, float]:
-    """Pearson r for each ``<root>/<year>/STS.input.images.txt`` (gold beside it)."""
+def sts_outcomes(
+    embed: Callable[[list[list[str]]], torch.Tensor], root: Path
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per-pair predicted scores (``5 * cosine``) and gold scores (NaN: not scored) for each
+    ``<root>/<year>/STS.input.images.txt`` (gold beside it); ``evaluation.pearson_of`` of
+    them is the year's Pearson r."""
     out = {}
     for year_dir in sorted(p for p in Path(root).iterdir() if p.is_dir()):
         inputs = year_dir / "STS.input.images.txt"
@@ -38,5 +43,15 @@ def sts_scores(embed: Callable[[list[list[str]]], torch.Tensor], root: Path) -> 
         with torch.no_grad():
             a = embed([sts_tokens(s) for s in s1])
             b = embed([sts_tokens(s) for s in s2])
-        out[year_dir.name] = evaluation.sts_pearson(a, b, gold, gold_path)
+        predicted = evaluation.sts_predicted(a, b, len(gold))
+        evaluation.pearson_of(predicted, gold, gold_path)  # degenerate pairs refused here
+        out[year_dir.name] = (predicted, gold)
     return out
+
+
+def sts_scores(embed: Callable[[list[list[str]]], torch.Tensor], root: Path) -> dict[str, float]:
+    """Pearson r for each ``<root>/<year>/STS.input.images.txt`` (gold beside it)."""
+    return {
+        year: evaluation.pearson_of(predicted, gold)
+        for year, (predicted, gold) in sts_outcomes(embed, root).items()
+    }

@@ -28,6 +28,7 @@ from mlmm.errors import InputError
 from mlmm.fingerprint import record_made_from, value_digest
 from mlmm.io import atomic_path, discard, write_json, write_text
 from mlmm.logs import progress as progress_bar
+from mlmm.outcomes import write_outcomes
 from mlmm.provenance import Timer, provenance
 from mlmm.retrieval import checkpoint
 from mlmm.retrieval.api import build_model
@@ -45,7 +46,7 @@ from mlmm.retrieval.data import (
 from mlmm.retrieval.losses import ranking_loss, weighted_loss
 from mlmm.retrieval.selection import Selector, selection_score
 from mlmm.retrieval.streams import Batch, Text, TrainingStreams
-from mlmm.retrieval.sts import sts_scores, sts_tokens
+from mlmm.retrieval.sts import sts_outcomes, sts_tokens
 from mlmm.retrieval.word_embeddings import Alignment, load_vectors
 
 __all__ = ["Paths", "Run", "sts_tokens", "train_variant"]
@@ -108,6 +109,7 @@ class Run:
         params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.Adam(params, lr=record["optimizer"]["lr"])
         self.step, self.history = 0, []
+        self.ranks: dict[str, dict[str, np.ndarray]] = {}  # the last evaluation's, per language
         self.losses: list[float] = []  # since the last validation (checkpointed with the run)
         self.selector = Selector(record["early_stopping"]["patience"])
         self.best_state = copy.deepcopy(self.model.state_dict())
@@ -365,7 +367,7 @@ class Run:
     @torch.no_grad()
     def evaluate(self, data, langs: list[str], folds: int = 1) -> dict:
         """Recalls per language on ``data`` (mean over ``folds`` equal folds), and the captions'
-        embeddings."""
+        embeddings; the per-query ranks behind the recalls go to ``self.ranks``."""
         self.model.eval()
         feats = torch.from_numpy(data.features)
         images = torch.cat(
@@ -377,13 +379,16 @@ class Run:
         out, texts = {}, {}
         for lang in langs:
             texts[lang] = self.embed_text(lang, data.captions[lang])
-            out[lang] = evaluation.retrieval_metrics(
+            self.ranks[lang] = evaluation.fold_ranks(
                 images,
                 texts[lang],
                 data.per_image[lang],
                 similarity=self.record["similarity"],
                 folds=folds,
             )
+            out[lang] = {
+                d: evaluation.metrics_of_folds(r, folds) for d, r in self.ranks[lang].items()
+            }
         self.model.train()
         return out, texts
 
@@ -425,20 +430,26 @@ class Run:
             )
         metrics, texts = self.evaluate(data, self.langs, folds)
         out = {"test": metrics}
+        # per-query outcomes of every test number (queries.npz, mlmm.outcomes)
+        self.outcomes = {"folds": folds, "test": dict(self.ranks), "c2c": {}, "sts": {}}
         if folds > 1:  # COCO: 1K folds in "test", the whole 5K set beside them
             out["test_full"], _ = self.evaluate(data, self.langs)
         c2c = {}
         for la in self.langs:
             for lb in self.langs:
                 if la != lb and data.per_image[la] == data.per_image[lb]:
-                    c2c[f"{la}-{lb}"] = evaluation.c2c_metrics(
+                    ranks = evaluation.c2c_ranks(
                         texts[la], texts[lb], data.per_image[la], self.record["similarity"]
                     )
+                    self.outcomes["c2c"][f"{la}-{lb}"] = ranks
+                    c2c[f"{la}-{lb}"] = evaluation.summarise_ranks(ranks)
         if c2c:
             out["c2c"] = c2c
         if self.record["sts"] and "en" in self.langs and self.paths.sts is not None:
             self.model.eval()
-            out["sts"] = sts_scores(lambda s: self.embed_text("en", s), self.paths.sts)
+            pairs = sts_outcomes(lambda s: self.embed_text("en", s), self.paths.sts)
+            self.outcomes["sts"] = pairs
+            out["sts"] = {year: evaluation.pearson_of(*pair) for year, pair in pairs.items()}
             self.model.train()
         if self.alignment is not None:
             out["alignment"] = {self.alignment.pair: self.alignment.ratio()}
@@ -527,6 +538,7 @@ def train_variant(
         **results,
         "history": run.history,
     }
+    write_outcomes(out / "queries.npz", run.outcomes, metrics["provenance"])
     write_json(out / "metrics.json", metrics)
     discard(out / "checkpoint.pt")
     return metrics

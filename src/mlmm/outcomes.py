@@ -1,0 +1,125 @@
+"""Per-query outcomes of a retrieval run, kept beside its ``metrics.json`` as ``queries.npz``.
+
+Every test number of a run is a summary of per-query outcomes; keeping them lets the tables put
+a bootstrap interval on every cell and the claims compare two systems on the same queries
+(``mlmm.uncertainty``, ``mlmm.claims``). Arrays, one name each:
+
+- ``folds``: the number of equal consecutive folds the test queries are cut into (5 for COCO 1K)
+- ``test/<lang>/i2t``, ``test/<lang>/t2i``: 0-based rank of the first correct item of every
+  query (image, caption), fold after fold (``evaluation.fold_ranks``)
+- ``c2c/<a>-<b>``: 0-based rank of every caption-to-caption query (``evaluation.c2c_ranks``)
+- ``sts/<year>/predicted``, ``sts/<year>/gold``: per-pair ``5 * cosine`` and gold (NaN: not
+  scored)
+- ``provenance``: the run's provenance (the same as in its metrics.json) as JSON text
+
+``run_metrics`` recomputes the run's test, c2c and STS numbers from them exactly.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from mlmm import evaluation
+from mlmm.errors import InputError
+from mlmm.io import parse_json, read_npz, write_npz
+
+
+def _text(provenance: dict) -> np.ndarray:
+    """JSON as UTF-8 bytes (numpy's str arrays take four bytes a character)."""
+    return np.asarray(json.dumps(provenance, sort_keys=True, default=str).encode("utf-8"))
+
+
+def _from_text(array: np.ndarray | None) -> dict:
+    if array is None:
+        return {}
+    value = array.item()
+    return parse_json(value.decode("utf-8") if isinstance(value, bytes) else str(value),
+                      "per-query outcomes", "the provenance of a run as JSON")  # fmt: skip
+
+
+def write_outcomes(path: str | Path, outcomes: dict, provenance: dict) -> None:
+    """``outcomes``: ``{"folds": int, "test": {lang: {direction: ranks}}, "c2c": {pair: ranks},
+    "sts": {year: (predicted, gold)}}`` as one uncompressed .npz (ranks as int32)."""
+    arrays: dict[str, np.ndarray] = {
+        "folds": np.asarray(outcomes["folds"], dtype=np.int64),
+        "provenance": _text(provenance),
+    }
+    for lang, directions in outcomes["test"].items():
+        for direction, ranks in directions.items():
+            arrays[f"test/{lang}/{direction}"] = np.asarray(ranks, dtype=np.int32)
+    for pair, ranks in outcomes.get("c2c", {}).items():
+        arrays[f"c2c/{pair}"] = np.asarray(ranks, dtype=np.int32)
+    for year, (predicted, gold) in outcomes.get("sts", {}).items():
+        arrays[f"sts/{year}/predicted"] = np.asarray(predicted, dtype=np.float64)
+        arrays[f"sts/{year}/gold"] = np.asarray(gold, dtype=np.float64)
+    write_npz(path, arrays)
+
+
+def read_outcomes(path: str | Path) -> dict:
+    """The arrays of a ``queries.npz``, nested as ``write_outcomes`` takes them, plus the
+    provenance dict; InputError naming the file when it is missing or not such a file."""
+    path = Path(path)
+    arrays = read_npz(path, "the per-query outcomes of a run (queries.npz)")
+    if "folds" not in arrays:
+        raise InputError(path, "an array 'folds'", "none", key="folds")
+    out: dict = {
+        "folds": int(arrays["folds"]),
+        "provenance": _from_text(arrays.get("provenance")),
+        "test": {},
+        "c2c": {},
+        "sts": {},
+    }
+    for name, array in arrays.items():
+        parts = name.split("/")
+        if parts[0] == "test" and len(parts) == 3:
+            out["test"].setdefault(parts[1], {})[parts[2]] = array.astype(np.int64)
+        elif parts[0] == "c2c" and len(parts) == 2:
+            out["c2c"][parts[1]] = array.astype(np.int64)
+        elif parts[0] == "sts" and len(parts) == 3:
+            out["sts"].setdefault(parts[1], {})[parts[2]] = array
+    return out
+
+
+def run_metrics(outcomes: dict) -> dict:
+    """The ``test``, ``c2c`` and ``sts`` sections of a run's metrics.json, recomputed from its
+    per-query outcomes with the functions the run used."""
+    folds = outcomes["folds"]
+    return {
+        "test": {
+            lang: {d: evaluation.metrics_of_folds(r, folds) for d, r in directions.items()}
+            for lang, directions in outcomes["test"].items()
+        },
+        "c2c": {pair: evaluation.summarise_ranks(r) for pair, r in outcomes["c2c"].items()},
+        "sts": {
+            year: evaluation.pearson_of(pair["predicted"], pair["gold"])
+            for year, pair in outcomes["sts"].items()
+        },
+    }
+
+
+def queries_path(metrics_path: str | Path) -> Path:
+    """Where a run's per-query outcomes lie: beside its metrics.json."""
+    return Path(metrics_path).with_name("queries.npz")
+
+
+def write_sentence_statistics(path: str | Path, statistics: dict, provenance: dict) -> None:
+    """Per-sentence sufficient statistics of an MT system's corpus metrics
+    (``nmt.metrics.sentence_statistics``: ``mt/<metric>``, one row a sentence) and the
+    provenance, as one .npz beside its metrics.json."""
+    arrays = {f"mt/{name}": np.asarray(stats) for name, stats in statistics.items()}
+    arrays["provenance"] = _text(provenance)
+    write_npz(path, arrays)
+
+
+def read_sentence_statistics(path: str | Path) -> dict[str, np.ndarray]:
+    """``{metric: (sentences, k) statistics}`` of a ``write_sentence_statistics`` file."""
+    arrays = read_npz(path, "an .npz file of per-sentence MT statistics (sentences.npz)")
+    return {name[3:]: array for name, array in arrays.items() if name.startswith("mt/")}
+
+
+def sentences_path(metrics_path: str | Path) -> Path:
+    """Where an MT system's per-sentence statistics lie: beside its metrics.json."""
+    return Path(metrics_path).with_name("sentences.npz")

@@ -1,0 +1,219 @@
+"""Bootstrap intervals for a table cell and for the difference of two systems: pure numpy.
+
+A cell of ours is the mean over seeds of a metric of per-query outcomes (``mlmm.outcomes``);
+its uncertainty has two sources, the test queries drawn and the seeds run. One bootstrap
+replicate (``replicates``) draws both:
+
+1. the test queries, ``n`` of them with replacement (within each fold when the metric is a
+   mean over folds, so every fold keeps its size), one draw shared by every seed and every
+   system compared on the same queries (paired);
+2. the seeds, ``S`` of them with replacement from the ``S`` run (a two-level bootstrap; with
+   one seed only the queries vary),
+
+and averages the metric of the drawn queries over the drawn seeds. The 95 % interval is the
+2.5th and 97.5th percentile of 1,000 replicates (percentile bootstrap, Efron & Tibshirani 1993,
+ch. 13); numpy's ``default_rng(seed)`` makes it deterministic.
+
+The difference of two systems on the same queries (``paired_difference``) uses the same query
+draw for both and their own seed draws; its two-sided p-value is ``(1 + #{|d* - mean d*| >=
+|d|}) / (B + 1)``, the share of centred replicates ``d*`` at least as far from zero as the
+observed difference ``d`` (Koehn 2004's paired bootstrap; sacrebleu's
+``sacrebleu.significance`` draws the same sentences for the same seed, tests/test_uncertainty.py,
+but centres the absolute differences, ``|d*| - mean |d*| > |d|``; ours keeps the sign so
+that the interval and the test use one distribution). ``holm`` adjusts a paper's p-values
+together (Holm 1979).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+RESAMPLES = 1000
+LEVEL = 0.95
+ALPHA = 0.05
+# A statistic maps outcomes with the queries on axis 1, shape (replicates, n, ...), to one
+# number per replicate.
+Statistic = Callable[[np.ndarray], np.ndarray]
+
+
+# ----------------------------------------------------------------------------------------
+# statistics of per-query outcomes, vectorised over replicates
+
+
+def _per_fold(values: np.ndarray, folds: int, summary: Callable) -> np.ndarray:
+    """``summary`` over each of ``folds`` equal consecutive parts of axis 1, then the mean."""
+    b, n = values.shape[:2]
+    parts = values.reshape(b, folds, n // folds, *values.shape[2:])
+    return summary(parts).mean(axis=1)
+
+
+def rank_statistic(metric: str, folds: int = 1) -> Statistic:
+    """The retrieval ``metric`` (R@K, medr, meanr; ``evaluation.summarise_ranks``) of 0-based
+    ranks, the mean over ``folds`` equal folds (``evaluation.metrics_of_folds``)."""
+    if metric.startswith("R@"):
+        k = int(metric[2:])
+        summary = lambda r: 100.0 * (r < k).mean(axis=-1)  # noqa: E731
+    elif metric == "medr":
+        summary = lambda r: np.floor(np.median(r, axis=-1)) + 1  # noqa: E731
+    elif metric == "meanr":
+        summary = lambda r: r.mean(axis=-1) + 1  # noqa: E731
+    else:
+        raise ValueError(f"no per-query statistic for retrieval metric {metric!r}")
+    return lambda ranks: _per_fold(np.asarray(ranks, dtype=np.float64), folds, summary)
+
+
+def pearson_statistic(pairs: np.ndarray) -> np.ndarray:
+    """Pearson r of (predicted, gold) pairs, shape (replicates, n, 2), over the pairs with a
+    gold score (``evaluation.pearson_of``)."""
+    x, y = pairs[..., 0], pairs[..., 1]
+    keep = ~np.isnan(y)
+    count = keep.sum(axis=1)
+    x, y = np.where(keep, x, 0.0), np.where(keep, y, 0.0)
+    mx, my = x.sum(axis=1) / count, y.sum(axis=1) / count
+    dx, dy = np.where(keep, x - mx[:, None], 0.0), np.where(keep, y - my[:, None], 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (dx * dy).sum(axis=1) / np.sqrt((dx * dx).sum(axis=1) * (dy * dy).sum(axis=1))
+
+
+# ----------------------------------------------------------------------------------------
+# resampling
+
+
+def query_draws(
+    n: int, resamples: int, rng: np.random.Generator, folds: int = 1
+) -> np.ndarray:
+    """``(resamples, n)`` query indices drawn with replacement within each of ``folds`` equal
+    consecutive folds."""
+    if n < 1 or folds < 1 or n % folds:
+        raise ValueError(f"{n} queries cannot be cut into {folds} equal folds")
+    size = n // folds
+    draws = rng.integers(0, size, size=(resamples, n))
+    return draws + np.repeat(np.arange(folds) * size, size)[None, :]
+
+
+def _stacked(per_seed: Sequence[np.ndarray]) -> np.ndarray:
+    arrays = [np.asarray(a) for a in per_seed]
+    if not arrays:
+        raise ValueError("no seeds")
+    if len({a.shape for a in arrays}) != 1:
+        raise ValueError(f"seeds differ in their queries: shapes {[a.shape for a in arrays]}")
+    return np.stack(arrays)
+
+
+def _seed_values(outcomes: np.ndarray, statistic: Statistic, draws: np.ndarray) -> np.ndarray:
+    """``(seeds, replicates)``: the statistic of every seed on every query draw, in blocks of
+    replicates so that memory stays bounded on large test sets."""
+    step = max(1, (1 << 22) // max(1, draws.shape[1]))
+    return np.stack(
+        [
+            np.concatenate(
+                [statistic(seed[draws[a : a + step]]) for a in range(0, len(draws), step)]
+            )
+            for seed in outcomes
+        ]
+    )
+
+
+def replicates(
+    per_seed: Sequence[np.ndarray],
+    statistic: Statistic,
+    draws: np.ndarray,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """One value per query draw: the statistic averaged over a draw of the seeds (with
+    replacement; all of them, once, when there is one)."""
+    outcomes = _stacked(per_seed)
+    values = _seed_values(outcomes, statistic, draws)
+    seeds = len(outcomes)
+    if seeds == 1:
+        return values[0]
+    chosen = rng.integers(0, seeds, size=(draws.shape[0], seeds))
+    return values[chosen, np.arange(draws.shape[0])[:, None]].mean(axis=1)
+
+
+def point(per_seed: Sequence[np.ndarray], statistic: Statistic) -> float:
+    """The cell itself: the statistic of every seed's queries, averaged over the seeds."""
+    outcomes = _stacked(per_seed)
+    return float(statistic(outcomes).mean())
+
+
+def percentile_interval(values: np.ndarray, level: float = LEVEL) -> tuple[float, float]:
+    tail = 100 * (1 - level) / 2
+    low, high = np.nanpercentile(values, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+@dataclass(frozen=True)
+class Interval:
+    value: float
+    low: float
+    high: float
+
+    def contains(self, x: float) -> bool:
+        return bool(self.low <= x <= self.high)
+
+
+def cell_interval(
+    per_seed: Sequence[np.ndarray],
+    statistic: Statistic,
+    folds: int = 1,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+    level: float = LEVEL,
+) -> Interval:
+    """A cell's value (mean over seeds) and its percentile interval over test queries and
+    seeds (module docstring)."""
+    rng = np.random.default_rng(seed)
+    n = _stacked(per_seed).shape[1]
+    values = replicates(per_seed, statistic, query_draws(n, resamples, rng, folds), rng)
+    return Interval(point(per_seed, statistic), *percentile_interval(values, level))
+
+
+@dataclass(frozen=True)
+class Difference:
+    """System A minus system B on the same queries."""
+
+    value: float
+    low: float
+    high: float
+    p: float
+
+
+def paired_difference(
+    a: Sequence[np.ndarray],
+    b: Sequence[np.ndarray],
+    statistic: Statistic,
+    folds: int = 1,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+    level: float = LEVEL,
+) -> Difference:
+    """A minus B (each the mean over its seeds) with a paired percentile interval (one query
+    draw for both) and a two-sided paired bootstrap p-value."""
+    n = _stacked(a).shape[1]
+    if _stacked(b).shape[1:] != _stacked(a).shape[1:]:
+        raise ValueError("the two systems were not scored on the same queries")
+    rng = np.random.default_rng(seed)
+    draws = query_draws(n, resamples, rng, folds)
+    diffs = replicates(a, statistic, draws, rng) - replicates(b, statistic, draws, rng)
+    observed = point(a, statistic) - point(b, statistic)
+    centred = np.abs(diffs - np.nanmean(diffs))
+    p = (1 + np.sum(centred >= abs(observed))) / (resamples + 1)
+    return Difference(observed, *percentile_interval(diffs, level), float(p))
+
+
+def holm(pvalues: Sequence[float]) -> np.ndarray:
+    """Holm's step-down adjusted p-values (family-wise error over one paper's claims); NaN
+    entries (claims not run) are left out of the family and stay NaN."""
+    p = np.asarray(pvalues, dtype=np.float64)
+    out = np.full_like(p, np.nan)
+    present = np.flatnonzero(~np.isnan(p))
+    order = present[np.argsort(p[present], kind="stable")]
+    m, running = len(order), 0.0
+    for i, index in enumerate(order):
+        running = max(running, min(1.0, (m - i) * p[index]))
+        out[index] = running
+    return out
