@@ -32,7 +32,9 @@ def schema() -> dict:
     """The parsed config schema (the checkout's copy, beside the package's sources)."""
     if not SCHEMA_PATH.is_file():
         raise InputError(SCHEMA_PATH, "the config schema of the mlmm checkout", "no such file")
-    return yaml.safe_load(SCHEMA_PATH.read_text(encoding="utf-8"))
+    # the C loader when PyYAML has one: the schema is read at every command's start-up
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return yaml.load(SCHEMA_PATH.read_text(encoding="utf-8"), Loader=loader)
 
 
 def _resolve(node: dict) -> dict:

@@ -35,6 +35,8 @@ TRAIN_SPLIT, TEST_SPLIT = "pivot_train", "mic"
 # the MIC images with coco.pivot_split karpathy, every image minus MIC with paper), so no image is
 # extracted twice.
 FEATURE_SPLITS = ("train", "val", "test")
+# Feature rows copied or checked at a time: bounded temporaries at COCO's 113K x 4096.
+ROW_CHUNK = 8192
 
 
 def read_captions(root: str | Path, split: str, language: str) -> list[list[str]]:
@@ -51,14 +53,21 @@ def read_captions(root: str | Path, split: str, language: str) -> list[list[str]
 
 
 def read_features(features: str | Path, backbone: str, split: str, n_images: int) -> np.ndarray:
-    """`features/backbone/split.npy` as float32, checked to have one row per image."""
+    """`features/backbone/split.npy` as an in-memory float32 array (one copy of the file's
+    rows, the caller's to change), checked to have one row per image."""
+    return np.array(_mapped_features(features, backbone, split, n_images), dtype=np.float32)
+
+
+def _mapped_features(features: str | Path, backbone: str, split: str, n_images: int):
+    """The array memory-mapped (read-only), checked to have one row per image: rows are read
+    as they are copied, so a 113K x 4096 array is never held twice (docs/scale.md)."""
     path = Path(features) / backbone / f"{split}.npy"
-    array = read_npy(path, f"image features of {split} (mlmm features)")
+    array = read_npy(path, f"image features of {split} (mlmm features)", mmap_mode="r")
     if array.ndim != 2 or array.shape[0] != n_images:
         raise InputError(
             path, f"a 2-d array of {n_images} rows (images of {split})", f"shape {array.shape}"
         )
-    return array.astype(np.float32)
+    return array
 
 
 def pivot_train_features(
@@ -87,11 +96,13 @@ def pivot_train_features(
             f"{len(missing)} missing, e.g. {missing[0]}",
         )
     needed = sorted({where[name][0] for name in names}, key=FEATURE_SPLITS.index)
-    arrays = {split: read_features(features, backbone, split, sizes[split]) for split in needed}
+    arrays = {s: _mapped_features(features, backbone, s, sizes[s]) for s in needed}
     out = np.empty((len(names), next(iter(arrays.values())).shape[1]), dtype=np.float32)
-    for row, name in enumerate(names):
-        split, i = where[name]
-        out[row] = arrays[split][i]
+    for split, array in arrays.items():  # gathered 8192 rows at a time (no second copy)
+        rows = [row for row, name in enumerate(names) if where[name][0] == split]
+        for a in range(0, len(rows), ROW_CHUNK):
+            chunk = rows[a : a + ROW_CHUNK]
+            out[chunk] = array[[where[names[row]][1] for row in chunk]]
     return out
 
 
@@ -243,7 +254,8 @@ def load(
     names = image_list(coco_root, TRAIN_SPLIT)
     feats = pivot_train_features(coco_root, features, backbone, names)
     captions = read_captions(coco_root, TRAIN_SPLIT, "en")
-    dropped = np.flatnonzero(~np.isfinite(feats).all(axis=1)).tolist()
+    dropped = [a + int(i) for a in range(0, len(feats), ROW_CHUNK)  # no N x 4096 bool array
+               for i in np.flatnonzero(~np.isfinite(feats[a : a + ROW_CHUNK]).all(axis=1))]
     usable = np.setdiff1d(np.arange(len(names)), dropped)
     fit, val = held_out(len(usable), validation_fraction, validation_max, seed)
     fit, val = usable[fit], usable[val]
@@ -271,20 +283,23 @@ def load(
                 "none (lower min_count)",
             )
 
+    # the held-out rows first, then the fit rows, then the whole array is let go: at most two
+    # copies of Z1's features at a time (the fit rows are standardised in place)
+    val_images, fit_images = feats[val], feats[fit]
+    del feats
     if standardise_images:
-        mean, std = standardiser(feats[fit])
+        mean, std = standardiser(fit_images)
     else:
-        mean = np.zeros(feats.shape[1], dtype=np.float32)
-        std = np.ones(feats.shape[1], dtype=np.float32)
+        mean = np.zeros(fit_images.shape[1], dtype=np.float32)
+        std = np.ones(fit_images.shape[1], dtype=np.float32)
     en = words["en"]
     z1 = Z1(
-        images=standardise(feats[fit], mean, std),
+        images=standardise(fit_images, mean, std),
         captions=count_matrix([captions[c] for c in caption_rows(fit)], en),
-        val_images=standardise(feats[val], mean, std),
+        val_images=standardise(val_images, mean, std),
         val_captions=count_matrix([captions[c] for c in caption_rows(val)], en),
         dropped=dropped,
     )
-    del feats
     z2 = None
     if z2_sides is not None:
         talks_fit, talks_val = held_out(len(z2_sides[0]), validation_fraction, validation_max, seed)
