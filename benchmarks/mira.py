@@ -13,12 +13,14 @@ reference tests/test_rerank.py compares `mlmm.rerank.mira` with. Writes
 results/benchmarks/mira.csv.
 
     python benchmarks/mira.py [--sentences 100] [--kbest 100] [--epochs 300] [--moses DIR]
+                              [--before OLD_CHECKOUT]
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import platform
 import shutil
 import subprocess
@@ -123,9 +125,9 @@ def write_text_lists(root: Path, sentences: int, kbest: int, features: int, seed
     (root / "init.txt").write_text("".join(f"F{j}= 0\n" for j in range(features)))
 
 
-def seconds(command: list[str], cwd: Path) -> float:
+def seconds(command: list[str], cwd: Path, env: dict | None = None) -> float:
     start = time.perf_counter()
-    subprocess.run(command, cwd=cwd, check=True, capture_output=True)
+    subprocess.run(command, cwd=cwd, check=True, capture_output=True, env=env)
     return time.perf_counter() - start
 
 
@@ -152,6 +154,8 @@ def main() -> None:
     parser.add_argument("--features", type=int, default=10)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--moses", type=Path, help="directory of Moses' extractor and kbmira")
+    parser.add_argument("--before", type=Path,
+                        help="an older mlmm checkout (its src/ is imported) timed alongside")
     parser.add_argument("--out", type=Path, default=Path("results/benchmarks/mira.csv"))
     args = parser.parse_args()
     found = [shutil.which(b, path=str(args.moses) if args.moses else None)
@@ -164,6 +168,8 @@ def main() -> None:
     kbmira = [found[1], "--sctype", "BLEU", "--scfile", "scores.dat", "--ffile", "features.dat",
               "--iters", str(args.epochs), "-r", "1", "-d", "init.txt", "-o", "kb.txt"]
     times: dict[str, list[float]] = {"mlmm mira (command)": []}
+    if args.before:
+        times["mlmm mira (command), --before checkout"] = []
     if moses:
         times |= {"Moses extractor + kbmira": [], "Moses kbmira alone": []}
     stages: dict[str, list[float]] = {}
@@ -172,6 +178,10 @@ def main() -> None:
         write_text_lists(root, args.sentences, args.kbest, args.features)
         for _ in range(args.repeats):
             times["mlmm mira (command)"].append(seconds(mlmm, root))
+            if args.before:
+                env = os.environ | {"PYTHONPATH": str(args.before.resolve() / "src")}
+                before = seconds(mlmm, root, env)
+                times["mlmm mira (command), --before checkout"].append(before)
             if moses:
                 extract = seconds(extractor, root)
                 tune = seconds(kbmira, root)

@@ -3,11 +3,10 @@
 Inputs of the real layouts are generated per fraction (Zipf-distributed random words for
 captions, talks and n-best hypotheses; random float32 arrays of the real shapes for image
 features and embeddings: images and a CNN are not what these stages cost), then each stage runs
-in its own Python process (`--run-stage`), so that its peak resident memory is its own
-(``getrusage(RUSAGE_SELF).ru_maxrss`` of that process: interpreter, imports, the stage's inputs
-in memory and its work). The wall time is that of the stage's work alone; generating in-memory
-inputs (TED talks, embeddings) is outside the timer but inside the peak, as reading them would
-be. Full sizes (fraction 1):
+in its own Python process (`--run-stage`), so that its peak resident memory is its own (VmHWM
+of that process: interpreter, imports, the stage's inputs in memory and its work). The wall
+time is that of the stage's work alone; generating in-memory inputs (TED talks, embeddings) is
+outside the timer but inside the peak, as reading them would be. Full sizes (fraction 1):
 
 - Multi30K: 29,000 / 1,014 / 1,000 images; task1 en/de/fr/cs one caption each, task2 en/de
   five each (raw .gz and tok): validation (`mlmm.data.prepare.validate`), vocabularies
@@ -27,10 +26,11 @@ be. Full sizes (fraction 1):
   pair.
 
 Writes results/benchmarks/scale.csv (stage, fraction, size, seconds, peak RSS, the RSS of the
-same process before the stage) after every fraction, then scale_exponents.csv (the log-log
-slope of seconds and of the stage's own memory, peak minus start, against its natural size,
-over the three largest fractions run)
-and scale.png (seconds against fraction, one line per stage). docs/scale.md reads them.
+same process before the stage) after every fraction, keeping an earlier run's rows of the
+stages and fractions not run this time (rerun one stage after a fix with --stages); then
+scale_exponents.csv (the log-log slope of seconds and of the stage's own memory, peak minus
+start, against its natural size, over the three largest fractions run) and scale.png (seconds
+against fraction, one line per stage). docs/scale.md reads them.
 
     python benchmarks/scale.py [--quick] [--fractions 0.0625 0.125 ...] [--stages NAME ...]
 """
@@ -49,7 +49,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 FRACTIONS = (1 / 16, 1 / 8, 1 / 4, 1 / 2, 1.0)
@@ -341,6 +340,13 @@ STAGES: dict[str, tuple[tuple[str, ...], Callable]] = {
 
 
 def peak_rss_mb() -> float:
+    """This process's peak resident memory: VmHWM, which starts afresh at exec (ru_maxrss
+    would carry the parent's size over into a child it forks)."""
+    status = Path("/proc/self/status")
+    if status.is_file():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024  # kB
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
@@ -367,9 +373,11 @@ def in_child(args: list[str]) -> dict:
 # ---------------------------------------------------------------- growth
 
 
-def exponents(frame: pd.DataFrame) -> pd.DataFrame:
+def exponents(frame):
     """Per stage: log-log slope of seconds and of its own memory (peak - start) against size,
     and its figures at the largest fraction measured."""
+    import pandas as pd
+
     rows = []
     for stage, group in frame.groupby("stage", sort=False):
         group = group.sort_values("fraction")
@@ -388,7 +396,7 @@ def exponents(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def plot(frame: pd.DataFrame, path: Path) -> None:
+def plot(frame, path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -431,11 +439,17 @@ def main() -> None:
         INPUTS[args.make_inputs](args.work / args.make_inputs, args.fraction)
         print("{}")
         return
+    import pandas as pd
+
     from mlmm.io import write_text
 
     fractions = args.fractions or (QUICK_FRACTIONS if args.quick else FRACTIONS)
     stages = args.stages or list(STAGES)
-    rows = []
+    rows = []  # a previous CSV's rows of stages or fractions not run this time are kept
+    if args.out.is_file():
+        kept = pd.read_csv(args.out)
+        rerun = kept["stage"].isin(stages) & kept["fraction"].isin(fractions)
+        rows = kept.loc[~rerun].to_dict("records")
     for fraction in sorted(fractions):
         work = args.work / f"f{fraction:g}"
         for kind in sorted({k for s in stages for k in STAGES[s][0]}):

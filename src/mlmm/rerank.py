@@ -21,6 +21,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 
 import numpy as np
 
@@ -32,29 +33,29 @@ REFLEN = 2 * ORDER
 N_STATS = 2 * ORDER + 1
 
 
-def _ngrams(tokens: list[str], n: int) -> Counter:
-    return Counter(zip(*(tokens[i:] for i in range(n)), strict=False))  # shortest decides
+def _ngrams(tokens: list[str]) -> Counter:
+    """Counts of every n-gram of orders 1..4 in one Counter (an n-gram is an n-tuple)."""
+    return Counter(chain.from_iterable(
+        zip(*(tokens[i:] for i in range(n)), strict=False) for n in range(1, ORDER + 1)))
 
 
-def reference_counts(references: Sequence[str]) -> tuple[list[Counter], list[int]]:
-    """Per order n = 1..4, the most times each n-gram occurs in any one reference (the clip of
-    a hypothesis's count), and the references' lengths: computed once per sentence, shared by
-    all of its hypotheses."""
+def reference_counts(references: Sequence[str]) -> tuple[Counter, list[int]]:
+    """The most times each n-gram occurs in any one reference (the clip of a hypothesis's
+    count), and the references' lengths: computed once per sentence, shared by all of its
+    hypotheses."""
     refs = [r.split() for r in references]
-    most = []
-    for n in range(1, ORDER + 1):
-        counts: Counter = Counter()
-        for ref in refs:
-            counts |= _ngrams(ref, n)
-        most.append(counts)
+    most: Counter = Counter()
+    for ref in refs:
+        most |= _ngrams(ref)
     return most, [len(r) for r in refs]
 
 
-def _hypothesis_stats(hyp: list[str], most: list[Counter], ref_lengths: list[int]) -> list:
+def _hypothesis_stats(hyp: list[str], most: Counter, ref_lengths: list[int]) -> list:
     row = [0] * N_STATS
+    counts = _ngrams(hyp)
+    for gram in counts.keys() & most.keys():  # only n-grams the references hold can match
+        row[len(gram) - 1] += min(counts[gram], most[gram])
     for n in range(1, ORDER + 1):
-        clip = most[n - 1].get
-        row[n - 1] = sum(min(c, clip(g, 0)) for g, c in _ngrams(hyp, n).items())
         row[ORDER + n - 1] = max(len(hyp) - n + 1, 0)
     # closest reference length, the shorter one on ties (sacrebleu and Moses' default)
     row[REFLEN] = min((abs(r - len(hyp)), r) for r in ref_lengths)[1]
