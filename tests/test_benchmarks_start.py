@@ -61,3 +61,23 @@ def test_scale_exponent_is_the_log_log_slope():
     assert row["time_exponent"] == pytest.approx(2.0)
     assert row["memory_exponent"] == pytest.approx(1.0)
     assert row["seconds"] == 16.0 and row["peak_rss_mb"] == 140
+
+
+def test_gpu_hours_takes_full_size_costs_from_the_scale_csv(tmp_path):
+    """gpu_hours.py's non-network rows: the fraction-1 figure, else the largest fraction's
+    seconds scaled up by the stage's fitted exponent; every stage it counts is a scale.py
+    stage."""
+    sys.path.insert(0, str(BENCHMARKS[0].parent))
+    gpu_hours = importlib.import_module("gpu_hours")
+    pd.DataFrame({"stage": ["a", "a", "b"], "fraction": [0.25, 1.0, 0.5],
+                  "seconds": [1.0, 3.0, 2.0], "peak_rss_mb": [10, 30, 20]}).to_csv(
+        tmp_path / "scale.csv", index=False)  # fmt: skip
+    pd.DataFrame({"stage": ["b"], "time_exponent": [2.0]}).to_csv(
+        tmp_path / "scale_exponents.csv", index=False
+    )
+    costs = gpu_hours.scale_costs(tmp_path / "scale.csv")
+    assert costs["a"]["seconds"] == 3.0 and costs["a"]["peak_mb"] == 30
+    assert costs["b"]["seconds"] == pytest.approx(8.0)
+    counts = gpu_hours.stage_counts(gpu_hours.paper_config(), 30)
+    assert set(counts) <= set(_scale_module().STAGES)
+    assert all(n >= 1 for n, _ in counts.values())
