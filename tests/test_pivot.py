@@ -189,6 +189,13 @@ def test_chunked_memory_mapped_z1_equals_loading_whole_arrays(world, monkeypatch
     for field in ("images", "val_images"):
         np.testing.assert_array_equal(getattr(small.z1, field), getattr(big.z1, field))
     np.testing.assert_array_equal(small.mean, big.mean)
+    # the fit rows moved to the front in place are the rows the whole-array path indexes
+    fit, val = pdata.held_out(len(names), 0.1, 1000, 1)
+    raw = pdata.load(coco, feats, "alexnet_fc6", None, None, 1, 0.1, 1000, 1)
+    np.testing.assert_array_equal(raw.z1.images, expected[fit])
+    np.testing.assert_array_equal(raw.z1.val_images, expected[val])
+    mean, std = pdata.standardiser(expected[fit])
+    np.testing.assert_array_equal(big.z1.images, (expected[fit] - mean) / std)
 
 
 def test_repeated_rows_index_without_copying():
