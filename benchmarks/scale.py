@@ -28,9 +28,9 @@ outside the timer but inside the peak, as reading them would be. Full sizes (fra
 Writes results/benchmarks/scale.csv (stage, fraction, size, seconds, peak RSS, the RSS of the
 same process before the stage) after every fraction, keeping an earlier run's rows of the
 stages and fractions not run this time (rerun one stage after a fix with --stages); then
-scale_exponents.csv (the log-log slope of seconds and of the stage's own memory, peak minus
-start, against its natural size, over the three largest fractions run) and scale.png (seconds
-against fraction, one line per stage). docs/scale.md reads them.
+scale_exponents.csv (the log-log slope of CPU seconds, of wall seconds and of the stage's own
+memory, peak minus start, against its natural size, over the three largest fractions run) and
+scale.png (seconds against fraction, one line per stage). docs/scale.md reads them.
 
     python benchmarks/scale.py [--quick] [--fractions 0.0625 0.125 ...] [--stages NAME ...]
 """
@@ -355,12 +355,12 @@ def run_stage(name: str, work: Path, fraction: float) -> dict:
     start_rss = peak_rss_mb()
     size, unit, work_fn = STAGES[name][1](work, fraction)
     setup_rss = peak_rss_mb()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     work_fn()
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     return {"stage": name, "fraction": fraction, "size": size, "unit": unit,
-            "seconds": seconds, "peak_rss_mb": peak_rss_mb(), "start_rss_mb": start_rss,
-            "setup_rss_mb": setup_rss}  # fmt: skip
+            "seconds": seconds, "cpu_seconds": cpu, "peak_rss_mb": peak_rss_mb(),
+            "start_rss_mb": start_rss, "setup_rss_mb": setup_rss}  # fmt: skip
 
 
 def in_child(args: list[str]) -> dict:
@@ -384,12 +384,20 @@ def exponents(frame):
         last = group.iloc[-1]
         row = {"stage": stage, "unit": last["unit"], "fractions": len(group),
                "largest_fraction": last["fraction"], "size": last["size"],
-               "seconds": round(last["seconds"], 3), "peak_rss_mb": round(last["peak_rss_mb"]),
-               "time_exponent": math.nan, "memory_exponent": math.nan}  # fmt: skip
+               "seconds": round(last["seconds"], 3),
+               "cpu_seconds": round(last.get("cpu_seconds", math.nan), 3),
+               "peak_rss_mb": round(last["peak_rss_mb"]),
+               "time_exponent": math.nan, "wall_exponent": math.nan,
+               "memory_exponent": math.nan}  # fmt: skip
         if len(group) >= 2:
             group = group.tail(3)  # the growth at scale, not the fixed costs of the smallest
             x = np.log(group["size"].to_numpy(float))
-            row["time_exponent"] = round(np.polyfit(x, np.log(group["seconds"]), 1)[0], 2)
+            # CPU seconds where measured: on a shared machine the wall time of a niced process
+            # swings with the other users' load, its CPU time much less
+            cpu = group["cpu_seconds"] if "cpu_seconds" in group else group["seconds"] * math.nan
+            timed = cpu.where(cpu.notna() & (cpu > 0), group["seconds"])
+            row["time_exponent"] = round(np.polyfit(x, np.log(timed), 1)[0], 2)
+            row["wall_exponent"] = round(np.polyfit(x, np.log(group["seconds"]), 1)[0], 2)
             own = (group["peak_rss_mb"] - group["start_rss_mb"]).clip(lower=1.0)
             row["memory_exponent"] = round(np.polyfit(x, np.log(own), 1)[0], 2)
         rows.append(row)
@@ -428,12 +436,19 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=ROOT / "results/benchmarks/scale_inputs",
                         help="where generated inputs are kept (reused across runs)")
     parser.add_argument("--out", type=Path, default=ROOT / "results/benchmarks/scale.csv")
+    parser.add_argument("--report-only", action="store_true",
+                        help="refit the exponents and redraw the plot from --out's rows")
     parser.add_argument("--run-stage", help=argparse.SUPPRESS)
     parser.add_argument("--make-inputs", help=argparse.SUPPRESS)
     parser.add_argument("--fraction", type=float, help=argparse.SUPPRESS)
     args = parser.parse_args()  # fmt: skip
     if args.run_stage:
         print(json.dumps(run_stage(args.run_stage, args.work, args.fraction)))
+        return
+    if args.report_only:
+        import pandas as pd
+
+        report(pd.read_csv(args.out), args.out)
         return
     if args.make_inputs:
         INPUTS[args.make_inputs](args.work / args.make_inputs, args.fraction)
@@ -463,9 +478,15 @@ def main() -> None:
                   f"{row['seconds']:8.2f} s {row['peak_rss_mb']:8.0f} MB", flush=True)  # fmt: skip
         frame = pd.DataFrame(rows)
         write_text(args.out, frame.to_csv(index=False))
+    report(frame, args.out)
+
+
+def report(frame, out: Path) -> None:
+    from mlmm.io import write_text
+
     table = exponents(frame)
-    write_text(args.out.with_name(args.out.stem + "_exponents.csv"), table.to_csv(index=False))
-    plot(frame, args.out.with_suffix(".png"))
+    write_text(out.with_name(out.stem + "_exponents.csv"), table.to_csv(index=False))
+    plot(frame, out.with_suffix(".png"))
     print(table.to_string(index=False))
 
 
