@@ -389,17 +389,21 @@ def exponents(frame):
                "peak_rss_mb": round(last["peak_rss_mb"]),
                "time_exponent": math.nan, "wall_exponent": math.nan,
                "memory_exponent": math.nan}  # fmt: skip
+        # the growth at scale (the three largest fractions), not the fixed costs of the smallest
         if len(group) >= 2:
-            group = group.tail(3)  # the growth at scale, not the fixed costs of the smallest
-            x = np.log(group["size"].to_numpy(float))
-            # CPU seconds where measured: on a shared machine the wall time of a niced process
-            # swings with the other users' load, its CPU time much less
-            cpu = group["cpu_seconds"] if "cpu_seconds" in group else group["seconds"] * math.nan
-            timed = cpu.where(cpu.notna() & (cpu > 0), group["seconds"])
-            row["time_exponent"] = round(np.polyfit(x, np.log(timed), 1)[0], 2)
-            row["wall_exponent"] = round(np.polyfit(x, np.log(group["seconds"]), 1)[0], 2)
-            own = (group["peak_rss_mb"] - group["start_rss_mb"]).clip(lower=1.0)
+            tail = group.tail(3)
+            x = np.log(tail["size"].to_numpy(float))
+            row["wall_exponent"] = round(np.polyfit(x, np.log(tail["seconds"]), 1)[0], 2)
+            own = (tail["peak_rss_mb"] - tail["start_rss_mb"]).clip(lower=1.0)
             row["memory_exponent"] = round(np.polyfit(x, np.log(own), 1)[0], 2)
+        # time: CPU seconds where measured (a niced process's wall time on a shared machine
+        # swings with the other users' load, its CPU time much less), else wall seconds
+        timed = group.dropna(subset=["cpu_seconds"]) if "cpu_seconds" in group else group[:0]
+        timed, column = (timed, "cpu_seconds") if len(timed) >= 2 else (group, "seconds")
+        if len(timed) >= 2:
+            tail = timed.tail(3)
+            x = np.log(tail["size"].to_numpy(float))
+            row["time_exponent"] = round(np.polyfit(x, np.log(tail[column]), 1)[0], 2)
         rows.append(row)
     return pd.DataFrame(rows)
 
