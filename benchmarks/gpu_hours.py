@@ -279,7 +279,9 @@ def time_pivot_step(config: dict, steps: int, device: torch.device) -> float:
 def scale_costs(path: Path) -> dict[str, dict]:
     """stage -> seconds and peak memory at the paper's full size from benchmarks/scale.py's
     CSV: the fraction-1 row, else the largest fraction's seconds scaled up by its own fitted
-    exponent (and its peak memory, a lower bound)."""
+    exponent (and its peak memory, a lower bound). Seconds are the stage's CPU seconds where
+    measured (what a job that has its core to itself takes; the rehearsal's wall time on a
+    shared machine is mostly waiting), else wall seconds."""
     if not path.is_file():
         return {}
     frame = pd.read_csv(path)
@@ -288,7 +290,9 @@ def scale_costs(path: Path) -> dict[str, dict]:
     out = {}
     for stage, group in frame.groupby("stage"):
         last = group.sort_values("fraction").iloc[-1]
-        seconds, note = float(last["seconds"]), "measured at full size"
+        cpu = last.get("cpu_seconds", math.nan)
+        seconds = float(last["seconds"] if pd.isna(cpu) else cpu)
+        note = "measured at full size" + ("" if pd.isna(cpu) else " (CPU seconds)")
         if last["fraction"] < 1:
             exponent = 1.0
             if exps is not None and stage in exps.index:
