@@ -30,7 +30,7 @@ same process before the stage) after every fraction, keeping an earlier run's ro
 stages and fractions not run this time (rerun one stage after a fix with --stages); then
 scale_exponents.csv (the log-log slope of CPU seconds, of wall seconds and of the stage's own
 memory, peak minus start, against its natural size, over the three largest fractions run) and
-scale.png (seconds against fraction, one line per stage). docs/scale.md reads them.
+scale.png (CPU seconds against fraction, one line per stage). docs/scale.md reads them.
 
     python benchmarks/scale.py [--quick] [--fractions 0.0625 0.125 ...] [--stages NAME ...]
 """
@@ -416,14 +416,17 @@ def plot(frame, path: Path) -> None:
 
     from mlmm.io import atomic_path
 
+    cpu = "cpu_seconds" in frame and frame["cpu_seconds"].notna().all()
+    column = "cpu_seconds" if cpu else "seconds"
     fig, ax = plt.subplots(figsize=(8, 5.5))
-    for stage, group in frame.groupby("stage", sort=False):
+    for i, (stage, group) in enumerate(frame.groupby("stage", sort=False)):
         group = group.sort_values("fraction")
-        ax.plot(group["fraction"], group["seconds"], marker="o", label=stage)
+        ax.plot(group["fraction"], group[column], marker="os^D"[i // 10], label=stage,
+                linestyle="-" if i < 10 else "--")  # fmt: skip
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("fraction of the paper's data size")
-    ax.set_ylabel("wall seconds (one process per stage)")
+    ax.set_ylabel(f"{'CPU' if cpu else 'wall'} seconds (one process per stage)")
     ax.set_title("Scale rehearsal: slope = growth exponent")
     ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
