@@ -17,7 +17,12 @@ work of config/paper.yaml merged over config.yaml, resolved with the package's o
   29,000/1,014/1,000, COCO 113,287/5,000/5,000), and the pivot backbone's COCO training images;
 - NMT: max_epochs x target tokens of the training captions; beam search over val + test;
 - TED: lambdas x epochs of Bridge CorrNet at the paper's sizes;
-- pivot: trained jobs x epochs x (5 captions x 118,000 images + 1,100 talks) / batch.
+- pivot: trained jobs x epochs x (5 captions x 118,000 images + 1,100 talks) / batch;
+- the non-network stages (data preparation, vocabularies, caption batching, every evaluation
+  protocol, STS, n-best statistics and MIRA, TED bag-of-words and perceptron, pivot data
+  assembly): their seconds at the paper's full size from benchmarks/scale.py's
+  results/benchmarks/scale.csv (--scale), times how often the configuration runs each
+  (`stage_counts`); without that file they are left out, with a line saying so.
 
 Hours = items / (items per second), one job at a time on one device (runs packed several to a
 GPU finish sooner; see docs/gpu.md). Writes results/benchmarks/gpu_hours.csv, one row a stage
@@ -268,6 +273,68 @@ def time_pivot_step(config: dict, steps: int, device: torch.device) -> float:
     return (time.perf_counter() - start) / steps
 
 
+# ---------------------------------------------------------------- non-network stages
+
+
+def scale_costs(path: Path) -> dict[str, dict]:
+    """stage -> seconds and peak memory at the paper's full size from benchmarks/scale.py's
+    CSV: the fraction-1 row, else the largest fraction's seconds scaled up by its own fitted
+    exponent (and its peak memory, a lower bound). Seconds are the stage's CPU seconds where
+    measured (what a job that has its core to itself takes; the rehearsal's wall time on a
+    shared machine is mostly waiting), else wall seconds."""
+    if not path.is_file():
+        return {}
+    frame = pd.read_csv(path)
+    fitted = path.with_name(path.stem + "_exponents.csv")
+    exps = pd.read_csv(fitted).set_index("stage") if fitted.is_file() else None
+    out = {}
+    for stage, group in frame.groupby("stage"):
+        last = group.sort_values("fraction").iloc[-1]
+        cpu = last.get("cpu_seconds", math.nan)
+        seconds = float(last["seconds"] if pd.isna(cpu) else cpu)
+        note = "measured at full size" + ("" if pd.isna(cpu) else " (CPU seconds)")
+        if last["fraction"] < 1:
+            exponent = 1.0
+            if exps is not None and stage in exps.index:
+                exponent = float(exps.loc[stage, "time_exponent"])
+            seconds *= (1 / last["fraction"]) ** max(exponent, 0.0)
+            note = f"measured at {last['fraction']:g} of full size, scaled by size^{exponent:g}"
+        out[stage] = {"seconds": seconds, "peak_mb": float(last["peak_rss_mb"]), "note": note}
+    return out
+
+
+def stage_counts(config: dict, patience_epochs: int) -> dict[str, tuple[int, str]]:
+    """How many times each benchmarks/scale.py stage runs in the configuration, and why.
+    Validation evaluations are counted once an epoch (of the counted epochs)."""
+    section = config["retrieval"]
+    runs = {"multi30k": 0, "coco": 0}
+    epochs = {"multi30k": 0, "coco": 0}
+    for name in run_names(section):
+        record = resolve_variant(section, name, "config/paper.yaml")
+        n = len(seeds(record))
+        runs[record["dataset"]] += n
+        epochs[record["dataset"]] += n * counted_epochs(record, patience_epochs)
+    ted, pivot = config["ted"], config["pivot"]
+    pivot_jobs = len(pivot["lambdas"]) + len(pivot["languages"]) * (1 + 2 * len(pivot["lambdas"]))
+    systems = sum(1 for s in config["nmt"]["systems"].values() if s["features"])
+    m, c = runs["multi30k"], runs["coco"]
+    return {
+        "multi30k_validate": (1, "once"),
+        "multi30k_vocabularies": (1, "once"),
+        "coco_karpathy_read": (1, "once (COCO preparation)"),
+        "caption_batches": (m + c, f"{m + c} retrieval runs build and encode their captions"),
+        "eval_multi30k_1k": (epochs["multi30k"] + m,
+                             f"{m} Multi30K runs: a validation an epoch + the test"),
+        "eval_coco_1k_5fold": (epochs["coco"] + c, f"{c} COCO runs: a validation an epoch + test"),
+        "eval_coco_5k": (c, f"{c} COCO runs: the 5K test"),
+        "sts": (m, f"{m} Multi30K runs"),
+        "nbest_mira": (systems, f"{systems} reranked NMT systems"),
+        "ted_bow": (1, "once, every pair"),
+        "ted_perceptron": (len(ted["lambdas"]), f"{len(ted['lambdas'])} lambdas, every pair"),
+        "pivot_assembly": (pivot_jobs, f"{pivot_jobs} pivot jobs load their data"),
+    }  # fmt: skip
+
+
 # ---------------------------------------------------------------- the table
 
 
@@ -279,6 +346,8 @@ def main() -> None:
                         help="Multi30K root (data/task1, data/task2) for the real caption counts")
     parser.add_argument("--patience-epochs", type=int, default=30,
                         help="epochs counted for a retrieval run that stops on patience")
+    parser.add_argument("--scale", type=Path, default=ROOT / "results/benchmarks/scale.csv",
+                        help="benchmarks/scale.py's figures for the non-network stages")
     parser.add_argument("--out", type=Path, default=ROOT / "results/benchmarks/gpu_hours.csv")
     args = parser.parse_args()  # fmt: skip
     device = resolve_device(args.device)
@@ -333,6 +402,15 @@ def main() -> None:
     step = time_pivot_step(config, 3 if quick else 50, device)
     add("pivot bridge corrnet", "training steps", jobs * pivot["epochs"] * per_epoch, 1 / step,
         f"{jobs} trained jobs x {pivot['epochs']} epochs x {per_epoch} steps, timed as Z1 steps")
+    costs = scale_costs(args.scale)
+    for stage, (count, why) in stage_counts(config, args.patience_epochs).items():
+        if stage not in costs:
+            print(f"no {stage} figure in {args.scale}: run benchmarks/scale.py", flush=True)
+            continue
+        cost = costs[stage]
+        add(f"{stage} (non-network, benchmarks/scale.py)", "runs", count, 1 / cost["seconds"],
+            f"{why}; {cost['seconds']:.1f} s and peak {cost['peak_mb']:.0f} MB a run, "
+            f"{cost['note']}", "CPU (benchmarks/scale.py, this machine)")  # fmt: skip
     table = pd.DataFrame(rows)
     total = {"stage": "total", "device": label, "unit": "", "items": None, "items_per_s": None,
              "hours": round(table["hours"].sum(), 3),

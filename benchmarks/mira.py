@@ -1,19 +1,31 @@
-"""Benchmark k-best batch MIRA: 100 sentences x 100-best x 300 epochs.
+"""k-best batch MIRA end to end beside Moses' kbmira: 100 sentences x 100-best x 300 epochs.
 
-Moses' C++ kbmira (the reference) is not available on this machine, so the vectorised
-`mlmm.rerank.mira` is compared with `loop_mira` below: the same algorithm written the
-straightforward way, one Python loop iteration per hypothesis (as kbmira's C++ loop), on the
-same synthetic lists. Both must reach the same best tuning BLEU. Writes
+Side by side in one run, on the same Moses-format n-best list and reference file (random
+words, 10 dense features): `mlmm mira` as a command (start-up, reading the list, BLEU
+statistics, 300 epochs, writing the weights) and Moses' `extractor` + `kbmira` (the same steps
+in C++: statistics and features files, then tuning with --dense-init at zero weights). Each is
+run --repeats times, interleaved, and the fastest run of each is kept (the machine is shared).
+The in-process stages of `mlmm mira` are timed too, so a regression shows where it is.
+Moses is found in --moses (a directory holding the `extractor` and `kbmira` binaries, built from
+moses-smt/mosesdecoder's mert/, see docs/nmt.md) or on PATH; without it only mlmm is timed.
+`loop_mira` below is the same algorithm as one Python loop iteration per hypothesis, the
+reference tests/test_rerank.py compares `mlmm.rerank.mira` with. Writes
 results/benchmarks/mira.csv.
 
-    python benchmarks/mira.py [--sentences 100] [--kbest 100] [--epochs 300] [--out CSV]
+    python benchmarks/mira.py [--sentences 100] [--kbest 100] [--epochs 300] [--moses DIR]
+                              [--before OLD_CHECKOUT]
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import platform
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -93,42 +105,100 @@ def loop_mira(features, stats, iters, c=0.01, decay=0.999, seed=1):
     return best
 
 
+def write_text_lists(root: Path, sentences: int, kbest: int, features: int, seed: int = 0):
+    """A Moses n-best list of random-word hypotheses (about 60 % of each reference's words)
+    and its reference file; features are random, the score their sum."""
+    rng = np.random.default_rng(seed)
+    words = [f"w{i}" for i in range(300)]
+    lines, refs = [], []
+    for s in range(sentences):
+        ref = list(rng.choice(words, size=rng.integers(8, 20)))
+        refs.append(" ".join(ref))
+        for _ in range(kbest):
+            hyp = [w if rng.random() < 0.6 else str(rng.choice(words)) for w in ref]
+            hyp = hyp[: len(hyp) + int(rng.integers(-3, 3))]
+            f = rng.normal(size=features)
+            labelled = " ".join(f"F{j}= {float(v)!r}" for j, v in enumerate(f))
+            lines.append(f"{s} ||| {' '.join(hyp)} ||| {labelled} ||| {float(f.sum())!r}")
+    (root / "list.nbest").write_text("\n".join(lines) + "\n")
+    (root / "ref.txt").write_text("\n".join(refs) + "\n")
+    (root / "init.txt").write_text("".join(f"F{j}= 0\n" for j in range(features)))
+
+
+def seconds(command: list[str], cwd: Path, env: dict | None = None) -> float:
+    start = time.perf_counter()
+    subprocess.run(command, cwd=cwd, check=True, capture_output=True, env=env)
+    return time.perf_counter() - start
+
+
+def stage_seconds(root: Path, epochs: int) -> dict[str, float]:
+    """The in-process stages of `mlmm mira` (this process has imported them already)."""
+    from mlmm.nbest import read_nbest, read_references
+    from mlmm.rerank import nbest_stats
+
+    start = time.perf_counter()
+    nbest = read_nbest(root / "list.nbest")
+    read = time.perf_counter()
+    stats = nbest_stats(nbest.texts, read_references([root / "ref.txt"], nbest.ids))
+    counted = time.perf_counter()
+    mira(nbest.features, stats, epochs)
+    return {"read_nbest": read - start, "nbest_stats": counted - read,
+            "mira_epochs": time.perf_counter() - counted}  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sentences", type=int, default=100)
     parser.add_argument("--kbest", type=int, default=100)
     parser.add_argument("--epochs", type=int, default=300)
     parser.add_argument("--features", type=int, default=10)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--moses", type=Path, help="directory of Moses' extractor and kbmira")
+    parser.add_argument("--before", type=Path,
+                        help="an older mlmm checkout (its src/ is imported) timed alongside")
     parser.add_argument("--out", type=Path, default=Path("results/benchmarks/mira.csv"))
     args = parser.parse_args()
-    feats, stats = synthetic_lists(args.sentences, args.kbest, args.features)
-    rows = []
-    for name, run in [
-        (
-            "mlmm.rerank.mira (vectorised per sentence)",
-            lambda: mira(feats, stats, args.epochs).best_bleu,
-        ),
-        ("per-hypothesis Python loops", lambda: loop_mira(feats, stats, args.epochs)),
-    ]:
-        start = time.perf_counter()
-        bleu = run()
-        rows.append(
-            {
-                "implementation": name,
-                "seconds": time.perf_counter() - start,
-                "best_tuning_bleu": bleu,
-            }
-        )
-        print(rows[-1], flush=True)
+    found = [shutil.which(b, path=str(args.moses) if args.moses else None)
+             for b in ("extractor", "kbmira")]  # fmt: skip
+    moses = all(found)
+    mlmm = [sys.executable, "-m", "mlmm", "mira", "--nbest", "list.nbest", "--ref", "ref.txt",
+            "--iters", str(args.epochs), "--out", "weights.txt", "--force"]  # fmt: skip
+    extractor = [found[0], "--sctype", "BLEU", "--scfile", "scores.dat", "--ffile",
+                 "features.dat", "-r", "ref.txt", "-n", "list.nbest"]  # fmt: skip
+    kbmira = [found[1], "--sctype", "BLEU", "--scfile", "scores.dat", "--ffile", "features.dat",
+              "--iters", str(args.epochs), "-r", "1", "-d", "init.txt", "-o", "kb.txt"]
+    times: dict[str, list[float]] = {"mlmm mira (command)": []}
+    if args.before:
+        times["mlmm mira (command), --before checkout"] = []
+    if moses:
+        times |= {"Moses extractor + kbmira": [], "Moses kbmira alone": []}
+    stages: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        write_text_lists(root, args.sentences, args.kbest, args.features)
+        for _ in range(args.repeats):
+            times["mlmm mira (command)"].append(seconds(mlmm, root))
+            if args.before:
+                env = os.environ | {"PYTHONPATH": str(args.before.resolve() / "src")}
+                before = seconds(mlmm, root, env)
+                times["mlmm mira (command), --before checkout"].append(before)
+            if moses:
+                extract = seconds(extractor, root)
+                tune = seconds(kbmira, root)
+                times["Moses extractor + kbmira"].append(extract + tune)
+                times["Moses kbmira alone"].append(tune)
+            for name, value in stage_seconds(root, args.epochs).items():
+                stages.setdefault(f"mlmm stage: {name} (in process)", []).append(value)
+    rows = [{"implementation": name, "seconds_min": min(v), "seconds_median": float(np.median(v)),
+             "repeats": len(v)} for name, v in (times | stages).items()]  # fmt: skip
     frame = pd.DataFrame(rows).assign(
-        sentences=args.sentences,
-        kbest=args.kbest,
-        epochs=args.epochs,
-        features=args.features,
+        sentences=args.sentences, kbest=args.kbest, epochs=args.epochs, features=args.features,
         host=platform.node(),
-        moses_kbmira="not available on this machine (no Moses build); not measured",
-    )
-    frame["speedup_vs_loop"] = frame["seconds"].iloc[1] / frame["seconds"]
+        moses="measured" if moses else "extractor/kbmira not found (--moses DIR); not timed",
+    )  # fmt: skip
+    if moses:
+        pipeline = frame.loc[frame["implementation"] == "Moses extractor + kbmira"]
+        frame["ratio_to_moses_pipeline"] = frame["seconds_min"] / pipeline["seconds_min"].iloc[0]
     write_text(args.out, frame.to_csv(index=False))
     print(frame.to_string(index=False))
 

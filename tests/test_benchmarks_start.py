@@ -3,10 +3,12 @@ renamed package function once broke benchmarks/coco.py without any test noticing
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 BENCHMARKS = sorted((Path(__file__).resolve().parents[1] / "benchmarks").glob("*.py"))
@@ -17,3 +19,65 @@ def test_benchmark_script_starts(script):
     out = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "usage" in out.stdout
+
+
+def _scale_module():
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "scale.py"
+    spec = importlib.util.spec_from_file_location("bench_scale", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_scale_quick_mode_writes_its_csv_exponents_and_plot(tmp_path):
+    """The rehearsal's quick mode (1/16 and 1/8) on two cheap stages: one row a stage and
+    fraction, each stage measured in its own process (its own peak memory)."""
+    out = tmp_path / "scale.csv"
+    run = subprocess.run(
+        [sys.executable, str(BENCHMARKS[0].parent / "scale.py"), "--quick", "--stages",
+         "nbest_mira", "multi30k_validate", "--work", str(tmp_path / "work"), "--out", str(out)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    frame = pd.read_csv(out)
+    assert sorted(zip(frame["stage"], frame["fraction"], strict=True)) == [
+        ("multi30k_validate", 0.0625), ("multi30k_validate", 0.125),
+        ("nbest_mira", 0.0625), ("nbest_mira", 0.125)]  # fmt: skip
+    assert (frame["seconds"] > 0).all() and (frame["peak_rss_mb"] > frame["start_rss_mb"] - 1).all()
+    assert (frame.groupby("stage")["size"].apply(lambda s: s.iloc[1] > s.iloc[0])).all()
+    exponents = pd.read_csv(tmp_path / "scale_exponents.csv")
+    assert set(exponents["stage"]) == {"nbest_mira", "multi30k_validate"}
+    assert exponents["time_exponent"].notna().all()
+    assert (tmp_path / "scale.png").stat().st_size > 0
+
+
+def test_scale_exponent_is_the_log_log_slope():
+    scale = _scale_module()
+    frame = pd.DataFrame({"stage": "s", "unit": "items", "fraction": [0.25, 0.5, 1.0],
+                          "size": [100, 200, 400], "seconds": [1.0, 4.0, 16.0],
+                          "peak_rss_mb": [110.0, 120.0, 140.0],
+                          "start_rss_mb": 100.0})  # fmt: skip
+    row = scale.exponents(frame).iloc[0]
+    assert row["time_exponent"] == pytest.approx(2.0)
+    assert row["memory_exponent"] == pytest.approx(1.0)
+    assert row["seconds"] == 16.0 and row["peak_rss_mb"] == 140
+
+
+def test_gpu_hours_takes_full_size_costs_from_the_scale_csv(tmp_path):
+    """gpu_hours.py's non-network rows: the fraction-1 figure, else the largest fraction's
+    seconds scaled up by the stage's fitted exponent; every stage it counts is a scale.py
+    stage."""
+    sys.path.insert(0, str(BENCHMARKS[0].parent))
+    gpu_hours = importlib.import_module("gpu_hours")
+    pd.DataFrame({"stage": ["a", "a", "b"], "fraction": [0.25, 1.0, 0.5],
+                  "seconds": [1.0, 3.0, 2.0], "peak_rss_mb": [10, 30, 20]}).to_csv(
+        tmp_path / "scale.csv", index=False)  # fmt: skip
+    pd.DataFrame({"stage": ["b"], "time_exponent": [2.0]}).to_csv(
+        tmp_path / "scale_exponents.csv", index=False
+    )
+    costs = gpu_hours.scale_costs(tmp_path / "scale.csv")
+    assert costs["a"]["seconds"] == 3.0 and costs["a"]["peak_mb"] == 30
+    assert costs["b"]["seconds"] == pytest.approx(8.0)
+    counts = gpu_hours.stage_counts(gpu_hours.paper_config(), 30)
+    assert set(counts) <= set(_scale_module().STAGES)
+    assert all(n >= 1 for n, _ in counts.values())

@@ -62,6 +62,9 @@ def test_feature_order_and_grouping(tmp_path):
         ("0 ||| a ||| 1 A= 1 ||| 1", "'Name=' label before values"),
         ("0 ||| a ||| A= ||| 1", "'Name= v1 v2 ...'"),
         ("0 ||| a ||| A= one ||| 1", "a number"),
+        ("0 ||| a ||| A= nan ||| 1", "a finite number"),  # the fast path of later lines
+        ("0 ||| a ||| A= -inf ||| 1", "a finite number"),
+        ("0 ||| a ||| A=1 ||| 1", "'Name=' label before values"),
         ("0 ||| a ||| A= 1 2 ||| 1", "features {'A': 1}"),
         ("0 ||| a ||| B= 1 ||| 1", "features {'A': 1}"),
         ("0 ||| a ||| A= 1 A= 2 ||| 1", "distinct"),

@@ -170,6 +170,34 @@ def test_z1_features_are_looked_up_in_every_karpathy_split(tmp_path):
         pdata.pivot_train_features(tmp_path, tmp_path / "feats", "bb", ["mic.jpg"])
 
 
+def test_chunked_memory_mapped_z1_equals_loading_whole_arrays(world, monkeypatch):
+    """The streaming path (memory-mapped arrays, rows gathered and checked ROW_CHUNK at a
+    time, the fit rows standardised in place) gives the numbers of the whole-array path."""
+    coco, feats, _ = world
+    names = pdata.image_list(coco, pdata.TRAIN_SPLIT)
+    whole = {s: np.load(feats / f"alexnet_fc6/{s}.npy").astype(np.float32)
+             for s in pdata.FEATURE_SPLITS if (feats / f"alexnet_fc6/{s}.npy").is_file()}
+    where = {n: (s, i) for s in pdata.FEATURE_SPLITS if s in whole
+             for i, n in enumerate(pdata.image_list(coco, s))}  # fmt: skip
+    expected = np.stack([whole[where[n][0]][where[n][1]] for n in names])
+    big = pdata.load(coco, feats, "alexnet_fc6", None, None, 1, 0.1, 1000, 1, True)
+    monkeypatch.setattr(pdata, "ROW_CHUNK", 7)
+    np.testing.assert_array_equal(
+        pdata.pivot_train_features(coco, feats, "alexnet_fc6", names), expected
+    )
+    small = pdata.load(coco, feats, "alexnet_fc6", None, None, 1, 0.1, 1000, 1, True)
+    for field in ("images", "val_images"):
+        np.testing.assert_array_equal(getattr(small.z1, field), getattr(big.z1, field))
+    np.testing.assert_array_equal(small.mean, big.mean)
+    # the fit rows moved to the front in place are the rows the whole-array path indexes
+    fit, val = pdata.held_out(len(names), 0.1, 1000, 1)
+    raw = pdata.load(coco, feats, "alexnet_fc6", None, None, 1, 0.1, 1000, 1)
+    np.testing.assert_array_equal(raw.z1.images, expected[fit])
+    np.testing.assert_array_equal(raw.z1.val_images, expected[val])
+    mean, std = pdata.standardiser(expected[fit])
+    np.testing.assert_array_equal(big.z1.images, (expected[fit] - mean) / std)
+
+
 def test_repeated_rows_index_without_copying():
     base = np.arange(12, dtype=np.float32).reshape(4, 3)
     rows = pdata.RepeatedRows(base, np.array([0, 0, 3, 2, 2, 2]))

@@ -153,3 +153,54 @@ def test_table3_rows_line_up_with_the_paper(tmp_path):
     assert (row.paper, row.ours, row["diff"]) == (35.0, 25.0, -10.0)
     assert len(table[table.metric == "METEOR"]) == 6  # paper's cells kept, ours absent
     assert not any("METEOR 1.5" in n for n in notes)
+
+
+def _fixed_lists():
+    """30 sentences x 25 hypotheses of random words against two references, 6 features (one
+    duplicate row per sentence): the list the MIRA pin below was recorded on."""
+    rng = np.random.default_rng(7)
+    words = [f"w{i}" for i in range(40)]
+    texts, refs, feats = [], [], []
+    for _ in range(30):
+        r = [" ".join(rng.choice(words, size=rng.integers(5, 15))) for _ in range(2)]
+        base = r[0].split()
+        hyps = [" ".join(w if rng.random() < 0.6 else str(rng.choice(words))
+                         for w in base[: len(base) + int(rng.integers(-3, 3))])
+                for _ in range(25)]  # fmt: skip
+        f = rng.normal(size=(25, 6))
+        f[3] = f[2]
+        texts.append(hyps)
+        refs.append(r)
+        feats.append(f)
+    return texts, refs, feats
+
+
+def test_mira_weights_are_those_before_the_speed_work():
+    """Weights, best epoch and statistics recorded with the implementation before issue 31's
+    optimisation (per-hypothesis reference counts, row-layout BLEU with numpy.mean): the
+    faster code must tune to the same numbers (relative 1e-12 leaves room only for another
+    CPU's last-bit log/exp, not for any change of the algorithm)."""
+    texts, refs, feats = _fixed_lists()
+    stats = nbest_stats(texts, refs)
+    assert float(np.concatenate(stats).sum()) == 35917.0
+    result = mira(feats, stats, iters=40)
+    before = [float.fromhex(h) for h in (
+        "-0x1.9cf9ff32b9936p-5", "0x1.b33e387c46bccp-4", "-0x1.c01b485e02636p-6",
+        "-0x1.cf77121a4f969p-5", "0x1.99a9cd56f5b83p-5", "-0x1.d2e47a6398aa4p-6")]
+    np.testing.assert_allclose(result.weights, before, rtol=1e-12)
+    assert result.best_epoch == 21
+    assert result.best_bleu == pytest.approx(float.fromhex("0x1.e7c4f4bcd3a0cp+4"), rel=1e-12)
+
+
+def test_background_bleu_is_bitwise_the_row_formula():
+    """The column-layout kernel MIRA's loop uses gives the bits of the straightforward row
+    formula (np.mean over orders), on integer statistics full of ties."""
+    rng = np.random.default_rng(0)
+    for k in (1, 7, 100):
+        stats = rng.integers(0, 30, size=(k, 9)).astype(float)
+        background = rng.random(9) * 500 + 1
+        total = stats + background
+        log_precision = np.mean(np.log(total[:, :4]) - np.log(total[:, 4:8]), axis=1)
+        brevity = np.minimum(0.0, 1.0 - total[:, 8] / total[:, 4])
+        expected = np.exp(log_precision + brevity) * total[:, 8]
+        assert np.array_equal(background_bleu(stats, background), expected)

@@ -117,6 +117,27 @@ def _parse_features(text: str, where: Path | str, line: int) -> dict[str, list[f
     return found
 
 
+def _label_positions(tokens: list[str]) -> tuple[dict[int, str], int]:
+    """Where a line's ``Name=`` labels stand, and its token count."""
+    return {i: t for i, t in enumerate(tokens) if t.endswith("=")}, len(tokens)
+
+
+def _same_labels(tokens: list[str], first: tuple[dict[int, str], int] | None):
+    """The values of a line whose labels stand where the first line's do (as in every line
+    Moses writes), in the first line's order; None when they do not or a value is not a
+    number, so that the full parser reads the line and names what is wrong. This fast path is
+    most of the time of reading the lists MIRA tunes on."""
+    if first is None or len(tokens) != first[1]:
+        return None
+    labels = first[0]
+    if any(tokens[i] != label for i, label in labels.items()):
+        return None
+    try:
+        return [float(t) for i, t in enumerate(tokens) if i not in labels]
+    except ValueError:
+        return None
+
+
 def read_nbest(path: str | Path, source: str | Path | None = None) -> NBestList:
     """Read a Moses n-best list; a malformed line is an InputError naming its line number.
     A list edited since written, or (``source`` given) made from another source text, is
@@ -130,6 +151,7 @@ def read_nbest(path: str | Path, source: str | Path | None = None) -> NBestList:
     if Path(path).is_file():
         check_made_from(path, _made_from(source))
     layout: Layout | None = None
+    first_labels: tuple[dict[int, str], int] | None = None
     texts: list[list[str]] = []
     rows: list[list[list[float]]] = []
     scores: list[list[float]] = []
@@ -162,18 +184,25 @@ def read_nbest(path: str | Path, source: str | Path | None = None) -> NBestList:
                 f"id {sentence}",
                 line=number,
             )
-        found = _parse_features(feats, path, number)
-        if layout is None:
-            layout = [(n, len(v)) for n, v in found.items()]
-        shape = {n: len(v) for n, v in found.items()}
-        if shape != dict(layout):
-            raise InputError(path, f"features {dict(layout)}", f"{shape}", line=number)
+        tokens = feats.split()
+        row = _same_labels(tokens, first_labels)
+        if row is None:  # the first line, or one laid out differently: parse it in full
+            found = _parse_features(feats, path, number)
+            if layout is None:
+                layout = [(n, len(v)) for n, v in found.items()]
+                first_labels = _label_positions(tokens)
+            shape = {n: len(v) for n, v in found.items()}
+            if shape != dict(layout):
+                raise InputError(path, f"features {dict(layout)}", f"{shape}", line=number)
+            row = [v for name, _ in layout for v in found[name]]
+        elif not all(map(math.isfinite, row)):
+            _parse_features(feats, path, number)  # raises, naming the value
         if sentence == len(texts):
             texts.append([])
             rows.append([])
             scores.append([])
         texts[sentence].append(" ".join(hyp.split()))
-        rows[sentence].append([v for name, _ in layout for v in found[name]])
+        rows[sentence].append(row)
         scores[sentence].append(value)
     if layout is None:
         raise InputError(path, "at least one n-best line", "an empty file")

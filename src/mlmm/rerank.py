@@ -21,6 +21,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -36,25 +37,39 @@ REFLEN = 2 * ORDER
 N_STATS = 2 * ORDER + 1
 
 
-def _ngrams(tokens: list[str], n: int) -> Counter:
-    return Counter(tuple(tokens[i: i + n]) for i in range(len(tokens) - n + 1))
+def _ngrams(tokens: list[str]) -> Counter:
+    """Counts of every n-gram of orders 1..4 in one Counter (an n-gram is an n-tuple)."""
+    return Counter(chain.from_iterable(
+        zip(*(tokens[i:] for i in range(n)), strict=False) for n in range(1, ORDER + 1)))
+
+
+def reference_counts(references: Sequence[str]) -> tuple[Counter, list[int]]:
+    """The most times each n-gram occurs in any one reference (the clip of a hypothesis's
+    count), and the references' lengths: computed once per sentence, shared by all of its
+    hypotheses."""
+    refs = [r.split() for r in references]
+    most: Counter = Counter()
+    for ref in refs:
+        most |= _ngrams(ref)
+    return most, [len(r) for r in refs]
+
+
+def _hypothesis_stats(hyp: list[str], most: Counter, ref_lengths: list[int]) -> list:
+    row = [0] * N_STATS
+    counts = _ngrams(hyp)
+    for gram in counts.keys() & most.keys():  # only n-grams the references hold can match
+        row[len(gram) - 1] += min(counts[gram], most[gram])
+    for n in range(1, ORDER + 1):
+        row[ORDER + n - 1] = max(len(hyp) - n + 1, 0)
+    # closest reference length, the shorter one on ties (sacrebleu and Moses' default)
+    row[REFLEN] = min((abs(r - len(hyp)), r) for r in ref_lengths)[1]
+    return row
 
 
 def bleu_stats(hypothesis: str, references: Sequence[str]) -> np.ndarray:
     """Sufficient statistics of one whitespace-tokenised hypothesis against its references."""
-    hyp = hypothesis.split()
-    refs = [r.split() for r in references]
-    stats = np.zeros(N_STATS)
-    for n in range(1, ORDER + 1):
-        counts = _ngrams(hyp, n)
-        most: Counter = Counter()
-        for ref in refs:
-            most |= _ngrams(ref, n)
-        stats[n - 1] = sum(min(c, most[g]) for g, c in counts.items())
-        stats[ORDER + n - 1] = max(len(hyp) - n + 1, 0)
-    # closest reference length, the shorter one on ties (sacrebleu and Moses' default)
-    stats[REFLEN] = min((abs(len(r) - len(hyp)), len(r)) for r in refs)[1]
-    return stats
+    return np.array(_hypothesis_stats(hypothesis.split(), *reference_counts(references)),
+                    dtype=np.float64)
 
 
 def corpus_bleu(stats: np.ndarray) -> float:
@@ -71,10 +86,22 @@ def corpus_bleu(stats: np.ndarray) -> float:
 
 def background_bleu(stats: np.ndarray, background: np.ndarray) -> np.ndarray:
     """Sentence BLEU of every row of ``stats`` (k x 9) added to the background, times ref length."""
+    return _background_bleu_columns(stats.T, background[:, None])
+
+
+def _background_bleu_columns(stats: np.ndarray, background: np.ndarray) -> np.ndarray:
+    """``background_bleu`` of statistics laid out as columns (9 x k, background 9 x 1).
+
+    The MIRA loop calls this once per sentence visit, so its cost is its numpy call count and
+    memory layout: one log over the 8 contiguous count rows, and the 4 orders summed and
+    divided by 4 (what numpy's mean does, without its Python wrapper); the same operations in
+    the same order as the row layout, so the same bits.
+    """
     total = stats + background
-    log_precision = (np.log(total[:, MATCH]) - np.log(total[:, TOTAL])).mean(axis=1)
-    brevity = np.minimum(0.0, 1.0 - total[:, REFLEN] / total[:, ORDER])
-    return np.exp(log_precision + brevity) * total[:, REFLEN]
+    logs = np.log(total[: 2 * ORDER])
+    log_precision = np.add.reduce(logs[MATCH] - logs[TOTAL], axis=0) / ORDER
+    brevity = np.minimum(0.0, 1.0 - total[REFLEN] / total[ORDER])
+    return np.exp(log_precision + brevity) * total[REFLEN]
 
 
 @dataclass
@@ -147,18 +174,20 @@ def mira(
     d = data.features.shape[2]
     w = np.zeros(d) if initial is None else np.asarray(initial, dtype=np.float64).copy()
     totals, updates = w.copy(), 0
-    background = np.ones(N_STATS)
     rng = np.random.default_rng(seed)
     result = MiraResult(w.copy(), -math.inf, 0, data.corpus_bleu(w))
+    # per sentence, once: contiguous features (k x d) and statistics as columns (9 x k)
+    lists = [(data.features[i, :k], np.ascontiguousarray(data.stats[i, :k].T))
+             for i, k in enumerate(data.sizes)]  # fmt: skip
+    background = np.ones((N_STATS, 1))
     for epoch in range(1, iters + 1):
         n_updates, total_loss = 0, 0.0
-        for i in rng.permutation(len(data.sizes)):
-            k = data.sizes[i]
-            feats, stat = data.features[i, :k], data.stats[i, :k]
+        for i in rng.permutation(len(lists)):
+            feats, stat = lists[i]
             score = feats @ w
-            bleu = background_bleu(stat, background)
-            hope = int(np.argmax(score + bleu))
-            fear = int(np.argmax(score - bleu))
+            bleu = _background_bleu_columns(stat, background)
+            hope = (score + bleu).argmax()
+            fear = (score - bleu).argmax()
             if hope == fear or bleu[hope] <= bleu[fear]:
                 continue
             diff = feats[hope] - feats[fear]
@@ -170,7 +199,7 @@ def mira(
                 n_updates += 1
                 total_loss += loss
             background *= decay
-            background += stat[hope]
+            background += stat[:, hope : hope + 1]
         averaged = totals / updates if updates else w.copy()
         bleu = data.corpus_bleu(averaged)
         result.history.append(
@@ -190,7 +219,9 @@ def rerank(features: Sequence[np.ndarray], weights: np.ndarray) -> np.ndarray:
 def nbest_stats(texts: Sequence[Sequence[str]], refs: Sequence[Sequence[str]]) -> list[np.ndarray]:
     """BLEU statistics of every hypothesis of every sentence (text compared in NFC: an NFD
     "é" would otherwise be another token than the reference's)."""
-    return [
-        np.array([bleu_stats(h, nfc(r)) for h in nfc(hyps)]).reshape(len(hyps), N_STATS)
-        for hyps, r in zip(texts, refs, strict=True)
-    ]
+    out = []
+    for hyps, r in zip(texts, refs, strict=True):
+        most, lengths = reference_counts(nfc(r))
+        rows = [_hypothesis_stats(h.split(), most, lengths) for h in nfc(hyps)]
+        out.append(np.array(rows, dtype=np.float64).reshape(len(hyps), N_STATS))
+    return out

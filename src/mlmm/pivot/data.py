@@ -16,6 +16,7 @@ reconstructions.
 
 from __future__ import annotations
 
+import mmap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +36,8 @@ TRAIN_SPLIT, TEST_SPLIT = "pivot_train", "mic"
 # the MIC images with coco.pivot_split karpathy, every image minus MIC with paper), so no image is
 # extracted twice.
 FEATURE_SPLITS = ("train", "val", "test")
+# Feature rows copied or checked at a time: bounded temporaries at COCO's 113K x 4096.
+ROW_CHUNK = 8192
 
 
 def read_captions(root: str | Path, split: str, language: str) -> list[list[str]]:
@@ -51,15 +54,22 @@ def read_captions(root: str | Path, split: str, language: str) -> list[list[str]
 
 
 def read_features(features: str | Path, backbone: str, split: str, n_images: int) -> np.ndarray:
-    """`features/backbone/split.npy` as float32, checked to have one row per image."""
+    """`features/backbone/split.npy` as an in-memory float32 array (one copy of the file's
+    rows, the caller's to change), checked to have one row per image."""
+    return np.array(_mapped_features(features, backbone, split, n_images), dtype=np.float32)
+
+
+def _mapped_features(features: str | Path, backbone: str, split: str, n_images: int):
+    """The array memory-mapped (read-only), checked to have one row per image: rows are read
+    as they are copied, so a 113K x 4096 array is never held twice (docs/scale.md)."""
     path = Path(features) / backbone / f"{split}.npy"
-    array = read_npy(path, f"image features of {split} (mlmm features)")
+    array = read_npy(path, f"image features of {split} (mlmm features)", mmap_mode="r")
     check_made_from(path, {"split": value_digest(split)})
     if array.ndim != 2 or array.shape[0] != n_images:
         raise InputError(
             path, f"a 2-d array of {n_images} rows (images of {split})", f"shape {array.shape}"
         )
-    return array.astype(np.float32)
+    return array
 
 
 def pivot_train_features(
@@ -88,12 +98,23 @@ def pivot_train_features(
             f"{len(missing)} missing, e.g. {missing[0]}",
         )
     needed = sorted({where[name][0] for name in names}, key=FEATURE_SPLITS.index)
-    arrays = {split: read_features(features, backbone, split, sizes[split]) for split in needed}
+    arrays = {s: _mapped_features(features, backbone, s, sizes[s]) for s in needed}
     out = np.empty((len(names), next(iter(arrays.values())).shape[1]), dtype=np.float32)
-    for row, name in enumerate(names):
-        split, i = where[name]
-        out[row] = arrays[split][i]
+    for split, array in arrays.items():  # gathered ROW_CHUNK rows at a time (no second copy)
+        rows = [row for row, name in enumerate(names) if where[name][0] == split]
+        for a in range(0, len(rows), ROW_CHUNK):
+            chunk = rows[a : a + ROW_CHUNK]
+            out[chunk] = array[[where[names[row]][1] for row in chunk]]
+            _release_pages(array)
     return out
+
+
+def _release_pages(array: np.ndarray) -> None:
+    """Drop a memory-mapped array's pages from this process's resident set once read (they
+    stay in the page cache): the gather then holds one copy of Z1's features, not two."""
+    mapping = getattr(array, "_mmap", None)
+    if mapping is not None and hasattr(mmap, "MADV_DONTNEED"):
+        mapping.madvise(mmap.MADV_DONTNEED)
 
 
 class RepeatedRows:
@@ -244,10 +265,11 @@ def load(
     names = image_list(coco_root, TRAIN_SPLIT)
     feats = pivot_train_features(coco_root, features, backbone, names)
     captions = read_captions(coco_root, TRAIN_SPLIT, "en")
-    dropped = np.flatnonzero(~np.isfinite(feats).all(axis=1)).tolist()
+    dropped = [a + int(i) for a in range(0, len(feats), ROW_CHUNK)  # no N x 4096 bool array
+               for i in np.flatnonzero(~np.isfinite(feats[a : a + ROW_CHUNK]).all(axis=1))]
     usable = np.setdiff1d(np.arange(len(names)), dropped)
     fit, val = held_out(len(usable), validation_fraction, validation_max, seed)
-    fit, val = usable[fit], usable[val]
+    fit, val = usable[fit], usable[val]  # both ascending (sorted indices into a sorted array)
 
     def caption_rows(images: np.ndarray) -> list[int]:
         return [CAPTIONS_PER_IMAGE * i + k for i in images for k in range(CAPTIONS_PER_IMAGE)]
@@ -272,20 +294,28 @@ def load(
                 "none (lower min_count)",
             )
 
+    # one copy of Z1's features (1.9 GB at the paper's size): the held-out rows are copied out,
+    # then the fit rows are moved to the front in place, ROW_CHUNK at a time (`fit` ascends, so
+    # every row is read before anything is written over it), and standardised in place there
+    val_images = feats[val]
+    for a in range(0, len(fit), ROW_CHUNK):
+        rows = fit[a : a + ROW_CHUNK]
+        feats[a : a + len(rows)] = feats[rows]
+    fit_images = feats[: len(fit)]
+    del feats
     if standardise_images:
-        mean, std = standardiser(feats[fit])
+        mean, std = standardiser(fit_images)
     else:
-        mean = np.zeros(feats.shape[1], dtype=np.float32)
-        std = np.ones(feats.shape[1], dtype=np.float32)
+        mean = np.zeros(fit_images.shape[1], dtype=np.float32)
+        std = np.ones(fit_images.shape[1], dtype=np.float32)
     en = words["en"]
     z1 = Z1(
-        images=standardise(feats[fit], mean, std),
+        images=standardise(fit_images, mean, std),
         captions=count_matrix([captions[c] for c in caption_rows(fit)], en),
-        val_images=standardise(feats[val], mean, std),
+        val_images=standardise(val_images, mean, std),
         val_captions=count_matrix([captions[c] for c in caption_rows(val)], en),
         dropped=dropped,
     )
-    del feats
     z2 = None
     if z2_sides is not None:
         talks_fit, talks_val = held_out(len(z2_sides[0]), validation_fraction, validation_max, seed)
