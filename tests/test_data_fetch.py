@@ -244,6 +244,7 @@ class _HalfThenRange(http.server.BaseHTTPRequestHandler):
 def test_download_resumes_a_broken_transfer_and_checks_sha256(tmp_path):
     import hashlib
 
+    _HalfThenRange.seen = []  # another test's requests (test_fingerprints serves it too)
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _HalfThenRange)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
