@@ -177,7 +177,7 @@ def test_vectors_covering_too_little_of_the_vocabulary_are_refused(covered, refu
     vocab = SimpleNamespace(words=words, index={w: i for i, w in enumerate(words)})
     model = SimpleNamespace(text={"shared": SimpleNamespace(embed=torch.nn.Embedding(3, 2))})
     _vec(tmp_path / "wiki.de.align.vec", [*covered, "dog", "cat"])
-    record = {"embed_dim": 2, "word_embeddings": "fme"}
+    record = {"embed_dim": 2, "word_embeddings": "fme", "unknown_word_init": "uniform"}
     vocabs = SimpleNamespace(vocabs={"shared": vocab})
     if refused:
         with pytest.raises(InputError, match=r"wiki.de.align.vec: expected vectors for at least "

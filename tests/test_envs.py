@@ -38,6 +38,7 @@ IMPORT_PACKAGES = {
     "pooch": "pooch",
     "requests": "pooch",  # a dependency of pooch (conda-forge and PyPI), used for its downloads
     "sacrebleu": "sacrebleu",
+    "nltk": "nltk",
     "yaml": "pyyaml",
     "jsonschema": "jsonschema",
     "tabulate": "tabulate",
