@@ -23,9 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("out", type=Path, metavar="OUT", help="output directory (new or empty)")
     p.add_argument("--seed", type=int, default=1, help="random seed (default: %(default)s)")
-    p.add_argument(
-        "--images", type=int, help="Multi30K-world images (min 30; default: the miniature's 264)"
-    )
+    p.add_argument("--images", type=int, default=30, help="Multi30K-world images (min 30)")
     p.add_argument("--coco-images", type=int, default=60, help="COCO-world images (min 60)")
     p.add_argument("--ted-train", type=int, default=30, help="TED talks per language, train")
     p.add_argument("--ted-test", type=int, default=10, help="TED talks per language, test")
@@ -46,11 +44,10 @@ def run(args: argparse.Namespace) -> None:
     from mlmm.demo.paper_layouts import write_paper_layouts, write_random_backbone_weights
 
     start = time.perf_counter()
-    sizes = {} if args.images is None else {"images": args.images}
     write_paper_layouts(
         args.out,
         seed=args.seed,
-        **sizes,
+        images=args.images,
         coco_images=args.coco_images,
         ted_train=args.ted_train,
         ted_test=args.ted_test,
