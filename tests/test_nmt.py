@@ -259,26 +259,51 @@ def test_max_length_leaves_out_pairs_with_a_long_side():
     assert within_length(src, tgt, None) == list(zip(src, tgt, strict=True))
 
 
-def test_meteor_distribution_missing_is_named_at_planning(tmp_path):
-    """A METEOR jar named by path must be there, and with meteor_paraphrase required its
-    data/paraphrase-<tgt>.gz too; the pycocoevalcap jar and null are not local data."""
+def test_meteor_modules_follow_the_paraphrase_table(tmp_path):
+    """Without data/paraphrase-<tgt>.gz beside the jar METEOR runs exact + stem and says so
+    (the planning check, mlmm.local_data, stops the paper config before: test_local_data)."""
     from mlmm.nmt.metrics import meteor_modules
-    from mlmm.nmt.selection import missing_meteor_data
 
     jar = tmp_path / "meteor-1.5" / "meteor-1.5.jar"
-    assert missing_meteor_data("pycocoevalcap", "de", True) is None
-    assert missing_meteor_data(None, "de", True) is None
-    assert missing_meteor_data(str(jar), "de", False)[0] == jar
     jar.parent.mkdir()
     jar.write_bytes(b"")
-    assert missing_meteor_data(str(jar), "de", False) is None
     table = jar.parent / "data" / "paraphrase-de.gz"
-    assert missing_meteor_data(str(jar), "de", True)[0] == table
     assert meteor_modules(jar, "de") == (
         ["-m", "exact stem", "-w", "1.0 0.8"],
         "METEOR 1.5, -l de, modules exact stem (no paraphrase-de.gz)",
     )
     table.parent.mkdir()
     table.write_bytes(b"")
-    assert missing_meteor_data(str(jar), "de", True) is None
     assert meteor_modules(jar, "de")[0] == []
+
+
+# Tokenised Multi30K-style German (Moses escapes, hyphenated words): sacrebleu's 13a and intl
+# tokenisers split "&apos;s" and "park-bereich" again, and score these 68.39 and 72.27.
+TOKENISED_HYPS = [
+    "ein mann &apos;s hund läuft über die straße .",
+    "zwei kinder spielen im park-bereich , lachend .",
+]
+TOKENISED_REFS = [
+    "ein mann &apos;s hund rennt über die straße .",
+    "zwei kinder spielen im park-bereich lachend .",
+]
+
+
+def test_reported_and_validation_bleu_score_the_tokens_as_they_are():
+    """Issue 28: the reported BLEU (mt-score's mt_metrics) and the NMT's validation BLEU run
+    sacrebleu with tokenize='none' on the tokenised text, unsmoothed; a change to 13a (or any
+    other tokeniser) fails here."""
+    import sacrebleu
+
+    from mlmm.nmt.metrics import mt_metrics
+    from mlmm.nmt.train import bleu
+
+    def score(tokenize: str) -> float:
+        refs, kind = [TOKENISED_REFS], {"tokenize": tokenize, "smooth_method": "none"}
+        return sacrebleu.corpus_bleu(TOKENISED_HYPS, refs, **kind).score
+
+    expected = score("none")
+    assert expected == pytest.approx(59.6611, abs=1e-3)
+    assert all(abs(score(other) - expected) > 5 for other in ("13a", "intl", "char"))
+    assert mt_metrics(TOKENISED_HYPS, TOKENISED_REFS, "de")["BLEU"] == pytest.approx(expected)
+    assert bleu(TOKENISED_HYPS, TOKENISED_REFS) == pytest.approx(expected)

@@ -347,3 +347,30 @@ def test_origin_of_runs_without_a_record_is_this_jobs(monkeypatch):
     assert "ResNet-50" in origin.note() and "DEMO WORLD" in origin.note()
     monkeypatch.delenv("MLMM_DATA")
     assert "unrecorded origin" in Origin.of_runs([]).note()
+
+
+def test_generated_data_in_the_real_layouts_is_never_labelled_real(monkeypatch, tmp_path):
+    """Issue 28: the paper miniature's sources are url/path/files (the real layouts), so the
+    sources alone read "real data"; the marker mlmm demo-paper-layouts leaves in the working
+    directory makes every source ':generated', and the notes, titles and CSV columns say so."""
+    import pandas as pd
+
+    from mlmm.origin import GENERATED_MARKER, Origin, environment
+
+    config = {"multi30k": {"source": "url"}, "coco": {"source": "files"}, "ted": {"source": "path"}}
+    monkeypatch.chdir(tmp_path)
+    assert (
+        environment(config, "/repo", [], False)["MLMM_DATA"] == "multi30k=url,coco=files,ted=path"
+    )
+    (tmp_path / GENERATED_MARKER).write_text("generated", encoding="utf-8")
+    env = environment(config, "/repo", [], False)
+    assert env["MLMM_DATA"] == "multi30k=url:generated,coco=files:generated,ted=path:generated"
+    monkeypatch.setenv("MLMM_DATA", env["MLMM_DATA"])
+    origin = Origin.current()
+    assert origin.generated and not origin.demo
+    assert "GENERATED DATA in the real layouts" in origin.note()
+    assert "real data" not in origin.note()
+    assert origin.title("Table 2") == "Table 2 [generated data]"
+    assert origin.columns()["data"] == "generated"
+    table = pd.DataFrame([{"x": 1, **origin.columns()}])
+    assert Origin.of_table(table).generated

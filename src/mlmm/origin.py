@@ -4,8 +4,13 @@ Demo-world numbers printed beside the papers' look like a reproduction unless th
 otherwise. So the Snakefile exports the data sources and config files of the run
 (`MLMM_DATA`, `MLMM_CONFIGS`), `mlmm.provenance.provenance` records them in every metrics.json
 (`provenance.origin`), and the table and figure writers state the origin of the runs they read:
-demo or real data, the config files, and the image backbone(s) the runs really used (their
-recorded config), never the paper's row labels.
+demo, generated or real data, the config files, and the image backbone(s) the runs really used
+(their recorded config), never the paper's row labels.
+
+Generated data in the real layouts (`mlmm demo-paper-layouts`: the paper configuration in
+miniature) have real-data sources (url, path, files), so the sources alone would say "real data":
+the layouts writer leaves `GENERATED_MARKER` in the working directory, and every source is then
+recorded as `<source>:generated`.
 """
 
 from __future__ import annotations
@@ -27,6 +32,12 @@ BACKBONE_NAMES = {
     "alexnet_fc6": "AlexNet fc6",
 }
 DEMO_LABEL = "DEMO WORLD (synthetic data): not a reproduction of the papers' numbers"
+GENERATED_LABEL = (
+    "GENERATED DATA in the real layouts (synthetic, mlmm demo-paper-layouts): not a "
+    "reproduction of the papers' numbers"
+)
+# Written by mlmm.demo.paper_layouts into the working directory it makes
+GENERATED_MARKER = "GENERATED_DATA"
 
 
 def environment(
@@ -40,7 +51,8 @@ def environment(
         else str(path)
         for path in configfiles
     ]
-    data = [f"{name}={config[name]['source']}" for name in DATA_SETS if name in config]
+    generated = ":generated" if os.path.isfile(GENERATED_MARKER) else ""  # in the working dir
+    data = [f"{name}={config[name]['source']}{generated}" for name in DATA_SETS if name in config]
     return {
         ENV_DATA: ",".join(data),
         ENV_CONFIGS: ",".join(names + (["--config"] if command_line_config else [])),
@@ -124,7 +136,13 @@ class Origin:
     def demo(self) -> bool:
         return any("demo" in source for source in self.data.values())
 
+    @property
+    def generated(self) -> bool:
+        return any("generated" in source for source in self.data.values())
+
     def title(self, title: str) -> str:
+        if self.generated:
+            return f"{title} [generated data]"
         return f"{title} [demo world]" if self.demo else title
 
     def note(self) -> str:
@@ -133,8 +151,12 @@ class Origin:
             data = "data of unrecorded origin (not run through the workflow)"
         else:
             sources = ", ".join(f"{name}: {source}" for name, source in self.data.items())
-            data = (f"{DEMO_LABEL}; data sources {sources}" if self.demo
-                    else f"real data (sources {sources})")  # fmt: skip
+            if self.generated:
+                data = f"{GENERATED_LABEL}; data sources {sources}"
+            elif self.demo:
+                data = f"{DEMO_LABEL}; data sources {sources}"
+            else:
+                data = f"real data (sources {sources})"
         parts = [f"Produced from {data}"]
         if self.configs:
             parts.append(f"configuration {' + '.join(self.configs)}")
@@ -144,10 +166,15 @@ class Origin:
             )
         return "; ".join(parts) + "."
 
+    @property
+    def kind(self) -> str:
+        """generated, demo or real."""
+        return "generated" if self.generated else "demo" if self.demo else "real"
+
     def columns(self) -> dict[str, str]:
         """Constant columns for a tidy CSV: a program reading it sees the origin too."""
         return {
-            "data": ("demo" if self.demo else "real") if self.known else "unknown",
+            "data": self.kind if self.known else "unknown",
             "configs": " + ".join(self.configs),
             "backbone": " + ".join(self.backbones),
         }

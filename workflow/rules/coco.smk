@@ -34,12 +34,13 @@ else:
             "coco.mic.location",
             COCO["mic"]["location"],
             "the MIC test set (docs/coco.md)",
+            local_data.MIC,
         )
     # a user's image directory is a parameter, not an input (as multi30k.images, features.smk);
     # without one, COCO's image archives are fetched and unpacked (rule fetch_coco_images)
     if COCO["images"]:
         require_local_data(
-            "coco.images", COCO["images"], "train2014/ and val2014/ of COCO"
+            "coco.images", COCO["images"], "COCO's 2014 images", local_data.COCO_IMAGES
         )
         COCO_IMAGES, COCO_IMAGES_INPUT = COCO["images"], []
     else:

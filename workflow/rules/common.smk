@@ -13,6 +13,7 @@ from shlex import (
 
 from snakemake.exceptions import WorkflowError
 
+import mlmm.local_data as local_data
 from mlmm.slurm import nvidia_present
 
 # The Snakefile's own directory (WORKFLOW_ROOT: this workflow's, also when it is a module).
@@ -35,14 +36,16 @@ def repository_path(path):
     return path if path.is_absolute() else REPOSITORY / path
 
 
-def require_local_data(key, path, what):
-    """Stops the planning with one line when a local data set the config names is absent, so
-    that a missing copy is found by `snakemake -n`, not by a job hours into the run."""
-    if not Path(path).exists():
-        raise SystemExit(
-            f"config error: key '{key}': expected {what} at '{path}' (relative to "
-            f"{Path.cwd()}), found nothing there: put or link your copy there, or set {key}"
-        )
+# Every local data set the configuration reads (copies that cannot be downloaded), declared by
+# the rules files and checked at once by the Snakefile after the last one (mlmm.local_data): a
+# missing or incomplete copy is found by `snakemake -n`, all of them in one message, not by a
+# job hours into the run.
+LOCAL_DATA = []
+
+
+def require_local_data(key, path, what, expected=()):
+    """Declares the local data set at `path` (config `key`) and the files expected inside it."""
+    LOCAL_DATA.append(local_data.LocalData(key, Path(path), what, tuple(expected)))
 
 
 # The GPU rules' need, stated in their own `resources:` (profiles choose partitions and

@@ -44,7 +44,10 @@ FEATURE_FILES = [
 # lists every job without the images; `mlmm features` names any missing image when it runs.
 if MULTI30K["images"]:
     require_local_data(
-        "multi30k.images", MULTI30K["images"], "the Flickr30K images (<name>.jpg)"
+        "multi30k.images",
+        MULTI30K["images"],
+        "the Flickr30K images",
+        local_data.MULTI30K_IMAGES,
     )
     FEATURE_IMAGES, FEATURE_IMAGES_INPUT = MULTI30K["images"], []
 elif MULTI30K["source"] == "demo":

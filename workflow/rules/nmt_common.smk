@@ -5,7 +5,7 @@ import sys
 
 from snakemake.exceptions import WorkflowError
 
-from mlmm.nmt.selection import missing_meteor_data, select as select_nmt
+from mlmm.nmt.selection import select as select_nmt
 
 NMT_DIR = RESULTS / "nmt"
 NMT_SPLITS = ["val", "test_2016_flickr"]
@@ -28,12 +28,17 @@ NMT_SENTENCE_FILES = expand(
     NMT_DIR / "systems/{system}/sentences.npz", system=list(NMT["systems"])
 )
 # A METEOR 1.5 distribution named by path (the paper config: with its paraphrase table) must be
-# there at planning, like the other local data sets.
-_meteor_missing = missing_meteor_data(
-    NMT["meteor_jar"], NMT["tgt"], NMT["meteor_paraphrase"] == "required"
-)
-if _meteor_missing is not None:
-    require_local_data("nmt.meteor_jar", *_meteor_missing)
+# there at planning, like the other local data sets; the pycocoevalcap jar and null are not
+# local data.
+if NMT["meteor_jar"] not in (None, "pycocoevalcap"):
+    require_local_data(
+        "nmt.meteor_jar",
+        Path(NMT["meteor_jar"]).parent,
+        "the unpacked METEOR 1.5 distribution",
+        local_data.meteor_expected(
+            NMT["meteor_jar"], NMT["tgt"], NMT["meteor_paraphrase"] == "required"
+        ),
+    )
 
 
 def nmt_text(split, language):

@@ -38,7 +38,7 @@ else:
 RETRIEVAL_STS = RETRIEVAL["sts"] or DEMO_WORLD / "sts"
 if RETRIEVAL["sts"] and any(record["sts"] for record in RETRIEVAL_RECORDS.values()):
     require_local_data(
-        "retrieval.sts", RETRIEVAL["sts"], "SemEval <year>/STS.{input,gs}.images.txt"
+        "retrieval.sts", RETRIEVAL["sts"], "the SemEval image STS sets", local_data.STS
     )
 DEMO_MARKERS = {
     "multi30k": DEMO_WORLD / "MANIFEST.sha256",
@@ -82,12 +82,12 @@ MUSE_REVERSE = any(
     for record in RETRIEVAL_RECORDS.values()
 )
 if RETRIEVAL["muse"] and not MUSE_URL and MUSE_REVERSE:
-    for _lang in MUSE_LANGUAGES:
-        require_local_data(
-            "retrieval.muse",
-            Path(RETRIEVAL["muse"]) / f"{_lang}-en.txt",
-            f"MUSE's {_lang}-en dictionary (alignment.mappings: two)",
-        )
+    require_local_data(
+        "retrieval.muse",
+        RETRIEVAL["muse"],
+        "MUSE's <lang>-en dictionaries (alignment.mappings: two)",
+        local_data.muse_reverse_expected(MUSE_LANGUAGES),
+    )
 MUSE_SUFFIXES = {"full": "", "0-5000": ".0-5000", "5000-6500": ".5000-6500"}
 MUSE_FILES = [
     MUSE_DOWNLOADS / f"{pair}{MUSE_SUFFIXES[section]}.txt"

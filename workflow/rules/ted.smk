@@ -26,7 +26,10 @@ TED_FIGURES = [
 ]
 if TED["source"] == "path":
     require_local_data(
-        "ted.path", TED["path"], "the ted-cldc corpus (<X>-en/, en-<X>/)"
+        "ted.path",
+        TED["path"],
+        "the ted-cldc corpus",
+        local_data.ted_expected(TED["languages"], TED["corpus_codes"]),
     )
 TED_LOCATION = {
     "demo": "",

@@ -9,7 +9,6 @@ systems that use them, and each omission is reported as a warning naming the con
 from __future__ import annotations
 
 from collections.abc import Container
-from pathlib import Path
 
 BASE_FEATURES = ("NMT", "WordPenalty")
 
@@ -41,21 +40,3 @@ def select(nmt: dict, trained: Container[str]) -> tuple[dict, dict, list[str]]:
         else:
             systems[key] = record
     return features, systems, warnings
-
-
-def missing_meteor_data(
-    setting: str | None, language: str, require_paraphrase: bool
-) -> tuple[Path, str] | None:
-    """(path, what belongs there) of the first local METEOR file a configured jar path lacks,
-    or None: the jar, and with ``require_paraphrase`` its distribution's
-    ``data/paraphrase-<language>.gz`` (Calixto & Liu: METEOR 1.5 with paraphrases). The
-    pycocoevalcap jar and null are not local data."""
-    if setting in (None, "pycocoevalcap"):
-        return None
-    jar = Path(setting)
-    if not jar.is_file():
-        return jar, "the METEOR 1.5 jar (meteor-1.5.jar of the unpacked METEOR 1.5 distribution)"
-    table = jar.parent / "data" / f"paraphrase-{language}.gz"
-    if require_paraphrase and not table.is_file():
-        return table, f"METEOR 1.5's {language} paraphrase table next to the jar"
-    return None

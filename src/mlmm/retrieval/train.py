@@ -56,7 +56,7 @@ log = logging.getLogger(__name__)
 HISTORY_FIELDS = (
     ["step", "epoch", "loss", "lr", "rsum"]
     + [f"{m}_{d}" for d in ("i2t", "t2i") for m in ("R@1", "R@5", "R@10", "medr")]
-    + ["alignment", "seconds"]
+    + ["alignment", "alignment_lr", "seconds"]
 )
 
 
@@ -356,6 +356,10 @@ class Run:
             "rsum": rsum,
             **{f"{k}_{d}": m[d][k] for d in ("i2t", "t2i") for k in ("R@1", "R@5", "R@10", "medr")},
             "alignment": None if self.alignment is None else self.alignment.ratio(),
+            # AME's RCSLS rate as it stands (halve_on_rise: halved after a rising RCSLS loss)
+            "alignment_lr": None
+            if self.alignment is None or self.alignment.mapping is None
+            else self.alignment.lr,
             "seconds": seconds,
         }
         self.history.append(row)
