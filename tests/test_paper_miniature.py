@@ -452,6 +452,7 @@ def test_the_mic_copy_holds_the_paper_queries(tmp_path):
     that the paper-query path (mlmm.pivot.examples.find_caption) finds every one of them."""
     from mlmm.data.coco import tokenise_mic
     from mlmm.demo.paper_layouts import _paper_queries, _plant_paper_queries
+    from mlmm.io import scratch
     from mlmm.pivot.examples import find_caption
 
     queries = _paper_queries()
@@ -460,7 +461,8 @@ def test_the_mic_copy_holds_the_paper_queries(tmp_path):
     for lang in ("de", "fr"):
         lines = [f"ein bild {k} ." for k in range(20)]
         (tmp_path / f"captions.{lang}").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    _plant_paper_queries(tmp_path, queries)
+    with scratch(tmp_path):  # as inside the layouts' directory under construction
+        _plant_paper_queries(tmp_path, queries)
     for lang in ("de", "fr"):
         lines = (tmp_path / f"captions.{lang}").read_text(encoding="utf-8").splitlines()
         assert len(lines) == 20

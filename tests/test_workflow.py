@@ -298,7 +298,8 @@ def test_rules_files_import_no_third_party_module_while_parsed():
     """A Snakemake installed by conda or pipx has no numpy/pandas: what the rules files import
     at parse time is standard library only."""
     parse_time = {
-        "mlmm.catalogue", "mlmm.retrieval.config", "mlmm.nmt.selection", "mlmm.pivot", "mlmm.slurm"
+        "mlmm.catalogue", "mlmm.retrieval.config", "mlmm.nmt.selection", "mlmm.pivot", "mlmm.slurm",
+        "mlmm.local_data",
     }  # fmt: skip
     code = (
         f"import sys; import {', '.join(sorted(parse_time))}; "
