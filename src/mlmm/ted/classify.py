@@ -73,7 +73,7 @@ def macro_f1(
 ) -> tuple[float, list[str]]:
     """The score every TED caller reports: the mean of the per-topic F1 over the topics where
     it is defined, and the topics left out (no positive test talk). Hermann & Blunsom (2014)
-    and Rajendran et al. (2016, section 5) average F1 over the topics; scoring an undefined
+    and Rajendran et al. (2016, section 5.2) average F1 over the topics; scoring an undefined
     topic 0 would count a property of the test set against the system. A test set without a
     positive talk of any topic has no score and is refused."""
     per_topic = np.asarray(per_topic, dtype=np.float64)
