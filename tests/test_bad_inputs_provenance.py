@@ -290,6 +290,114 @@ def test_an_edited_retrieval_model_is_refused(retrieval_run, tmp_path):
 
 
 # ------------------------------------------------------------------------------------------
+# TED bag-of-words directory (ted-bow) read by every later TED stage (Bow.load)
+
+
+def test_a_bag_of_words_file_of_another_build_is_refused(ted, tmp_path, capsys):
+    """A vocabulary of the min-count-3 build copied into the min-count-2 one."""
+    from mlmm.ted.bow import Bow
+
+    root = _ted_copy(tmp_path, ted)
+    Bow.load(root / "bow")
+    shutil.copyfile(root / "bow3/vocab.de.txt", root / "bow/vocab.de.txt")
+    out = root / "nb.json"
+    line = one_line_error(["ted-nb", "--bow", str(root / "bow"), "--out", str(out)], capsys)
+    assert "meta.json: expected an artefact made from the files of the directory it is " in line
+    assert not out.exists()
+
+
+# ------------------------------------------------------------------------------------------
+# pivot run directories (pivot-train) read by pivot-table, pivot-mt and pivot-examples
+
+
+@pytest.fixture(scope="module")
+def pivot_runs(tmp_path_factory) -> Path:
+    from test_pivot import SETTINGS, make_world
+
+    from mlmm.pivot.experiment import train_stage
+
+    root = tmp_path_factory.mktemp("pivot")
+    coco, feats, _ = make_world(root / "world")
+    for seed in (1, 2):
+        settings = SETTINGS | {"seed": seed}
+        train_stage(coco, feats, "alexnet_fc6", None, None, "random", 0.0, settings,
+                    root / f"random{seed}", progress=False)  # fmt: skip
+    return root
+
+
+def _table(runs: list[Path], out: Path) -> list[str]:
+    return ["pivot-table", "--runs", *map(str, runs), "--out", str(out)]
+
+
+def test_a_pivot_run_with_a_file_of_another_run_is_refused(pivot_runs, tmp_path, capsys):
+    from mlmm.pivot.examples import ranking_scores
+
+    root = _ted_copy(tmp_path, pivot_runs)
+    run = root / "random1"
+    ranking_scores(run / "test_ranking.npz")
+    shutil.copyfile(root / "random2/test_ranking.npz", run / "test_ranking.npz")
+    with pytest.raises(InputError, match="metrics.json: expected an artefact made from the "
+                                         "files of the directory it is read with"):
+        ranking_scores(run / "test_ranking.npz")
+    out = root / "table5"
+    line = one_line_error(_table([run], out), capsys)
+    assert "random1/metrics.json: expected an artefact made from the files of the " in line
+    assert not out.with_suffix(".csv").exists()
+
+
+def test_an_edited_pivot_metrics_json_is_refused(pivot_runs, tmp_path, capsys):
+    root = _ted_copy(tmp_path, pivot_runs)
+    metrics = root / "random1/metrics.json"
+    run = json.loads(metrics.read_text())
+    run["test"]["i2t"]["R@5"] = 99.0  # a number typed over the measured one
+    metrics.write_text(json.dumps(run))
+    line = one_line_error(_table([root / "random1"], root / "table5"), capsys)
+    assert "metrics.json: expected the bytes it was written with" in line
+
+
+# ------------------------------------------------------------------------------------------
+# Multi30K vocabularies (multi30k-vocab) read by Vocabulary.load
+
+
+def test_an_edited_vocabulary_is_refused(tmp_path):
+    from test_data import write_tree
+
+    from mlmm.data.prepare import write_vocabularies
+    from mlmm.data.vocab import Vocabulary
+
+    written = write_vocabularies(write_tree(tmp_path / "m30k"), tmp_path / "vocab", min_count=6)
+    path = tmp_path / "vocab/translation.fr.tsv"
+    Vocabulary.load(path)
+    path.write_text(path.read_text() + "nouveau\t99\n")
+    with pytest.raises(InputError, match="translation.fr.tsv: expected the bytes it was written"):
+        Vocabulary.load(path)
+    record = json.loads(made_from_path(written[0]).read_text())
+    assert set(record["inputs"]) == set(ARTEFACT_KINDS["Multi30K vocabulary (multi30k-vocab)"])
+
+
+# ------------------------------------------------------------------------------------------
+# MIRA weights (mira) read by rerank
+
+
+def test_edited_mira_weights_are_refused_by_rerank(nmt, tmp_path, capsys):
+    root = _ted_copy(tmp_path, nmt)
+    nbest, weights = root / "val.base.nbest", root / "weights"
+    _run("mira", "--nbest", nbest, "--ref", root / "data/val.lc.norm.tok.de", "--iters", 2,
+         "--out", weights)  # fmt: skip
+    record = json.loads(made_from_path(weights).read_text())
+    assert set(record["inputs"]) == set(ARTEFACT_KINDS["MIRA weights (mira)"])
+    _run("rerank", "--nbest", nbest, "--weights", weights, "--out", root / "1best")
+    first, *rest = weights.read_text().splitlines()
+    name, values = first.split("=", 1)
+    flipped = " ".join(str(-float(v)) for v in values.split())  # a sign flipped by hand
+    weights.write_text("\n".join([f"{name}= {flipped}", *rest]) + "\n")
+    out = root / "again"
+    line = one_line_error(["rerank", "--nbest", str(nbest), "--weights", str(weights), "--out",
+                           str(out)], capsys)  # fmt: skip
+    assert "weights: expected the bytes it was written with" in line and not out.exists()
+
+
+# ------------------------------------------------------------------------------------------
 # every kind is covered
 
 
@@ -300,6 +408,12 @@ COVERED = {
     "retrieval model (train-retrieval)": test_an_edited_retrieval_model_is_refused,
     "NMT model (train-nmt)": test_a_replaced_nmt_model_is_refused,
     "n-best list (nbest, nbest-features)": test_an_nbest_list_of_another_source_is_refused,
+    "TED bag-of-words directory (ted-bow)": test_a_bag_of_words_file_of_another_build_is_refused,
+    "pivot run directory (pivot-train, pivot-mt)": (
+        test_a_pivot_run_with_a_file_of_another_run_is_refused
+    ),
+    "Multi30K vocabulary (multi30k-vocab)": test_an_edited_vocabulary_is_refused,
+    "MIRA weights (mira)": test_edited_mira_weights_are_refused_by_rerank,
 }
 
 
@@ -307,7 +421,7 @@ def test_every_artefact_kind_that_records_its_inputs_is_tested_here():
     assert set(COVERED) == set(ARTEFACT_KINDS)
 
 
-def test_writers_leave_their_records(features, ted, nmt, retrieval_run):
+def test_writers_leave_their_records(features, ted, nmt, retrieval_run, pivot_runs):
     root, _ = features
     for split in ("val", "test_2016_flickr"):
         record = json.loads(made_from_path(root / "feat" / BACKBONE / f"{split}.npy").read_text())
@@ -315,6 +429,9 @@ def test_writers_leave_their_records(features, ted, nmt, retrieval_run):
     for path, kind in ((ted / "run/codes.npz", "TED CorrNet codes (ted-train)"),
                        (nmt / "m1.pt", "NMT model (train-nmt)"),
                        (nmt / "val.base.nbest", "n-best list (nbest, nbest-features)"),
-                       (retrieval_run / "model.pt", "retrieval model (train-retrieval)")):
+                       (retrieval_run / "model.pt", "retrieval model (train-retrieval)"),
+                       (ted / "bow/meta.json", "TED bag-of-words directory (ted-bow)"),
+                       (pivot_runs / "random1/metrics.json",
+                        "pivot run directory (pivot-train, pivot-mt)")):
         record = json.loads(made_from_path(path).read_text())
         assert set(record["inputs"]) == set(ARTEFACT_KINDS[kind]), path

@@ -5,6 +5,7 @@ says so in one line, and ends as a fresh run ends."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,7 @@ from test_features import run as extract_features
 from test_retrieval_train import make_world, section
 
 from mlmm.features import extraction
-from mlmm.fingerprint import changed_parts, files_digest, stale, value_digest
+from mlmm.fingerprint import changed_parts, files_digest, stale, tree_identity, value_digest
 from mlmm.retrieval.config import resolve_variant
 from mlmm.retrieval.train import Run, train_variant
 
@@ -44,6 +45,66 @@ def test_files_digest_sees_a_file_replaced_under_the_same_name(tmp_path):
     assert files_digest(paths) != before
     paths[1].unlink()
     assert files_digest(paths) != before
+
+
+def _images(root: Path) -> Path:
+    (root / "sub").mkdir(parents=True)
+    for name, data in (("a.jpg", b"first"), ("sub/b.jpg", b"second")):
+        (root / name).write_bytes(data)
+    return root
+
+
+IMAGE_CHANGES = {
+    "replaced under its name (other size)": lambda r: (r / "a.jpg").write_bytes(b"firstly"),
+    "edited in place (same size, later mtime)": lambda r: os.utime(
+        r / "a.jpg", ns=(0, (r / "a.jpg").stat().st_mtime_ns + 10**9)
+    ),
+    "added": lambda r: (r / "c.jpg").write_bytes(b"third"),
+    "removed": lambda r: (r / "sub/b.jpg").unlink(),
+    "renamed": lambda r: (r / "a.jpg").rename(r / "z.jpg"),
+}
+
+
+@pytest.mark.parametrize("change", list(IMAGE_CHANGES))
+def test_tree_identity_of_an_image_directory_sees_every_change(change, tmp_path):
+    """Issue 27: extract_features takes a user's image directory as a param (a dry run needs no
+    images), with this identity as a second param, so that a changed image reruns it."""
+    root = _images(tmp_path / "images")
+    before = tree_identity(root)
+    (root / ".DS_Store").write_bytes(b"x")  # hidden files are no images
+    assert tree_identity(root) == before
+    IMAGE_CHANGES[change](root)
+    assert tree_identity(root) != before
+
+
+def test_tree_identity_of_a_missing_directory_plans_without_images(tmp_path):
+    assert tree_identity(tmp_path / "nowhere") == "absent"
+
+
+def test_snakemake_reruns_a_job_whose_image_identity_param_changed(tmp_path):
+    """The mechanism extract_features relies on: a changed param is a rerun trigger."""
+    import subprocess
+    import sys
+
+    root = _images(tmp_path / "images")
+    (tmp_path / "Snakefile").write_text(
+        "from mlmm.fingerprint import tree_identity\n"
+        "rule extract:\n"
+        "    output: 'features.txt'\n"
+        f"    params: images_identity=tree_identity({str(root)!r})\n"
+        "    shell: 'echo {params.images_identity} > {output}'\n"
+    )
+    snakemake = [sys.executable, "-m", "snakemake", "-c1", "-d", str(tmp_path), "-s",
+                 str(tmp_path / "Snakefile")]  # fmt: skip
+
+    def planned() -> str:
+        result = subprocess.run([*snakemake, "-n"], capture_output=True, text=True, check=True)
+        return result.stdout + result.stderr
+
+    subprocess.run(snakemake, capture_output=True, text=True, check=True)
+    assert "Nothing to be done" in planned()
+    (root / "a.jpg").write_bytes(b"another image")
+    assert "Params have changed since last execution" in planned()
 
 
 def test_stale_names_the_changed_inputs_in_one_line(capsys):

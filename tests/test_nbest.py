@@ -112,7 +112,7 @@ def test_references_one_line_per_sentence_in_either_direction(tmp_path):
 
 def test_weights_round_trip_and_unknown_features(tmp_path):
     layout = [("NMT", 1), ("LM", 2)]
-    write_weights(tmp_path / "w", layout, np.array([0.5, -1.0, 2.0]))
+    write_weights(tmp_path / "w", layout, np.array([0.5, -1.0, 2.0]), {})
     weights = read_weights(tmp_path / "w")
     np.testing.assert_array_equal(weight_vector(layout, weights, "w"), [0.5, -1.0, 2.0])
     np.testing.assert_array_equal(

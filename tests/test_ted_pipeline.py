@@ -73,8 +73,12 @@ def test_pipeline_on_tiny_demo(tmp_path):
     cldc = [tmp_path / f"cldc/{source}.json" for source in sources]
     for source, out in zip(sources, cldc, strict=True):
         run("ted-classify", "--bow", bow, "--tuning", tuning, "--source", source, "--out", out)
-        f1 = json.loads(out.read_text())["f1"]
+        result = json.loads(out.read_text())
+        f1 = result["f1"]
         assert set(f1) == set(sources) and all(0 <= v <= 1 for v in f1.values())
+        for target, per_topic in result["topic_f1"].items():  # undefined: named, not 0
+            undefined = [t for t, v in zip(result["topics"], per_topic, strict=True) if v is None]
+            assert result["left_out_topics"][target] == undefined
     run("ted-nb", "--bow", bow, "--out", tmp_path / "nb.json")
     tables = tmp_path / "tables"
     paper = ["--paper-tables", PAPER_TABLES] if PAPER_TABLES.is_dir() else []
@@ -84,6 +88,11 @@ def test_pipeline_on_tiny_demo(tmp_path):
     assert len(ours) == 12  # 4 x 3 cross-lingual pairs, English included
     row = ours[(ours["language"] == "de") & (ours["variant_note"] == "test=fr")].iloc[0]
     assert row["direction"] == "cldc" and row["metric"] == "F1"
+    # 10 test talks per pair leave some topics without a positive one: named in the note
+    left_out = json.loads(cldc[1].read_text())["left_out_topics"]["fr"]
+    assert left_out and f"de -> fr: {', '.join(left_out)}" in (
+        tables / "rajendran2016_table1.md"
+    ).read_text()
     if paper:
         assert float(row["paper"]) == pytest.approx(0.505)
         assert float(row["doc_add"]) == pytest.approx(0.46)

@@ -249,6 +249,7 @@ def _made_from(source: str | Path | None) -> dict[str, str]:
 
 def read_weights(path: str | Path) -> dict[str, np.ndarray]:
     """A weights file: one ``Name= w1 w2 ...`` line per feature (Moses moses.ini style)."""
+    check_made_from(path)  # edited since mira wrote it
     weights: dict[str, np.ndarray] = {}
     for number, line in enumerate(read_lines(path), start=1):
         found = _parse_features(line, path, number)
@@ -261,8 +262,12 @@ def read_weights(path: str | Path) -> dict[str, np.ndarray]:
     return weights
 
 
-def write_weights(path: str | Path, layout: Layout, vector: np.ndarray) -> None:
+def write_weights(
+    path: str | Path, layout: Layout, vector: np.ndarray, made_from: dict[str, str]
+) -> None:
+    """The weights, and beside them the digests of the n-best list and references tuned on."""
     write_text(path, "\n".join(_labelled(layout, vector)) + "\n")
+    record_made_from(path, made_from)
 
 
 def weight_vector(layout: Layout, weights: dict[str, np.ndarray], where: str | Path) -> np.ndarray:

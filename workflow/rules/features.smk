@@ -5,6 +5,8 @@ of the split list) with <split>.json (backbone, dim, dtype, preprocessing, skipp
 provenance, timings) and <split>.txt (the list); see docs/features.md.
 """
 
+from mlmm.fingerprint import tree_identity
+
 FEATURES = config["features"]
 FEATURE_DIR = RESULTS / "multi30k/features"
 # split lists per data set: <root>/data/task1/image_splits/<split>.txt
@@ -61,6 +63,13 @@ FEATURE_SOURCES = {  # data set -> (split lists marker, image directory, its inp
     "multi30k": (MULTI30K_MARKER, FEATURE_IMAGES, FEATURE_IMAGES_INPUT),
     "coco": (COCO_MARKER, COCO_IMAGES, COCO_IMAGES_INPUT),
 }
+# A user's image directory (no input): the names, sizes and mtimes of its files, a param of
+# extract_features, so that an image replaced under its name reruns the extraction
+# (mlmm.fingerprint.tree_identity; one stat per image at planning time, no image read).
+IMAGES_IDENTITY = {
+    dataset: tree_identity(images) if images_input == [] else ""
+    for dataset, (_, images, images_input) in FEATURE_SOURCES.items()
+}
 # Unset batch size / workers keep the command's device-aware defaults.
 FEATURE_OPTIONS = " ".join(
     f"--{key.replace('_', '-')} {FEATURES[key]}"
@@ -97,6 +106,7 @@ rule extract_features:
         gpu=gpu_need("extract_features", lambda w: FEATURES["device"]),
     params:
         images=lambda wildcards: FEATURE_SOURCES[wildcards.dataset][1],
+        images_identity=lambda wildcards: IMAGES_IDENTITY[wildcards.dataset],
         split=lambda wildcards: RESULTS
         / wildcards.dataset
         / f"data/task1/image_splits/{wildcards.split}.txt",

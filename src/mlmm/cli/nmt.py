@@ -279,7 +279,8 @@ def run_mira(args) -> None:
     import csv
     import io
 
-    from mlmm.io import write_text
+    from mlmm.fingerprint import files_digest
+    from mlmm.io import sha256_file, write_text
     from mlmm.nbest import read_nbest, read_references, write_weights
     from mlmm.rerank import mira, nbest_stats
 
@@ -290,7 +291,8 @@ def run_mira(args) -> None:
     refs = read_references(args.ref, nbest.ids)
     result = mira(nbest.features, nbest_stats(nbest.texts, refs), args.iters, args.c,
                   args.decay, args.seed, where=args.nbest)
-    write_weights(args.out, nbest.layout, result.weights)
+    made_from = {"n-best list": sha256_file(args.nbest), "references": files_digest(args.ref)}
+    write_weights(args.out, nbest.layout, result.weights, made_from)
     if args.history:  # the csv module, not pandas: its import was a third of a MIRA job
         text = io.StringIO()
         writer = csv.DictWriter(text, list(result.history[0]), lineterminator="\n")

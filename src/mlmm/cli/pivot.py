@@ -217,6 +217,7 @@ def run_translate(args: argparse.Namespace) -> None:
 
 
 def run_mt(args: argparse.Namespace) -> None:
+    from mlmm.fingerprint import record_directory
     from mlmm.io import write_json
     from mlmm.pivot.mt import evaluate_translations
     from mlmm.provenance import provenance
@@ -228,6 +229,7 @@ def run_mt(args: argparse.Namespace) -> None:
     settings = {k: str(v) for k, v in vars(args).items() if k != "func"}
     result["provenance"] = provenance(settings)
     write_json(args.out / "metrics.json", result)
+    record_directory(args.out, "metrics.json")
     print(f"test: {result['test']}")
 
 

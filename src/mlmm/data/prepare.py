@@ -27,6 +27,7 @@ from mlmm.data.multi30k import (
 from mlmm.data.vocab import Vocabulary
 from mlmm.degenerate import not_empty
 from mlmm.errors import InputError
+from mlmm.fingerprint import record_made_from, value_digest
 from mlmm.io import read_lines, write_json
 from mlmm.provenance import Timer, provenance
 from mlmm.tables import beside_paper, load_paper_table, summarise_runs, write_table
@@ -201,7 +202,12 @@ def write_vocabularies(root: str | Path, out_dir: str | Path, min_count: int) ->
     both portions, and ``vocab.json`` with the sizes and provenance."""
     timer = Timer()
     with timer("count"):
-        vocabs = vocabularies(root, min_count)
+        counts = all_word_counts(root, VOCAB_SPLITS)
+        vocabs = vocabularies(root, min_count, counts=counts)
+    made_from = {
+        "corpus": value_digest({".".join(key): dict(c) for key, c in counts.items()}),
+        "min count": value_digest(min_count),
+    }
     out_dir = Path(out_dir)
     written = []
     for portion, by_language in vocabs.items():
@@ -211,6 +217,8 @@ def write_vocabularies(root: str | Path, out_dir: str | Path, min_count: int) ->
     everything = union_vocabulary(v for p in vocabs.values() for k, v in p.items() if k != "union")
     everything.save(out_dir / "all.union.tsv")
     written.append(out_dir / "all.union.tsv")
+    for path in written:
+        record_made_from(path, made_from)
     sizes = {p: {k: len(v.counts) for k, v in by.items()} for p, by in vocabs.items()}
     sizes["all"] = {"union": len(everything.counts)}
     config = {"root": str(root), "min_count": min_count, "splits": list(VOCAB_SPLITS)}

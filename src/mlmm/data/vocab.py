@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from mlmm.errors import InputError
+from mlmm.fingerprint import check_made_from
 from mlmm.io import read_lines, write_text
 
 PAD, UNK = "<pad>", "<unk>"
@@ -48,6 +49,8 @@ class Vocabulary:
 
     @classmethod
     def load(cls, path: str | Path) -> Vocabulary:
+        """A saved vocabulary; refused if edited since multi30k-vocab wrote it."""
+        check_made_from(path)
         lines = read_lines(path)
         if not lines:
             raise InputError(path, "a '#min_count<TAB>N' header", "an empty file", line=1)

@@ -23,6 +23,7 @@ import pandas as pd
 from mlmm.data.coco import tokenise_mic
 from mlmm.data.multi30k import image_list
 from mlmm.errors import InputError
+from mlmm.fingerprint import check_directory
 from mlmm.io import atomic_path, read_npz, save_figure
 from mlmm.origin import Origin, stamp_figure
 from mlmm.pivot.data import CAPTIONS_PER_IMAGE, TEST_SPLIT, read_captions
@@ -61,6 +62,7 @@ def ranking_scores(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     path = Path(path)
     if not path.is_file():
         raise InputError(path, f"the {RANKING_FILE} of mlmm pivot-train", "no such file")
+    check_directory(path.parent, "metrics.json")  # the run's own ranking, not another's
     saved = read_npz(path, f"the {RANKING_FILE} of mlmm pivot-train")
     if "image_codes" in saved:
         scores = distance_scores(saved["image_codes"], saved["caption_codes"])

@@ -20,6 +20,7 @@ import numpy as np
 
 from mlmm.data.multi30k import image_list
 from mlmm.errors import InputError
+from mlmm.fingerprint import record_directory
 from mlmm.io import read_json, write_json, write_npz
 from mlmm.pivot import IMAGE, LANGUAGES, MODELS, PIVOT
 from mlmm.pivot.data import CAPTIONS_PER_IMAGE, TEST_SPLIT, PivotData, load
@@ -239,6 +240,7 @@ def train_stage(
     result |= {"provenance": provenance(config, settings["seed"]), "timings": timer.seconds}
     write_npz(Path(out_dir) / RANKING_FILE, ranking)
     write_json(Path(out_dir) / "metrics.json", result)
+    record_directory(out_dir, "metrics.json")
     return result
 
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from mlmm.data.multi30k import image_list, task_dir
 from mlmm.errors import InputError
+from mlmm.fingerprint import check_directory
 from mlmm.io import (
     atomic_path,
     read_json,
@@ -207,6 +208,7 @@ def evaluate_translations(
 
     direct_run = Path(direct_run)
     metrics_path = direct_run / "metrics.json"
+    check_directory(direct_run, "metrics.json")
     direct = read_json_object(metrics_path, what="a metrics.json of pivot-train --model direct")
     if direct.get("model") != "direct":
         raise InputError(

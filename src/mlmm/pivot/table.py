@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from mlmm.errors import InputError
+from mlmm.fingerprint import check_directory
 from mlmm.io import read_json_object
 from mlmm.origin import Origin
 from mlmm.pivot import KS
@@ -49,6 +50,7 @@ def read_runs(paths: list[str | Path]) -> list[dict]:
         path = path / "metrics.json" if path.is_dir() else path
         if not path.is_file():
             raise InputError(path, "a metrics.json of mlmm pivot-train", "no such file")
+        check_directory(path.parent, path.name)
         run = read_json_object(path, what="a metrics.json of mlmm pivot-train")
         for key in ("model", "language", "lambda", "criteria", "test"):
             if key not in run:

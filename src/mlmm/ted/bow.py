@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from mlmm.fingerprint import check_directory, record_directory
 from mlmm.io import atomic_path, read_json_object, write_json, write_text
 from mlmm.logs import progress
 from mlmm.ted import PIVOT, SPLITS
@@ -98,6 +99,7 @@ def build(
             "labels": [np.flatnonzero(row).tolist() for row in foreign.labels],
         }
     write_json(out_dir / "meta.json", meta)
+    record_directory(out_dir, "meta.json")
     return meta
 
 
@@ -111,6 +113,7 @@ class Bow:
     @classmethod
     def load(cls, directory: str | Path) -> Bow:
         directory = Path(directory)
+        check_directory(directory, "meta.json")  # a vocabulary or matrix of another build
         return cls(
             directory, read_json_object(directory / "meta.json", what="the meta.json of ted-bow")
         )

@@ -22,7 +22,14 @@ from mlmm.io import atomic_path, read_json_object, read_npz, sha256_file, write_
 from mlmm.provenance import Timer, provenance
 from mlmm.ted import PIVOT
 from mlmm.ted.bow import Bow
-from mlmm.ted.classify import classify, naive_bayes, perceptron, validation_split
+from mlmm.ted.classify import (
+    classify,
+    macro_f1,
+    mean_over_sets,
+    naive_bayes,
+    perceptron,
+    validation_split,
+)
 
 
 def lambda_name(lam: float) -> str:
@@ -144,7 +151,8 @@ def _validation_f1(codes_path: Path, bow: Bow, language: str, settings: dict) ->
             labels[fit],
             {"validation": (codes[held], labels[held])},
         )
-        f1.append(scores["validation"].mean())
+        where = f"{name}.train validation split (fraction {settings['validation_fraction']})"
+        f1.append(macro_f1(scores["validation"], bow.topics, where)[0])
     return float(np.mean(f1))
 
 
@@ -216,7 +224,7 @@ def classify_stage(bow_dir: Path, tuning: Path, source: str, out: Path, settings
                 )
                 scores[x] = pair[x]
                 own.append(pair[PIVOT])
-            scores = {PIVOT: np.mean(own, axis=0), **scores}
+            scores = {PIVOT: mean_over_sets(own), **scores}
         else:
             tests = {PIVOT: test(english(source))} | {x: test(x) for x in bow.languages}
             scores = classify(
@@ -231,11 +239,21 @@ def classify_stage(bow_dir: Path, tuning: Path, source: str, out: Path, settings
         "source": source,
         "lambda": choice["lambda"],
         "topics": bow.topics,
-        "f1": {x: float(s.mean()) for x, s in scores.items()},
-        "topic_f1": {x: s.tolist() for x, s in scores.items()},
+        **_scores(scores, bow, bow_dir),
     }
     write_json(out, result)
     return result
+
+
+def _scores(scores: dict[str, np.ndarray], bow: Bow, bow_dir: Path) -> dict:
+    """A result's F1 fields: per test language the macro F1, the per-topic F1 (null where
+    undefined) and the topics left out of the macro F1 (no positive test talk)."""
+    macro = {x: macro_f1(s, bow.topics, Path(bow_dir) / f"{x}.test") for x, s in scores.items()}
+    return {
+        "f1": {x: value for x, (value, _) in macro.items()},
+        "topic_f1": {x: [None if np.isnan(v) else float(v) for v in s] for x, s in scores.items()},
+        "left_out_topics": {x: left_out for x, (_, left_out) in macro.items()},
+    }
 
 
 def _nb_scores(bow: Bow, language: str) -> np.ndarray:
@@ -249,7 +267,7 @@ def _nb_scores(bow: Bow, language: str) -> np.ndarray:
         )["test"]
         for name in train_sets(bow, language)
     ]
-    return np.mean(per_set, axis=0)
+    return mean_over_sets(per_set)
 
 
 def nb_stage(bow_dir: Path, out: Path, jobs: int = 1) -> dict:
@@ -263,8 +281,7 @@ def nb_stage(bow_dir: Path, out: Path, jobs: int = 1) -> dict:
         "provenance": provenance({}, None),
         "timings": timer.seconds,
         "topics": bow.topics,
-        "f1": {x: float(s.mean()) for x, s in zip(languages, scores, strict=True)},
-        "topic_f1": {x: s.tolist() for x, s in zip(languages, scores, strict=True)},
+        **_scores(dict(zip(languages, scores, strict=True)), bow, bow_dir),
     }
     write_json(out, result)
     return result

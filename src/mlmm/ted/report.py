@@ -34,6 +34,23 @@ def _origin(results: list[Path]) -> Origin:
     return Origin.of_runs(read_json(p, "a result JSON of ted-classify") for p in results)
 
 
+def left_out_note(results: list[Path], monolingual: bool) -> list[str]:
+    """The table note naming the topics the table's cells left out of their macro F1 (no
+    positive test talk: F1 undefined, see mlmm.ted.classify.macro_f1); none on the paper's
+    corpus. A result without `source` is the NB one (every cell monolingual)."""
+    cells = []
+    for path in results:
+        result = read_json(path, "a result JSON of ted-classify")
+        source = result.get("source")
+        for target, topics in (result.get("left_out_topics") or {}).items():
+            if topics and (source in (None, target)) == monolingual:
+                cells.append(f"{source or 'NB'} -> {target}: {', '.join(topics)}")
+    if not cells:
+        return []
+    return ["Topics with no positive test talk have no F1 and are left out of the average: "
+            + "; ".join(cells) + "."]
+
+
 def mono_note(language: str) -> str:
     return f"test={language} (monolingual: train = test language)"
 
@@ -76,7 +93,7 @@ def table1(cldc: list[Path], paper_tables: str | None, out_dir: Path) -> pd.Data
     doc_add = load_paper_table(paper_tables, PAPER, 2)
     topics = len(read_json_object(cldc[0], ("topics",), "a result JSON of ted-classify")["topics"])
     notes = [f"F1 of the positive class averaged over {topics} topics; "
-             "language = training language."]  # fmt: skip
+             "language = training language.", *left_out_note(cldc, monolingual=False)]  # fmt: skip
     if doc_add is not None:
         cells = doc_add[["variant_note", "language", "value"]].rename(columns={"value": "doc_add"})
         frame = frame.merge(cells, on=["variant_note", "language"], how="left")
@@ -108,6 +125,7 @@ def table3(cldc: list[Path], nb: Path, paper_tables: str | None, out_dir: Path) 
         "paper's references only.",
         f"Our Bridge CorrNet beats our NB in {beats} of {len(ours)} languages "
         "(the paper: 5 of 11).",
+        *left_out_note([*cldc, nb], monolingual=True),
     ]
     write_table(frame, Path(out_dir) / f"{PAPER}_table3", "Rajendran et al. 2016, Table 3", notes,
                 _origin([*cldc, nb]))  # fmt: skip
