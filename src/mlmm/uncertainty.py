@@ -78,6 +78,17 @@ def pearson_statistic(pairs: np.ndarray) -> np.ndarray:
         return (dx * dy).sum(axis=1) / np.sqrt((dx * dx).sum(axis=1) * (dy * dy).sum(axis=1))
 
 
+def macro_f1_statistic(decisions: np.ndarray) -> np.ndarray:
+    """F1 of the positive class averaged over the topics, of per-document (predicted, gold)
+    topic decisions, shape (replicates, documents, topics, 2); a topic with nothing predicted
+    or gold positive scores 0 (``ted.classify.topic_f1``, Rajendran et al. 2016 Tables 1, 3)."""
+    predicted, gold = decisions[..., 0].astype(bool), decisions[..., 1].astype(bool)
+    true_pos = (predicted & gold).sum(axis=1)
+    denominator = gold.sum(axis=1) + predicted.sum(axis=1)
+    f1 = np.where(denominator > 0, 2 * true_pos / np.maximum(denominator, 1), 0.0)
+    return f1.mean(axis=-1)
+
+
 # ----------------------------------------------------------------------------------------
 # resampling
 
