@@ -102,7 +102,7 @@ def column_decimals(values: pd.Series) -> int:
     """The one format of a column of numbers with no metric (a table not beside a paper's):
     whole numbers without decimals, fractions of 1 with three, others with two."""
     values = pd.to_numeric(values, errors="coerce").dropna()
-    if values.map(float.is_integer).all():
+    if values.astype(float).map(float.is_integer).all():
         return 0
     return 3 if (values.abs() < 1).all() else DEFAULT_DECIMALS
 
