@@ -16,7 +16,8 @@ REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent  # the venv's bin: snakemake, mlmm, ruff, snakefmt
 SHARED = REPO.parent / "shared"
 WORKFLOW_FILES = (
-    "Snakefile", "config.yaml", "workflow", "profiles", "envs", "resources/paper_tables"
+    "Snakefile", "config.yaml", "workflow", "profiles", "envs", "resources/paper_tables",
+    "resources/claims",  # rule claims reads the registries
 )
 
 # Dumps the parsed workflow as JSON: every rule with the directives the tests check, and the

@@ -12,7 +12,9 @@ a bootstrap interval on every cell and the claims compare two systems on the sam
   scored)
 - ``provenance``: the run's provenance (the same as in its metrics.json) as JSON text
 
-``run_metrics`` recomputes the run's test, c2c and STS numbers from them exactly.
+``run_metrics`` recomputes the run's test, c2c and STS numbers from them exactly. Rajendran et
+al.'s Table 5 runs keep the same ``queries.npz`` (one fold, their MIC test ranks); its TED
+classifiers keep per-document decisions instead (``write_decisions``, ``decision_metrics``).
 """
 
 from __future__ import annotations
