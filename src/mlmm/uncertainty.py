@@ -81,10 +81,14 @@ def pearson_statistic(pairs: np.ndarray) -> np.ndarray:
 def macro_f1_statistic(decisions: np.ndarray) -> np.ndarray:
     """The classifier's F1 (``ted.classify.topic_f1`` averaged over the topics, Rajendran et
     al. 2016 Tables 1, 3) of per-document (predicted, gold) topic decisions, shape
-    (replicates, documents, topics, 2): the one F1 definition, applied to each replicate."""
+    (replicates, documents, topics, 2): the one F1 definition, on every replicate at once."""
     from mlmm.ted.classify import topic_f1
 
-    return np.array([topic_f1(draw[..., 1], draw[..., 0]).mean() for draw in decisions])
+    b, n, topics = decisions.shape[:3]
+    # every replicate's topics as columns of one (documents, replicates x topics) matrix
+    columns = decisions.transpose(1, 0, 2, 3).reshape(n, b * topics, 2)
+    f1 = topic_f1(columns[..., 1], columns[..., 0]).reshape(b, topics)
+    return np.ascontiguousarray(f1).mean(axis=1)
 
 
 # ----------------------------------------------------------------------------------------
