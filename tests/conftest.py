@@ -17,7 +17,7 @@ BIN = Path(sys.executable).parent  # the venv's bin: snakemake, mlmm, ruff, snak
 SHARED = REPO.parent / "shared"
 WORKFLOW_FILES = (
     "Snakefile", "config.yaml", "workflow", "profiles", "envs", "resources/paper_tables",
-    "resources/claims",
+    "resources/claims",  # rule claims reads the registries
 )
 
 # Dumps the parsed workflow as JSON: every rule with the directives the tests check, and the

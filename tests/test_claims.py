@@ -3,6 +3,7 @@ the retrieval tables' cells, and every shipped registry naming cells of the pape
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -190,8 +191,105 @@ def test_cells_show_their_interval_and_mark(tmp_path):
     )  # fmt: skip
     write_table(frame, tmp_path / "kadar2018_table2", "T", [])
     markdown = (tmp_path / "kadar2018_table2.md").read_text()
-    assert "51.0 (50.0, +1.0) [48.0, 54.0] ≈" in markdown  # R@10 as the papers print it
+    assert "51.0 (50.0, +1.0) [48.0, 54.0] ≈" in markdown  # Kádár: one decimal
     assert "60.0 (70.0, −10.0) [57.5, 62.5] ≠" in markdown
     latex = (tmp_path / "kadar2018_table2.tex").read_text()
     assert r"$\approx$" in latex and r"$\neq$" in latex
     assert pd.read_csv(tmp_path / "kadar2018_table2.csv").within_noise.tolist() == [True, False]
+
+
+# ----------------------------------------------------------------------------------------
+# Rajendran et al. 2016: TED decisions (Tables 1, 3) and pivot test ranks (Table 5)
+
+RAJENDRAN = REPO / "resources" / "claims" / "rajendran2016.yaml"
+
+
+def _ted_result(path: Path, source: str | None, decisions: dict) -> Path:
+    """A ted-classify (source given) or ted-nb result with its decisions beside it."""
+    from mlmm.outcomes import decision_metrics, decisions_path, write_decisions
+
+    sets = {t: {t: {"predicted": p, "gold": g}} for t, (p, g) in decisions.items()}
+    record = {"f1": decision_metrics(sets)} | ({"source": source} if source else {})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record))
+    write_decisions(decisions_path(path), {t: {t: d} for t, d in decisions.items()}, {})
+    return path
+
+
+def test_ted_decisions_give_table3_intervals_and_claims(tmp_path):
+    """Bridge CorrNet (es) planted better than NB on the same test talks: the claim holds,
+    Table 3's cells get an interval from the documents, the other languages are not run."""
+    from mlmm import uncertainty
+    from mlmm.ted.classify import topic_f1
+    from mlmm.ted.report import NB_SYSTEM, mono_note
+
+    rng = np.random.default_rng(5)
+    gold = rng.random((300, 15)) < 0.1
+    good = np.where(rng.random(gold.shape) < 0.9, gold, ~gold)
+    poor = np.where(rng.random(gold.shape) < 0.7, gold, ~gold)
+    # the macro F1 statistic of the bootstrap is the classifier's F1 (ted.classify.topic_f1)
+    stacked = np.stack([good, gold], axis=-1)[None]
+    assert uncertainty.macro_f1_statistic(stacked)[0] == topic_f1(gold, good).mean()
+    cldc = _ted_result(tmp_path / "cldc/es.json", "es", {"es": (good, gold), "de": (poor, gold)})
+    nb = _ted_result(tmp_path / "nb.json", None, {"es": (poor, gold)})
+    runs = c.ted_runs([cldc], nb)
+    paper, claims = c.load_claims(RAJENDRAN)
+    frame = c.evaluate_claims(runs, paper, claims, PAPER_TABLES).set_index("claim")
+    assert frame.loc["bridge_beats_nb_es", "verdict"] == "holds"
+    assert frame.loc["bridge_beats_nb_es", "paper_effect"] == pytest.approx(0.535 - 0.526)
+    assert frame.loc["nb_beats_bridge_ar", "verdict"] == "not run"
+    table = pd.DataFrame(
+        [{"system": system, "variant_note": mono_note("es"), "language": "es", "direction": "",
+          "metric": "F1", "paper": paper_value, "ours": topic_f1(gold, found).mean()}
+         for system, paper_value, found in (("Bridge CorrNet", 0.535, good),
+                                            (NB_SYSTEM, 0.526, poor))]
+    )  # fmt: skip
+    out = c.add_intervals(table, runs, paper, 3)
+    assert (out.ours_low < out.ours).all() and (out.ours < out.ours_high).all()
+    cross = table.iloc[:1].assign(variant_note="test=de", direction="cldc")
+    assert c.add_intervals(cross, runs, paper, 1).ours_low.notna().all()  # Table 1 cell
+
+
+def _pivot_run(root: Path, model: str, language: str | None, i2t, t2i) -> Path:
+    from mlmm.outcomes import write_outcomes
+    from mlmm.pivot.evaluate import recalls_of_ranks
+
+    out = root / f"{model}_{language}"
+    out.mkdir(parents=True)
+    test = recalls_of_ranks({"i2t": i2t, "t2i": t2i})
+    key = "" if model == "random" else language or "en"
+    write_outcomes(out / "queries.npz", {"folds": 1, "test": {key: {"i2t": i2t, "t2i": t2i}}}, {})
+    record = {"model": model, "language": language, "lambda": 1.0, "test": test,
+              "criteria": {"i2t": 0.0, "t2i": 0.0}}  # fmt: skip
+    (out / "metrics.json").write_text(json.dumps(record))
+    return out / "metrics.json"
+
+
+def test_pivot_ranks_give_table5_intervals_and_claims(tmp_path):
+    """Table 5 runs with planted ranks on the same MIC images and captions: the claims
+    across rows of other caption languages (En-Image CorrNet) and of the CorrNet + MT row
+    are tested, recalls stay fractions of 1, absent rows are not run."""
+    from mlmm.pivot.table import read_runs, table5
+
+    rng = np.random.default_rng(2)
+    weak_i2t, weak_t2i = rng.integers(0, 200, 100), rng.integers(0, 100, 500)
+    strong_i2t = np.where(rng.random(100) < 0.5, 0, weak_i2t)
+    strong_t2i = np.where(rng.random(500) < 0.5, 0, weak_t2i)
+    paths = [
+        _pivot_run(tmp_path, "direct", None, strong_i2t, strong_t2i),
+        _pivot_run(tmp_path, "bridge", "fr", weak_i2t, weak_t2i),
+        _pivot_run(tmp_path, "mt", "fr", strong_i2t, strong_t2i),
+    ]
+    runs = c.pivot_runs(read_runs(paths))
+    paper, claims = c.load_claims(RAJENDRAN)
+    frame = c.evaluate_claims(runs, paper, claims, PAPER_TABLES).set_index("claim")
+    assert frame.loc["en_image_beats_bridge_fr_i2t", "verdict"] == "holds"
+    assert frame.loc["mt_beats_bridge_fr_i2t", "verdict"] == "holds"
+    assert 0 < frame.loc["mt_beats_bridge_fr_i2t", "our_effect"] < 1  # fractions of 1
+    assert frame.loc["bridge_beats_2corrnet_fr_i2t", "verdict"] == "not run"
+    assert frame.loc["mt_beats_bridge_de_t2i", "verdict"] == "not run"
+    table = table5(paths, PAPER_TABLES, tmp_path / "rajendran2016_table5")
+    ours = table.dropna(subset=["ours"])
+    assert ours.ours_low.notna().all() and (ours.ours_low <= ours.ours).all()
+    assert (ours.ours <= ours.ours_high).all() and (ours.ours_high <= 1).all()
+    assert ours.within_noise.notna().all()

@@ -14,8 +14,9 @@ from PIL import Image
 from mlmm.cli import main
 from mlmm.errors import InputError
 from mlmm.features import BACKBONES, build_trunk, extract
+from mlmm.outcomes import read_outcomes
 from mlmm.pivot import data as pdata
-from mlmm.pivot.evaluate import criterion, recalls
+from mlmm.pivot.evaluate import criterion, recalls, recalls_of_ranks
 from mlmm.pivot.experiment import check_request, train_stage
 from mlmm.pivot.models import BridgeMAE, chain_scores, nearest, random_scores
 from mlmm.pivot.table import table5
@@ -339,6 +340,12 @@ def test_bridge_corrnet_beats_random_through_the_pivot(world, tmp_path):
     )
     for direction in ("i2t", "t2i"):
         assert bridge["test"][direction]["R@5"] > rand["test"][direction]["R@5"] + 0.1
+    # the MIC test ranks kept beside each run give its recalls exactly (mlmm.outcomes)
+    for out, result, key in ((tmp_path / "bridge", bridge, "fr"), (tmp_path / "random", rand, "")):
+        kept = read_outcomes(out / "queries.npz")
+        assert kept["folds"] == 1 and set(kept["test"]) == {key}
+        assert recalls_of_ranks(kept["test"][key]) == result["test"]
+        assert kept["provenance"]["config"]["model"] == result["model"]
     saved = json.loads((tmp_path / "bridge/metrics.json").read_text())
     assert saved["provenance"]["config"]["lambda"] == 2.0
     assert set(saved["validation"]) == {"z1", "z2_en_to_x"}

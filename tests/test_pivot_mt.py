@@ -15,8 +15,10 @@ from mlmm.errors import InputError
 from mlmm.nmt.model import Sizes
 from mlmm.nmt.search import beam_search
 from mlmm.nmt.train import TrainConfig, train
+from mlmm.outcomes import read_outcomes
 from mlmm.pivot import nmt_records
 from mlmm.pivot.data import held_out
+from mlmm.pivot.evaluate import recalls_of_ranks
 from mlmm.pivot.mt import (
     parallel_corpus,
     read_translations,
@@ -180,6 +182,11 @@ def test_table5_corrnet_mt_ranks_with_the_direct_runs_network(world, tmp_path, c
         for metric, value in direct_metrics["test"][direction].items():
             assert mt["test"][direction][metric] == pytest.approx(value), (direction, metric)
     assert mt["data"]["translated_tokens_in_vocabulary"] == 1.0
+    # the MIC test ranks kept beside the run give its recalls exactly (mlmm.outcomes); the
+    # direct run keeps its own under English, the rows' caption languages
+    for run, result, key in ((tmp_path / "mt", mt, "fr"), (direct, direct_metrics, "en")):
+        kept = read_outcomes(run / "queries.npz")["test"]
+        assert set(kept) == {key} and recalls_of_ranks(kept[key]) == result["test"]
     # Untranslated French: no English word is known, every caption encodes alike.
     french = tmp_path / "french"
     french.mkdir()

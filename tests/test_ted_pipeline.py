@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from mlmm.cli import main
+from mlmm.outcomes import decision_metrics, decisions_path, read_decisions
 from mlmm.ted import LANGUAGES, TOPICS
 
 PAPER_TABLES = Path(__file__).resolve().parents[1] / "resources" / "paper_tables"
@@ -80,6 +81,11 @@ def test_pipeline_on_tiny_demo(tmp_path):
             undefined = [t for t, v in zip(result["topics"], per_topic, strict=True) if v is None]
             assert result["left_out_topics"][target] == undefined
     run("ted-nb", "--bow", bow, "--out", tmp_path / "nb.json")
+    # the per-document decisions kept beside each result give its F1 exactly (mlmm.outcomes)
+    for out in [*cldc, tmp_path / "nb.json"]:
+        decisions = read_decisions(decisions_path(out))
+        assert decision_metrics(decisions) == json.loads(out.read_text())["f1"]
+    assert len(read_decisions(decisions_path(cldc[0]))["en"]) == 3  # one test set per pair
     tables = tmp_path / "tables"
     paper = ["--paper-tables", PAPER_TABLES] if PAPER_TABLES.is_dir() else []
     run("ted-tables", "--cldc", *cldc, "--nb", tmp_path / "nb.json", *paper, "--out-dir", tables)
@@ -93,6 +99,9 @@ def test_pipeline_on_tiny_demo(tmp_path):
     assert left_out and f"de -> fr: {', '.join(left_out)}" in (
         tables / "rajendran2016_table1.md"
     ).read_text()
+    # every cell of Table 1 has a test set of its own: a bootstrap interval around it
+    assert (ours["ours_low"].astype(float) <= ours["ours"].astype(float)).all()
+    assert (ours["ours"].astype(float) <= ours["ours_high"].astype(float)).all()
     if paper:
         assert float(row["paper"]) == pytest.approx(0.505)
         assert float(row["doc_add"]) == pytest.approx(0.46)
@@ -199,6 +208,11 @@ def test_one_pair_of_fourteen_topics_as_it_comes(tmp_path):
     for source, out in zip(("en", "de"), cldc, strict=True):
         run("ted-classify", "--bow", bow, "--tuning", tuning, "--source", source, "--out", out)
     run("ted-nb", "--bow", bow, "--out", tmp_path / "nb.json")
+    # the per-document decisions kept beside each result give its F1 exactly (mlmm.outcomes)
+    for out in [*cldc, tmp_path / "nb.json"]:
+        decisions = read_decisions(decisions_path(out))
+        assert decision_metrics(decisions) == json.loads(out.read_text())["f1"]
+    assert len(read_decisions(decisions_path(cldc[0]))["en"]) == 3  # one test set per pair
     tables = tmp_path / "tables"
     run("ted-tables", "--cldc", *cldc, "--nb", tmp_path / "nb.json", "--out-dir", tables)
     table1 = pd.read_csv(tables / "rajendran2016_table1.csv", keep_default_na=False)

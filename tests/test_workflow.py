@@ -727,6 +727,23 @@ def test_demo_runs_keep_per_query_outcomes_giving_back_their_metrics(default_dem
         assert {name: corpus_score(name, stats) for name, stats in kept.items()} == {
             name: scores[name] for name in kept
         }, path
+    # Rajendran et al.: every TED classifier's decisions give its F1, every Table 5 run's MIC
+    # ranks its recalls
+    from mlmm.outcomes import decision_metrics, read_decisions
+    from mlmm.pivot.evaluate import recalls_of_ranks
+
+    documents = sorted((workdir / "results/ted").rglob("*.documents.npz"))
+    assert documents
+    for path in documents:
+        result = path.with_name(path.name.replace(".documents.npz", ".json"))
+        f1 = json.loads(result.read_text(encoding="utf-8"))["f1"]
+        assert decision_metrics(read_decisions(path)) == f1, path
+    pivot = sorted((workdir / "results/pivot").rglob("queries.npz"))
+    assert pivot
+    for path in pivot:
+        stored = json.loads(path.with_name("metrics.json").read_text(encoding="utf-8"))["test"]
+        (ranks,) = read_outcomes(path)["test"].values()
+        assert recalls_of_ranks(ranks) == stored, path
 
 
 @pytest.mark.slow

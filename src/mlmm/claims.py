@@ -31,10 +31,17 @@ from mlmm import uncertainty
 from mlmm.errors import InputError
 from mlmm.io import save_figure
 from mlmm.origin import Origin, stamp_figure
-from mlmm.outcomes import queries_path, read_outcomes, read_sentence_statistics, sentences_path
+from mlmm.outcomes import (
+    decisions_path,
+    queries_path,
+    read_decisions,
+    read_outcomes,
+    read_sentence_statistics,
+    sentences_path,
+)
 from mlmm.tables import load_paper_table, write_table
 
-HIGHER_IS_BETTER = ("R@", "pearson", "BLEU", "chrF")
+HIGHER_IS_BETTER = ("R@", "pearson", "BLEU", "chrF", "F1")
 NMT_LANGUAGE = "en-de"  # Calixto & Liu Table 3 (mlmm.nmt.table)
 BOOTSTRAP_NOTE = (
     "95 % intervals: percentile bootstrap, 1,000 replicates (seed 0), each drawing the test "
@@ -53,6 +60,12 @@ BOOTSTRAP_NOTE = (
 def _outcomes(metrics_path: Path) -> dict | None:
     path = queries_path(metrics_path)
     return read_outcomes(path) if path.is_file() else None
+
+
+@functools.cache
+def _decisions(result_path: Path) -> dict | None:
+    path = decisions_path(result_path)
+    return read_decisions(path) if path.is_file() else None
 
 
 @functools.cache
@@ -79,9 +92,56 @@ def nmt_runs(paths) -> list:
     return runs
 
 
+def ted_runs(cldc: list, nb=None) -> list:
+    """``mlmm ted-classify`` results (and the ``ted-nb`` one) as runs of Rajendran et al.'s
+    Tables 1 and 3: one run per (training, test language) cell, mapped onto the paper's row
+    (``mlmm.ted.report`` spellings), its per-document decisions beside the result JSON."""
+    from mlmm.io import read_json_object
+    from mlmm.report import Run
+    from mlmm.ted.report import NB_SYSTEM, PAPER, SYSTEM, mono_note
+
+    results = [(SYSTEM, Path(p)) for p in cldc] + ([(NB_SYSTEM, Path(nb))] if nb else [])
+    runs = []
+    for system, path in results:
+        record = read_json_object(path, ("f1",), "a result JSON of ted-classify or ted-nb")
+        for target in record["f1"]:
+            source = record.get("source", target)  # ted-nb: one language, tested on itself
+            if target == source:
+                row = {"table": 3, "variant_note": mono_note(source)}
+            else:
+                row = {"table": 1, "variant_note": f"test={target}"}
+            row |= {"paper": PAPER, "system": system, "languages": [source]}
+            metrics = {"ted": {"source": source, "test": target}, "f1": record["f1"][target]}
+            runs.append(Run(f"{path.stem}:{target}", 0, metrics, [row], [], path))
+    return runs
+
+
+def pivot_runs(records: list[dict]) -> list:
+    """Table 5 runs (``mlmm.pivot.table.read_runs``) as runs of its rows: the run chosen per
+    model, language and direction (``pivot.table.choose``), its recalls as fractions of 1,
+    its MIC test ranks in queries.npz beside its metrics.json."""
+    from mlmm.pivot.table import PAPER, PAPER_MT_SYSTEM, SYSTEMS, _row_keys, choose
+    from mlmm.report import Run
+
+    runs = []
+    for (model, language, direction), record in choose(records).items():
+        note, lang = _row_keys(model, language)
+        systems = [SYSTEMS[model]] + ([PAPER_MT_SYSTEM] if model == "mt" else [])
+        rows = [
+            {"paper": PAPER, "table": 5, "system": system, "variant_note": note,
+             "languages": [lang], "directions": [direction]}
+            for system in systems
+        ]  # fmt: skip
+        metrics = {"test": {lang: {direction: record["test"][direction]}}, "recall_scale": 0.01}
+        runs.append(Run(f"{model}_{lang}_{direction}", 0, metrics, rows, [], Path(record["path"])))
+    return runs
+
+
 def run_samples(run, language: str, direction: str, metric: str, dataset: str = ""):
     """One run's per-query outcomes of one cell and the statistic of ``metric`` on them, or
     None where the run kept none (alignment ratios, METEOR, runs written before queries.npz)."""
+    if "ted" in run.metrics:
+        return _ted_samples(run, metric)
     if direction == "mt":
         sentences = _sentences(run.path) if run.path is not None else None
         if sentences is None or metric not in sentences:
@@ -107,7 +167,23 @@ def run_samples(run, language: str, direction: str, metric: str, dataset: str = 
         return None
     if ranks is None or not (metric.startswith("R@") or metric in ("medr", "meanr")):
         return None
-    return ranks, uncertainty.rank_statistic(metric, folds)
+    statistic = uncertainty.rank_statistic(metric, folds)
+    scale = run.metrics.get("recall_scale")  # Rajendran Table 5: recalls as fractions of 1
+    if scale and metric.startswith("R@"):
+        return ranks, lambda r, s=statistic: scale * s(r)
+    return ranks, statistic
+
+
+def _ted_samples(run, metric: str):
+    """A TED cell's per-document (predicted, gold) topic decisions, (documents, topics, 2),
+    and the macro F1; None where the result kept none or its test language has several test
+    sets (English: one per pair, of different sizes, its F1 a mean over them)."""
+    decisions = _decisions(run.path) if run.path is not None else None
+    sets = (decisions or {}).get(run.metrics["ted"]["test"])
+    if metric != "F1" or not sets or len(sets) != 1:
+        return None
+    (found,) = sets.values()
+    return np.stack([found["predicted"], found["gold"]], axis=-1), uncertainty.macro_f1_statistic
 
 
 def cell_samples(runs, paper: str, table: int, system: str, variant_note: str, cell: dict):
@@ -124,6 +200,8 @@ def cell_samples(runs, paper: str, table: int, system: str, variant_note: str, c
             ):
                 continue
             if row["languages"] and cell["language"] not in row["languages"]:
+                continue
+            if row.get("directions") and cell["direction"] not in row["directions"]:
                 continue
             if cell["language"] not in _languages(run.metrics, cell["direction"]):
                 continue
@@ -147,6 +225,8 @@ def _languages(metrics: dict, direction: str) -> set[str]:
         return {"en"} if metrics.get("sts") else set()
     if direction == "mt":
         return {NMT_LANGUAGE} if metrics.get("scores") else set()
+    if "ted" in metrics:  # Rajendran Tables 1 (direction cldc) and 3 (none)
+        return {metrics["ted"]["source"]}
     return set()
 
 
@@ -195,6 +275,9 @@ class Claim:
     better: tuple[str, str]  # (system, variant_note) as in the paper's CSV
     than: tuple[str, str]
     dataset: str = ""
+    # a row's own language where the two differ (Rajendran Table 5: the En-Image CorrNet's
+    # English captions against the Bridge CorrNet's French ones, on the same MIC images)
+    row_languages: tuple[str, str] = ("", "")
 
     @property
     def cell(self) -> dict:
@@ -204,6 +287,10 @@ class Claim:
             "metric": self.metric,
             "dataset": self.dataset,
         }
+
+    def side_cell(self, side: int) -> dict:
+        """The cell of the ``better`` (0) or ``than`` (1) row."""
+        return self.cell | {"language": self.row_languages[side] or self.language}
 
 
 CLAIM_KEYS = {"id", "finding", "section", "table", "language", "direction", "metric", "better",
@@ -224,16 +311,17 @@ def load_claims(path: str | Path) -> tuple[str, list[Claim]]:
         if not isinstance(entry, dict) or not set(entry) >= CLAIM_KEYS:
             missing = sorted(CLAIM_KEYS - set(entry or {}))
             raise InputError(path, f"{where} with keys {sorted(CLAIM_KEYS)}", f"no {missing}")
-        rows = []
+        rows, languages = [], []
         for side in ("better", "than"):
             row = entry[side]
             if not isinstance(row, dict) or "system" not in row:
                 raise InputError(path, "{system, variant_note}", repr(row), key=f"{where}.{side}")
             rows.append((str(row["system"]), str(row.get("variant_note") or "")))
+            languages.append(str(row.get("language") or ""))
         if not str(entry["metric"]).startswith(HIGHER_IS_BETTER):
             raise InputError(
-                path, "a metric where higher is better (R@K, pearson, BLEU, chrF)", entry["metric"],
-                key=f"{where}.metric",
+                path, "a metric where higher is better (R@K, pearson, BLEU, chrF, F1)",
+                entry["metric"], key=f"{where}.metric",
             )  # fmt: skip
         claims.append(
             Claim(
@@ -247,6 +335,7 @@ def load_claims(path: str | Path) -> tuple[str, list[Claim]]:
                 better=rows[0],
                 than=rows[1],
                 dataset=str(entry.get("dataset") or ""),
+                row_languages=(languages[0], languages[1]),
             )
         )
     ids = [c.id for c in claims]
@@ -262,11 +351,11 @@ def paper_effect(paper_tables: Path | None, paper: str, claim: Claim) -> float:
     if frame is None:
         return np.nan
     values = []
-    for system, note in (claim.better, claim.than):
+    for side, (system, note) in enumerate((claim.better, claim.than)):
         hit = frame[
             (frame.system == system)
             & (frame.variant_note == note)
-            & (frame.language == claim.language)
+            & (frame.language.fillna("") == claim.side_cell(side)["language"])
             & (frame.direction == claim.direction)
             & (frame.metric == claim.metric)
         ]
@@ -285,7 +374,7 @@ def paper_effect(paper_tables: Path | None, paper: str, claim: Claim) -> float:
 def _reason(runs, paper: str, claim: Claim) -> tuple[str, tuple | None, tuple | None]:
     """Why a claim cannot be tested ('' when it can), and both rows' samples."""
     found = []
-    for system, note in (claim.better, claim.than):
+    for side, (system, note) in enumerate((claim.better, claim.than)):
         mapped = [
             run for run in runs
             if any((r["paper"], r.get("table"), r["system"], r["variant_note"])
@@ -293,7 +382,7 @@ def _reason(runs, paper: str, claim: Claim) -> tuple[str, tuple | None, tuple | 
         ]  # fmt: skip
         if not mapped:
             return f"no configured variant runs the row {system!r}", None, None
-        samples = cell_samples(runs, paper, claim.table, system, note, claim.cell)
+        samples = cell_samples(runs, paper, claim.table, system, note, claim.side_cell(side))
         if samples is None:
             return f"the runs of {system!r} kept no per-query outcomes of this cell", None, None
         found.append(samples)

@@ -12,7 +12,9 @@ a bootstrap interval on every cell and the claims compare two systems on the sam
   scored)
 - ``provenance``: the run's provenance (the same as in its metrics.json) as JSON text
 
-``run_metrics`` recomputes the run's test, c2c and STS numbers from them exactly.
+``run_metrics`` recomputes the run's test, c2c and STS numbers from them exactly. Rajendran et
+al.'s Table 5 runs keep the same ``queries.npz`` (one fold, their MIC test ranks); its TED
+classifiers keep per-document decisions instead (``write_decisions``, ``decision_metrics``).
 """
 
 from __future__ import annotations
@@ -123,3 +125,53 @@ def read_sentence_statistics(path: str | Path) -> dict[str, np.ndarray]:
 def sentences_path(metrics_path: str | Path) -> Path:
     """Where an MT system's per-sentence statistics lie: beside its metrics.json."""
     return Path(metrics_path).with_name("sentences.npz")
+
+
+# ----------------------------------------------------------------------------------------
+# TED CLDC (Rajendran et al. 2016 Tables 1 and 3): per-document decisions
+
+
+def write_decisions(path: str | Path, decisions: dict, provenance: dict) -> None:
+    """Per-document topic decisions of one TED classifier result (``mlmm ted-classify``,
+    ``ted-nb``) as one .npz beside its JSON: ``decisions``: ``{test: {set: (predicted, gold)}}``,
+    each a ``(documents, topics)`` boolean matrix; ``test`` is a table cell's test language and
+    ``set`` one test set of it (English: one per pair, its F1 the mean over them)."""
+    arrays: dict[str, np.ndarray] = {"provenance": _text(provenance)}
+    for test, sets in decisions.items():
+        for name, (predicted, gold) in sets.items():
+            arrays[f"ted/{test}/{name}/predicted"] = np.asarray(predicted, dtype=bool)
+            arrays[f"ted/{test}/{name}/gold"] = np.asarray(gold, dtype=bool)
+    write_npz(path, arrays)
+
+
+def read_decisions(path: str | Path) -> dict[str, dict[str, dict[str, np.ndarray]]]:
+    """``{test: {set: {"predicted": ..., "gold": ...}}}`` of a ``write_decisions`` file."""
+    arrays = read_npz(path, "an .npz file of per-document TED decisions (*.documents.npz)")
+    out: dict = {}
+    for name, array in arrays.items():
+        parts = name.split("/")
+        if parts[0] == "ted" and len(parts) == 4:
+            out.setdefault(parts[1], {}).setdefault(parts[2], {})[parts[3]] = array
+    return out
+
+
+def decision_metrics(decisions: dict) -> dict[str, float]:
+    """``{test: F1}`` as the result JSON's ``f1`` holds it: per-topic F1 of each set
+    (``ted.classify.topic_f1``), averaged over the sets where the topic is defined, then over
+    the topics that are (``ted.classify.macro_f1``: a topic without a positive test talk is
+    left out)."""
+    from mlmm.ted.classify import mean_over_sets, topic_f1
+
+    return {
+        test: float(
+            np.nanmean(mean_over_sets([topic_f1(s["gold"], s["predicted"]) for s in sets.values()]))
+        )
+        for test, sets in decisions.items()
+    }
+
+
+def decisions_path(result_path: str | Path) -> Path:
+    """Where a TED result's per-document decisions lie: ``cldc/de.json`` ->
+    ``cldc/de.documents.npz`` (several results share a directory)."""
+    path = Path(result_path)
+    return path.with_name(f"{path.stem}.documents.npz")

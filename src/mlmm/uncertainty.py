@@ -78,6 +78,22 @@ def pearson_statistic(pairs: np.ndarray) -> np.ndarray:
         return (dx * dy).sum(axis=1) / np.sqrt((dx * dx).sum(axis=1) * (dy * dy).sum(axis=1))
 
 
+def macro_f1_statistic(decisions: np.ndarray) -> np.ndarray:
+    """The classifier's F1 (``ted.classify.topic_f1`` averaged over the topics, Rajendran et
+    al. 2016 Tables 1, 3) of per-document (predicted, gold) topic decisions, shape
+    (replicates, documents, topics, 2): the one F1 definition, on every replicate at once."""
+    from mlmm.ted.classify import topic_f1
+
+    b, n, topics = decisions.shape[:3]
+    # every replicate's topics as columns of one (documents, replicates x topics) matrix
+    columns = decisions.transpose(1, 0, 2, 3).reshape(n, b * topics, 2)
+    f1 = np.ascontiguousarray(topic_f1(columns[..., 1], columns[..., 0]).reshape(b, topics))
+    # a topic that a replicate draws no positive talk of is left out, as ted.classify.macro_f1
+    # leaves it out of the reported F1
+    defined = ~np.isnan(f1)
+    return np.where(defined, f1, 0.0).sum(axis=1) / np.maximum(defined.sum(axis=1), 1)
+
+
 # ----------------------------------------------------------------------------------------
 # resampling
 

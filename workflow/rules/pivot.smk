@@ -71,6 +71,11 @@ PIVOT_MT_RUNS = [
     for x in PIVOT_MT
     for lam in PIVOT["lambdas"]
 ]
+# every Table 5 run (metrics.json; queries.npz beside each): pivot_table, the claims
+PIVOT_RUN_FILES = [
+    *(PIVOT_DIR / job / "metrics.json" for job in PIVOT_JOBS),
+    *PIVOT_MT_RUNS,
+]
 PIVOT_MT_DATA = [
     PIVOT_MT_DIR / "{language}/data" / f"{split}.lc.norm.tok.{side}"
     for split in ("train", "val")
@@ -99,6 +104,8 @@ rule pivot_train:
         metrics=PIVOT_DIR / "{pivot_job}/metrics.json",
         # what ranks the MIC test set (codes or scores), read by pivot_examples
         ranking=PIVOT_DIR / "{pivot_job}/test_ranking.npz",
+        # the MIC test ranks the recalls are computed from (mlmm.outcomes)
+        queries=PIVOT_DIR / "{pivot_job}/queries.npz",
     log:
         LOGS / "pivot/{pivot_job}.log",
     benchmark:
@@ -234,7 +241,8 @@ rule pivot_mt:
         translations=PIVOT_MT_DIR / "{language}/translations/stats.json",
         features=PIVOT_FEATURES,
     output:
-        PIVOT_MT_DIR / "{language}/lambda{mt_lambda}/metrics.json",
+        metrics=PIVOT_MT_DIR / "{language}/lambda{mt_lambda}/metrics.json",
+        queries=PIVOT_MT_DIR / "{language}/lambda{mt_lambda}/queries.npz",
     log:
         LOGS / "pivot/mt_{language}_lambda{mt_lambda}.log",
     benchmark:
@@ -261,8 +269,8 @@ rule pivot_mt:
 
 rule pivot_table:
     input:
-        runs=expand(PIVOT_DIR / "{pivot_job}/metrics.json", pivot_job=PIVOT_JOBS)
-        + PIVOT_MT_RUNS,
+        runs=PIVOT_RUN_FILES,
+        queries=[path.with_name("queries.npz") for path in PIVOT_RUN_FILES],
         paper=PAPER_CSVS.get("rajendran2016", []),
     output:
         reported(PIVOT_TABLES),

@@ -86,6 +86,13 @@ rule claims:
         registries=CLAIM_REGISTRIES,
         nmt=NMT_SCORE_FILES,
         nmt_sentences=NMT_SENTENCE_FILES,
+        # Rajendran et al. 2016: TED classifier results with their per-document decisions,
+        # Table 5 runs with their MIC test ranks (ted.smk, pivot.smk)
+        ted_cldc=TED_CLDC_FILES,
+        ted_nb=TED_DIR / "nb.json",
+        ted_documents=TED_DOCUMENTS,
+        pivot=PIVOT_RUN_FILES,
+        pivot_queries=[path.with_name("queries.npz") for path in PIVOT_RUN_FILES],
         paper=[path for paths in PAPER_CSVS.values() for path in paths],
     output:
         reported(CLAIM_FILES),
@@ -105,6 +112,7 @@ rule claims:
     shell:
         "mlmm claims --record-json {params.section:q} --runs {input.runs:q} "
         "--registry {input.registries:q} --nmt-runs {input.nmt:q} {params.paper_tables} "
+        "--ted-cldc {input.ted_cldc:q} --ted-nb {input.ted_nb:q} --pivot-runs {input.pivot:q} "
         "--tables {params.tables:q} "
         "--figures {params.figures:q} > {log:q} 2>&1"
 

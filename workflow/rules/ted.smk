@@ -15,6 +15,12 @@ TED_CORPUS = f"--languages {' '.join(TED['languages'])} --corpus-codes " + " ".j
 TED_TOPICS = f"--topics {' '.join(TED['topics'])}" if TED["topics"] else ""
 # Training languages of the classifiers: English and every language paired with it.
 TED_SOURCES = ["en", *TED["languages"]]
+# the classifiers' per-document decisions (mlmm.outcomes): the tables' intervals, the claims
+TED_CLDC_FILES = expand(TED_DIR / "cldc/{ted_source}.json", ted_source=TED_SOURCES)
+TED_DOCUMENTS = [
+    TED_DIR / "nb.documents.npz",
+    *expand(TED_DIR / "cldc/{ted_source}.documents.npz", ted_source=TED_SOURCES),
+]
 TED_PAPER = f"--paper-tables {quote(str(PAPER_TABLES))}" if PAPER_TABLES else ""
 TED_TABLES = [
     path
@@ -165,7 +171,9 @@ rule ted_classify:
         tuning=TED_DIR / "lambda.json",
         codes=expand(TED_DIR / "corrnet/{ted_run}/codes.npz", ted_run=TED_RUNS),
     output:
-        TED_DIR / "cldc/{ted_source}.json",
+        result=TED_DIR / "cldc/{ted_source}.json",
+        # per-document decisions the F1 is computed from (mlmm.outcomes)
+        documents=TED_DIR / "cldc/{ted_source}.documents.npz",
     log:
         LOGS / "ted/classify_{ted_source}.log",
     conda:
@@ -179,14 +187,15 @@ rule ted_classify:
         epochs=TED["perceptron_epochs"],
     shell:
         "mlmm ted-classify --bow {params.bow:q} --tuning {input.tuning:q} --source {wildcards.ted_source}"
-        " --out {output:q} --perceptron-epochs {params.epochs} > {log:q} 2>&1"
+        " --out {output.result:q} --perceptron-epochs {params.epochs} > {log:q} 2>&1"
 
 
 rule ted_nb:
     input:
         TED_DIR / "bow/meta.json",
     output:
-        TED_DIR / "nb.json",
+        result=TED_DIR / "nb.json",
+        documents=TED_DIR / "nb.documents.npz",
     log:
         LOGS / "ted/nb.log",
     benchmark:
@@ -200,13 +209,14 @@ rule ted_nb:
     params:
         bow=TED_DIR / "bow",
     shell:
-        "mlmm ted-nb --bow {params.bow:q} --out {output:q} --jobs {threads} > {log:q} 2>&1"
+        "mlmm ted-nb --bow {params.bow:q} --out {output.result:q} --jobs {threads} > {log:q} 2>&1"
 
 
 rule ted_tables:
     input:
         cldc=expand(TED_DIR / "cldc/{ted_source}.json", ted_source=TED_SOURCES),
         nb=TED_DIR / "nb.json",
+        documents=TED_DOCUMENTS,
         paper=PAPER_CSVS.get("rajendran2016", []),
     output:
         reported(path for path in TED_TABLES if "table4" not in path.name),

@@ -83,6 +83,22 @@ def register(subparsers) -> None:
         default=[],
         help="mlmm mt-score metrics.json files (Calixto Table 3 rows; sentences.npz beside)",
     )
+    p.add_argument(
+        "--ted-cldc",
+        nargs="*",
+        type=Path,
+        default=[],
+        help="mlmm ted-classify result JSONs (Rajendran Tables 1, 3; *.documents.npz beside)",
+    )
+    p.add_argument("--ted-nb", type=Path, default=None, help="the mlmm ted-nb result JSON")
+    p.add_argument(
+        "--pivot-runs",
+        nargs="*",
+        type=Path,
+        default=[],
+        help="mlmm pivot-train / pivot-mt metrics.json files (Rajendran Table 5; queries.npz "
+        "beside)",
+    )
     p.add_argument("--paper-tables", type=Path, default=None, help="directory of paper CSVs")
     p.add_argument("--tables", required=True, type=Path, help="directory for <paper>_claims.*")
     p.add_argument("--figures", required=True, type=Path, help="directory for the figures")
@@ -188,13 +204,16 @@ def run_figures(args) -> None:
 
 
 def run_claims(args) -> None:
-    from mlmm.claims import nmt_runs, write_claims
+    from mlmm.claims import nmt_runs, pivot_runs, ted_runs, write_claims
     from mlmm.io import table_outputs
+    from mlmm.pivot.table import read_runs
 
-    inputs = [*args.runs, *args.nmt_runs, args.paper_tables, *args.registry]
+    inputs = [*args.runs, *args.nmt_runs, *args.ted_cldc, args.ted_nb, *args.pivot_runs,
+              args.paper_tables, *args.registry]  # fmt: skip
     table_outputs(args.tables, inputs)
     table_outputs(args.figures, inputs)
-    runs = _runs(args) + nmt_runs(args.nmt_runs)
+    runs = _runs(args) + nmt_runs(args.nmt_runs) + ted_runs(args.ted_cldc, args.ted_nb)
+    runs += pivot_runs(read_runs(args.pivot_runs))
     for registry in args.registry:
         for path in write_claims(runs, registry, args.paper_tables, args.tables, args.figures):
             print(path)

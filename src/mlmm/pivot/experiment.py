@@ -22,9 +22,10 @@ from mlmm.data.multi30k import image_list
 from mlmm.errors import InputError
 from mlmm.fingerprint import record_directory
 from mlmm.io import read_json, write_json, write_npz
+from mlmm.outcomes import queries_path, write_outcomes
 from mlmm.pivot import IMAGE, LANGUAGES, MODELS, PIVOT
 from mlmm.pivot.data import CAPTIONS_PER_IMAGE, TEST_SPLIT, PivotData, load
-from mlmm.pivot.evaluate import criterion, recalls
+from mlmm.pivot.evaluate import criterion, ranks, recalls, recalls_of_ranks
 from mlmm.pivot.models import BridgeMAE, chain_scores, distance_scores, random_scores
 from mlmm.provenance import Timer, provenance
 from mlmm.ted import corrnet
@@ -133,7 +134,7 @@ def evaluate_run(
             "image_codes": image(data.mic.images),
             "caption_codes": _encoder(net, x)(data.mic.captions),
         }
-        test = recalls(
+        test_ranks = ranks(
             distance_scores(ranking["image_codes"], ranking["caption_codes"]), CAPTIONS_PER_IMAGE
         )
         histories = {"model": history}
@@ -150,7 +151,7 @@ def evaluate_run(
         captions = corrnet.encode(second, x, data.mic.captions)
         i2t_scores = chain_scores(images, pool_first, pool_second, captions)
         t2i_scores = chain_scores(captions, pool_second, pool_first, images).T
-        test = recalls(i2t_scores, CAPTIONS_PER_IMAGE, t2i_scores)
+        test_ranks = ranks(i2t_scores, CAPTIONS_PER_IMAGE, t2i_scores)
         ranking = {"i2t_scores": i2t_scores, "t2i_scores": t2i_scores}
         validation = {
             "z1": _validation_z1(_encoder(first, IMAGE), _encoder(first, PIVOT), data),
@@ -163,7 +164,8 @@ def evaluate_run(
         "history": histories,
         "validation": validation,
         "criteria": criteria,
-        "test": test,
+        "test": recalls_of_ranks(test_ranks),
+        "ranks": test_ranks,
         "ranking": {key: np.asarray(value, dtype=np.float32) for key, value in ranking.items()},
     }
 
@@ -216,7 +218,8 @@ def train_stage(
         with timer("evaluate"):
             n = len(image_list(coco_root, TEST_SPLIT))
             scores = random_scores(n, n * CAPTIONS_PER_IMAGE, settings["seed"])
-            result |= {"criteria": None, "test": recalls(scores, CAPTIONS_PER_IMAGE)}
+            test_ranks = ranks(scores, CAPTIONS_PER_IMAGE)
+            result |= {"criteria": None, "test": recalls_of_ranks(test_ranks)}
             ranking = {"i2t_scores": scores.astype(np.float32)}
         result["data"] = {"mic_images": n, "mic_captions": n * CAPTIONS_PER_IMAGE}
     else:
@@ -236,12 +239,24 @@ def train_stage(
         with timer("train_evaluate"):
             result |= evaluate_run(model, data, settings, lam, progress, save_dir=out_dir)
         ranking = result.pop("ranking")
+        test_ranks = result.pop("ranks")
         result["data"] = data.sizes()
     result |= {"provenance": provenance(config, settings["seed"]), "timings": timer.seconds}
     write_npz(Path(out_dir) / RANKING_FILE, ranking)
+    caption_language = "" if model == "random" else language or "en"  # as Table 5's rows
+    write_test_ranks(Path(out_dir) / "metrics.json", caption_language, test_ranks,
+                     result["provenance"])  # fmt: skip
     write_json(Path(out_dir) / "metrics.json", result)
     record_directory(out_dir, "metrics.json")
     return result
+
+
+def write_test_ranks(metrics_path: Path, language: str, test_ranks: dict, record) -> None:
+    """The MIC test ranks of a run (``evaluate.ranks``) as queries.npz beside its metrics.json
+    (``mlmm.outcomes``: one fold, keyed by the caption language of its Table 5 row: en for the
+    En-Image CorrNet, empty for Random)."""
+    outcomes = {"folds": 1, "test": {language: test_ranks}}
+    write_outcomes(queries_path(metrics_path), outcomes, record)
 
 
 def mean_epoch_seconds(result: dict) -> float | None:

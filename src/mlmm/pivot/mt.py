@@ -35,7 +35,7 @@ from mlmm.io import (
 )
 from mlmm.pivot import IMAGE, LANGUAGES, PIVOT
 from mlmm.pivot.data import CAPTIONS_PER_IMAGE, TEST_SPLIT, held_out, read_features, standardise
-from mlmm.pivot.evaluate import recalls
+from mlmm.pivot.evaluate import ranks, recalls_of_ranks
 from mlmm.ted.corpus import _id_key, read_sentences
 
 # Files of a `pivot-train --model direct` run that this stage reads back.
@@ -233,13 +233,15 @@ def evaluate_translations(
         corrnet.encode(model, IMAGE, images),
         corrnet.encode(model, PIVOT, count_matrix(captions, words)),
     )
+    test_ranks = ranks(scores, CAPTIONS_PER_IMAGE)
     return {
         "model": "mt",
         "language": language,
         "lambda": direct["lambda"],
         "criteria": direct["criteria"],
         "validation": direct.get("validation"),
-        "test": recalls(scores, CAPTIONS_PER_IMAGE),
+        "test": recalls_of_ranks(test_ranks),
+        "ranks": test_ranks,  # popped by the caller into queries.npz (write_test_ranks)
         "data": {
             "mic_images": n,
             "mic_captions": len(captions),

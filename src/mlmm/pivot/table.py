@@ -199,7 +199,10 @@ def table5(
     paper = load_paper_table(paper_tables, PAPER, 5)
     if paper is not None:
         paper = paper.replace({"system": {PAPER_MT_SYSTEM: SYSTEMS["mt"]}})
+    from mlmm.claims import BOOTSTRAP_NOTE, add_intervals, pivot_runs
+
     frame = beside_paper(summarise_runs(ours(chosen)), paper)
+    frame = add_intervals(frame, pivot_runs(records), PAPER, 5)
     order = {
         "system": {s: i for i, s in enumerate(ROW_ORDER)},
         "language": {"en": 0, "fr": 1, "de": 2, "": 3},
@@ -211,7 +214,11 @@ def table5(
         key=lambda column: column.map(order[column.name]).fillna(len(order[column.name])),
         kind="stable",
     ).reset_index(drop=True)
-    text = notes(records, chosen)
+    text = notes(records, chosen) + [
+        BOOTSTRAP_NOTE,
+        "Here the queries are the MIC test images (i2t) and captions (t2i) of the run chosen "
+        "for the cell (one seed).",
+    ]
     if load_paper_table(paper_tables, PAPER, 5) is None:
         text.append(f"The paper column is empty: no {PAPER}_table5.csv in {paper_tables}.")
     write_table(frame, stem, "Rajendran et al. 2016, Table 5 (pivot image-caption retrieval)", text,

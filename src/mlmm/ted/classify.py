@@ -84,18 +84,27 @@ def macro_f1(
     return float(per_topic[~undefined].mean()), left_out
 
 
-def classify(
+def predict(
     make_model, x_train, y_train: np.ndarray, tests: dict[str, tuple]
 ) -> dict[str, np.ndarray]:
-    """One binary classifier per topic; returns {test name: per-topic F1} for
-    tests = {name: (x_test, y_test)}."""
+    """One binary classifier per topic; returns {test name: (documents, topics) decisions}
+    for tests = {name: (x_test, y_test)} (the per-document outcomes kept beside the F1)."""
     names = list(tests)
     predictions = {name: np.zeros(tests[name][1].shape, dtype=bool) for name in names}
     for t in range(y_train.shape[1]):
         outputs = fit_predict(make_model(), x_train, y_train[:, t], [tests[n][0] for n in names])
         for name, output in zip(names, outputs, strict=True):
             predictions[name][:, t] = output
-    return {name: topic_f1(tests[name][1], predictions[name]) for name in names}
+    return predictions
+
+
+def classify(
+    make_model, x_train, y_train: np.ndarray, tests: dict[str, tuple]
+) -> dict[str, np.ndarray]:
+    """One binary classifier per topic; returns {test name: per-topic F1} for
+    tests = {name: (x_test, y_test)}."""
+    predictions = predict(make_model, x_train, y_train, tests)
+    return {name: topic_f1(tests[name][1], predictions[name]) for name in tests}
 
 
 def naive_bayes() -> MultinomialNB:

@@ -19,6 +19,7 @@ from joblib import Parallel, delayed
 from mlmm.errors import InputError
 from mlmm.fingerprint import check_made_from, files_digest, record_made_from
 from mlmm.io import atomic_path, read_json_object, read_npz, sha256_file, write_json, write_text
+from mlmm.outcomes import decisions_path, write_decisions
 from mlmm.provenance import Timer, provenance
 from mlmm.ted import PIVOT
 from mlmm.ted.bow import Bow
@@ -28,6 +29,8 @@ from mlmm.ted.classify import (
     mean_over_sets,
     naive_bayes,
     perceptron,
+    predict,
+    topic_f1,
     validation_split,
 )
 
@@ -213,26 +216,29 @@ def classify_stage(bow_dir: Path, tuning: Path, source: str, out: Path, settings
         return codes[f"{name}.test"], bow.labels(name, "test")
 
     with timer("classify"):
+        # {test language: {test set: (decisions, gold)}}; English: one set per pair
+        decisions: dict[str, dict[str, tuple]] = {}
         if source == PIVOT:
-            scores, own = {}, []
             for x in bow.languages:
-                pair = classify(
+                tests = {x: test(x), english(x): test(english(x))}
+                predicted = predict(
                     lambda: perceptron(settings["perceptron_epochs"]),
                     codes[f"{english(x)}.train"],
                     bow.labels(x, "train"),
-                    {x: test(x), PIVOT: test(english(x))},
+                    tests,
                 )
-                scores[x] = pair[x]
-                own.append(pair[PIVOT])
-            scores = {PIVOT: mean_over_sets(own), **scores}
+                for name, target in ((english(x), PIVOT), (x, x)):
+                    decisions.setdefault(target, {})[name] = (predicted[name], tests[name][1])
         else:
             tests = {PIVOT: test(english(source))} | {x: test(x) for x in bow.languages}
-            scores = classify(
+            predicted = predict(
                 lambda: perceptron(settings["perceptron_epochs"]),
                 codes[f"{source}.train"],
                 bow.labels(source, "train"),
                 tests,
             )
+            decisions = {name: {name: (predicted[name], tests[name][1])} for name in tests}
+        scores = _topic_scores(decisions)
     result = {
         "provenance": provenance(settings, settings.get("seed")),
         "timings": timer.seconds,
@@ -241,13 +247,15 @@ def classify_stage(bow_dir: Path, tuning: Path, source: str, out: Path, settings
         "topics": bow.topics,
         **_scores(scores, bow, bow_dir),
     }
+    write_decisions(decisions_path(out), decisions, result["provenance"])
     write_json(out, result)
     return result
 
 
 def _scores(scores: dict[str, np.ndarray], bow: Bow, bow_dir: Path) -> dict:
     """A result's F1 fields: per test language the macro F1, the per-topic F1 (null where
-    undefined) and the topics left out of the macro F1 (no positive test talk)."""
+    undefined) and the topics left out of the macro F1 (no positive test talk); the same
+    numbers as ``outcomes.decision_metrics`` of the kept decisions (tested)."""
     macro = {x: macro_f1(s, bow.topics, Path(bow_dir) / f"{x}.test") for x, s in scores.items()}
     return {
         "f1": {x: value for x, (value, _) in macro.items()},
@@ -256,18 +264,28 @@ def _scores(scores: dict[str, np.ndarray], bow: Bow, bow_dir: Path) -> dict:
     }
 
 
-def _nb_scores(bow: Bow, language: str) -> np.ndarray:
-    """Per-topic F1 of `language` (English: mean over its pairs' English sides)."""
-    per_set = [
-        classify(
+def _topic_scores(decisions: dict) -> dict[str, np.ndarray]:
+    """Per-topic F1 of every test language: the mean over its test sets (English: pairs),
+    each topic over the sets where it is defined (``classify.mean_over_sets``)."""
+    return {
+        test: mean_over_sets([topic_f1(gold, predicted) for predicted, gold in sets.values()])
+        for test, sets in decisions.items()
+    }
+
+
+def _nb_decisions(bow: Bow, language: str) -> dict[str, tuple]:
+    """{test set: (decisions, gold)} of `language` (English: its pairs' English sides)."""
+    out = {}
+    for name in train_sets(bow, language):
+        gold = bow.labels(name, "test")
+        predicted = predict(
             naive_bayes,
             bow.matrix(name, "train"),
             bow.labels(name, "train"),
-            {"test": (bow.matrix(name, "test"), bow.labels(name, "test"))},
+            {"test": (bow.matrix(name, "test"), gold)},
         )["test"]
-        for name in train_sets(bow, language)
-    ]
-    return mean_over_sets(per_set)
+        out[name] = (predicted, gold)
+    return out
 
 
 def nb_stage(bow_dir: Path, out: Path, jobs: int = 1) -> dict:
@@ -276,12 +294,15 @@ def nb_stage(bow_dir: Path, out: Path, jobs: int = 1) -> dict:
     bow = Bow.load(bow_dir)
     languages = classification_languages(bow)
     with timer("classify"):
-        scores = Parallel(n_jobs=jobs)(delayed(_nb_scores)(bow, x) for x in languages)
+        found = Parallel(n_jobs=jobs)(delayed(_nb_decisions)(bow, x) for x in languages)
+    decisions = dict(zip(languages, found, strict=True))
+    scores = _topic_scores(decisions)
     result = {
         "provenance": provenance({}, None),
         "timings": timer.seconds,
         "topics": bow.topics,
-        **_scores(dict(zip(languages, scores, strict=True)), bow, bow_dir),
+        **_scores(scores, bow, bow_dir),
     }
+    write_decisions(decisions_path(out), decisions, result["provenance"])
     write_json(out, result)
     return result

@@ -85,15 +85,36 @@ def _present(paper: pd.DataFrame | None, languages: set[str]) -> pd.DataFrame | 
     return paper[paper["language"].isin(languages) & tested.isin(languages)]
 
 
+def with_intervals(frame: pd.DataFrame, cldc: list[Path], nb: Path | None, table: int):
+    """The cells' 95 % bootstrap intervals over test documents and ``within_noise``, from the
+    per-document decisions kept beside each result (``mlmm.claims.add_intervals``)."""
+    from mlmm.claims import add_intervals, ted_runs
+
+    return add_intervals(frame, ted_runs(cldc, nb), PAPER, table)
+
+
+def interval_notes() -> list[str]:
+    from mlmm.claims import BOOTSTRAP_NOTE
+
+    return [
+        BOOTSTRAP_NOTE,
+        "Here the queries are the test talks (documents; every topic's decision on a talk "
+        "drawn together, so the macro F1 over topics is recomputed exactly on each draw) and "
+        "there is one classifier per cell; English test cells averaged over several pairs' "
+        "test sets have no interval.",
+    ]
+
+
 def table1(cldc: list[Path], paper_tables: str | None, out_dir: Path) -> pd.DataFrame:
     cross, _ = _runs(cldc, None)
     languages = set(cross["language"])
     paper = _present(load_paper_table(paper_tables, PAPER, 1), languages)
-    frame = beside_paper(summarise_runs(cross), paper)
+    frame = with_intervals(beside_paper(summarise_runs(cross), paper), cldc, None, 1)
     doc_add = load_paper_table(paper_tables, PAPER, 2)
     topics = len(read_json_object(cldc[0], ("topics",), "a result JSON of ted-classify")["topics"])
     notes = [f"F1 of the positive class averaged over {topics} topics; "
-             "language = training language.", *left_out_note(cldc, monolingual=False)]  # fmt: skip
+             "language = training language.", *left_out_note(cldc, monolingual=False),
+             *interval_notes()]  # fmt: skip
     if doc_add is not None:
         cells = doc_add[["variant_note", "language", "value"]].rename(columns={"value": "doc_add"})
         frame = frame.merge(cells, on=["variant_note", "language"], how="left")
@@ -116,7 +137,7 @@ def table1(cldc: list[Path], paper_tables: str | None, out_dir: Path) -> pd.Data
 def table3(cldc: list[Path], nb: Path, paper_tables: str | None, out_dir: Path) -> pd.DataFrame:
     _, mono = _runs(cldc, nb)
     paper = _present(load_paper_table(paper_tables, PAPER, 3), set(mono["language"]))
-    frame = beside_paper(summarise_runs(mono), paper)
+    frame = with_intervals(beside_paper(summarise_runs(mono), paper), cldc, nb, 3)
     ours = mono.pivot_table(index="language", columns="system", values="value")
     beats = int((ours[SYSTEM] > ours[NB_SYSTEM]).sum())
     notes = [
@@ -126,6 +147,7 @@ def table3(cldc: list[Path], nb: Path, paper_tables: str | None, out_dir: Path) 
         f"Our Bridge CorrNet beats our NB in {beats} of {len(ours)} languages "
         "(the paper: 5 of 11).",
         *left_out_note([*cldc, nb], monolingual=True),
+        *interval_notes(),
     ]
     write_table(frame, Path(out_dir) / f"{PAPER}_table3", "Rajendran et al. 2016, Table 3", notes,
                 _origin([*cldc, nb]))  # fmt: skip
