@@ -160,14 +160,15 @@ def decision_metrics(decisions: dict) -> dict[str, float]:
     (``ted.classify.topic_f1``), averaged over the sets where the topic is defined, then over
     the topics that are (``ted.classify.macro_f1``: a topic without a positive test talk is
     left out)."""
-    from mlmm.ted.classify import mean_over_sets, topic_f1
+    from mlmm.ted.classify import macro_f1, mean_over_sets, topic_f1
 
     return {
-        test: float(
-            np.nanmean(mean_over_sets([topic_f1(s["gold"], s["predicted"]) for s in sets.values()]))
-        )
+        test: macro_f1(
+            mean_over_sets([topic_f1(s["gold"], s["predicted"]) for s in sets.values()]),
+            [], f"the kept decisions of test set {test}",
+        )[0]
         for test, sets in decisions.items()
-    }
+    }  # fmt: skip
 
 
 def decisions_path(result_path: str | Path) -> Path:
