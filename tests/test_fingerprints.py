@@ -15,7 +15,8 @@ from test_features import run as extract_features
 from test_retrieval_train import make_world, section
 
 from mlmm.features import extraction
-from mlmm.fingerprint import changed_parts, files_digest, stale, tree_identity, value_digest
+from mlmm.fingerprint import changed_parts, files_digest, stale, value_digest
+from mlmm.local_data import tree_identity
 from mlmm.retrieval.config import resolve_variant
 from mlmm.retrieval.train import Run, train_variant
 
@@ -88,7 +89,7 @@ def test_snakemake_reruns_a_job_whose_image_identity_param_changed(tmp_path):
 
     root = _images(tmp_path / "images")
     (tmp_path / "Snakefile").write_text(
-        "from mlmm.fingerprint import tree_identity\n"
+        "from mlmm.local_data import tree_identity\n"
         "rule extract:\n"
         "    output: 'features.txt'\n"
         f"    params: images_identity=tree_identity({str(root)!r})\n"

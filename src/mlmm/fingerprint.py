@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sys
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -81,26 +80,6 @@ def files_digest(paths: Iterable[str | Path], threads: int = 1) -> str:
 
     with ThreadPoolExecutor(max(1, threads)) as pool:
         return value_digest(list(pool.map(one, paths)))
-
-
-def tree_identity(directory: str | Path) -> str:
-    """sha256 over the relative path, size and modification time (ns) of every file under
-    ``directory`` (names starting with a dot left out): what a workflow rule whose input is a
-    user's image directory passes as a param, so that an image replaced, edited, added or
-    removed reruns the rule (Snakemake reruns a job whose params changed) while a dry run needs
-    no image bytes. Stat only, no reading: 31K Flickr30K images take a fraction of a second.
-    "absent" for a directory that is not there (the rule's job reports it when it runs)."""
-    root = Path(directory)
-    if not root.is_dir():
-        return "absent"
-    entries = []
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in sorted(f for f in files if not f.startswith(".")):
-            path = Path(folder, name)
-            stat = path.stat()
-            entries.append((path.relative_to(root).as_posix(), stat.st_size, stat.st_mtime_ns))
-    return value_digest(entries)
 
 
 def changed_parts(recorded: Mapping | None, current: Mapping) -> list[str]:

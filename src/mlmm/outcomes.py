@@ -24,7 +24,6 @@ from pathlib import Path
 
 import numpy as np
 
-from mlmm import evaluation
 from mlmm.errors import InputError
 from mlmm.io import parse_json, read_npz, write_npz
 
@@ -88,6 +87,8 @@ def read_outcomes(path: str | Path) -> dict:
 def run_metrics(outcomes: dict) -> dict:
     """The ``test``, ``c2c`` and ``sts`` sections of a run's metrics.json, recomputed from its
     per-query outcomes with the functions the run used."""
+    from mlmm import evaluation  # torch: only where retrieval metrics are recomputed
+
     folds = outcomes["folds"]
     return {
         "test": {

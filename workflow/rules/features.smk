@@ -5,7 +5,7 @@ of the split list) with <split>.json (backbone, dim, dtype, preprocessing, skipp
 provenance, timings) and <split>.txt (the list); see docs/features.md.
 """
 
-from mlmm.fingerprint import tree_identity
+from mlmm.local_data import tree_identity
 
 FEATURES = config["features"]
 FEATURE_DIR = RESULTS / "multi30k/features"
@@ -65,7 +65,7 @@ FEATURE_SOURCES = {  # data set -> (split lists marker, image directory, its inp
 }
 # A user's image directory (no input): the names, sizes and mtimes of its files, a param of
 # extract_features, so that an image replaced under its name reruns the extraction
-# (mlmm.fingerprint.tree_identity; one stat per image at planning time, no image read).
+# (mlmm.local_data.tree_identity; one stat per image at planning time, no image read).
 IMAGES_IDENTITY = {
     dataset: tree_identity(images) if images_input == [] else ""
     for dataset, (_, images, images_input) in FEATURE_SOURCES.items()

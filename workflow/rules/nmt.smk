@@ -168,7 +168,7 @@ rule mt_score:
     log:
         LOGS / "nmt/mt_score_{system}.log",
     conda:
-        "../../envs/torch.yaml"
+        "../../envs/core.yaml"
     threads: 1
     resources:
         mem_mb=3000,
@@ -202,7 +202,7 @@ rule nmt_table:
     log:
         LOGS / "nmt/nmt_table.log",
     conda:
-        "../../envs/torch.yaml"
+        "../../envs/core.yaml"
     threads: 1
     resources:
         mem_mb=1000,

@@ -35,7 +35,7 @@ rule retrieval_tables:
     log:
         LOGS / "report/retrieval_tables.log",
     conda:
-        "../../envs/torch.yaml"
+        "../../envs/core.yaml"
     params:
         section=REPORT_SECTION,
         paper_tables=(
@@ -55,7 +55,7 @@ rule retrieval_figures:
     log:
         LOGS / "report/retrieval_figures.log",
     conda:
-        "../../envs/torch.yaml"
+        "../../envs/core.yaml"
     params:
         section=REPORT_SECTION,
         out=REPORT_FIGURES,
@@ -101,7 +101,7 @@ rule claims:
     benchmark:
         BENCHMARKS / "report/claims.tsv"
     conda:
-        "../../envs/torch.yaml"
+        "../../envs/core.yaml"
     params:
         section=REPORT_SECTION,
         paper_tables=(
