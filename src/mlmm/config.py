@@ -208,7 +208,7 @@ def _check_nmt_pair(config: dict, named: Sequence[tuple[str, dict]]) -> None:
     """``nmt.src``-``nmt.tgt`` must be the pair of the one table the NMT stage fills (Calixto &
     Liu 2017 Table 3, English to German): another pair would be printed under "en-de" beside
     the paper's numbers."""
-    from mlmm.nmt.table import LANGUAGE
+    from mlmm.catalogue import NMT_TABLE_LANGUAGE as LANGUAGE
 
     nmt = config.get("nmt") or {}
     src, tgt = nmt.get("src", "en"), nmt.get("tgt", "de")

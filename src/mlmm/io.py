@@ -19,11 +19,12 @@ import tempfile
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from mlmm.errors import InputError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # The write layer ---------------------------------------------------------------------------
 # Every file and directory an mlmm command writes passes through ``atomic_path`` or
@@ -367,12 +368,14 @@ def write_json(target: str | Path, obj: Any) -> None:
 
 
 def write_npy(target: str | Path, array: np.ndarray) -> None:
+    import numpy as np  # not at module level: the Snakefile's parse reads mlmm.config -> io
     with atomic_path(target) as tmp, open(tmp, "wb") as handle:
         np.save(handle, array)
 
 
 def write_npz(target: str | Path, arrays: dict[str, np.ndarray]) -> None:
     """Named arrays in one uncompressed .npz, atomically."""
+    import numpy as np
     with atomic_path(target) as tmp, open(tmp, "wb") as handle:
         np.savez(handle, **arrays)
 
@@ -391,6 +394,7 @@ def save_figure(fig, stem: str | Path) -> list[Path]:
 
 
 def _json_default(obj: Any) -> Any:
+    import numpy as np
     if isinstance(obj, np.generic):
         return obj.item()
     if isinstance(obj, np.ndarray):
@@ -443,6 +447,8 @@ def read_lines(path: str | Path, allow_empty_lines: bool = False) -> list[str]:
 def read_npy(path: str | Path, what: str = "a .npy array", mmap_mode: str | None = None):
     """A .npy array, never unpickled (a pickled .npy could run code, and holds no numbers):
     a missing, pickled or unreadable file is an InputError naming it."""
+    import numpy as np
+
     path = Path(path)
     if not path.is_file():
         raise InputError(path, what, "no such file")
@@ -561,6 +567,8 @@ def read_csv(
 
 def read_npz(path: str | Path, what: str = "an .npz archive") -> dict[str, np.ndarray]:
     """Every array of an .npz archive (never unpickled), read at once and the file closed."""
+    import numpy as np
+
     path = Path(path)
     if not path.is_file():
         raise _missing(path, what)

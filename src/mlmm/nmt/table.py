@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pandas as pd
 
+from mlmm.catalogue import NMT_TABLE_LANGUAGE
 from mlmm.claims import BOOTSTRAP_NOTE, add_intervals, nmt_runs
 from mlmm.errors import InputError
 from mlmm.io import read_json, read_json_object
 from mlmm.origin import Origin
 from mlmm.tables import beside_paper, load_paper_table, summarise_runs, write_table
 
-LANGUAGE, DIRECTION = "en-de", "mt"
+LANGUAGE, DIRECTION = NMT_TABLE_LANGUAGE, "mt"
 METRICS = ["BLEU", "METEOR", "TER", "chrF"]
 
 
