@@ -12,8 +12,15 @@ moses-smt/mosesdecoder's mert/, see docs/nmt.md) or on PATH; without it only mlm
 reference tests/test_rerank.py compares `mlmm.rerank.mira` with. Writes
 results/benchmarks/mira.csv.
 
+`--agreement` compares the steps instead of the time: kbmira --no-shuffle against
+`mira(shuffle=False)`, epoch by epoch (updates, average loss, tuning BLEU), and the best tuning
+BLEU of shuffled runs over seeds 1-3, for each Moses build given (--moses, and --moses-fixed: a
+build with the one-line fix of kbmira's hypothesis de-duplication, `build_kbmira.sh ...
+--fix-dedup`; docs/nmt.md says why). Writes results/benchmarks/mira_agreement.csv.
+
     python benchmarks/mira.py [--sentences 100] [--kbest 100] [--epochs 300] [--moses DIR]
                               [--before OLD_CHECKOUT]
+    python benchmarks/mira.py --agreement --moses DIR [--moses-fixed DIR] [--epochs 300]
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import argparse
 import math
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -146,6 +154,55 @@ def stage_seconds(root: Path, epochs: int) -> dict[str, float]:
             "mira_epochs": time.perf_counter() - counted}  # fmt: skip
 
 
+KBMIRA_EPOCH = re.compile(r"^(\d+)/\d+ updates, avg loss = (\S+), BLEU = (\S+)$")
+
+
+def kbmira_epochs(moses: Path, root: Path, epochs: int, seed: int | None) -> list[dict]:
+    """kbmira's own per-epoch report (stderr) on the statistics and features in ``root``;
+    ``seed`` None runs it with --no-shuffle."""
+    order = ["--no-shuffle"] if seed is None else ["-r", str(seed)]
+    done = subprocess.run(
+        [str(moses / "kbmira"), "--sctype", "BLEU", "--scfile", "scores.dat", "--ffile",
+         "features.dat", "--iters", str(epochs), "-d", "init.txt", "-o", "kb.txt", *order],
+        cwd=root, check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    rows = [KBMIRA_EPOCH.match(line.strip()) for line in done.stderr.splitlines()]
+    return [{"epoch": e, "updates": int(m[1]), "avg_loss": float(m[2]), "bleu": 100 * float(m[3])}
+            for e, m in enumerate((m for m in rows if m), start=1)]  # fmt: skip
+
+
+def agreement(args, moses_builds: dict[str, Path]) -> pd.DataFrame:
+    """Epoch-by-epoch steps of kbmira --no-shuffle and of mlmm's mira in list order, and the
+    best tuning BLEU of shuffled runs (seeds 1-3), on one list and its BLEU statistics."""
+    from mlmm.nbest import read_nbest, read_references
+    from mlmm.rerank import nbest_stats
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        write_text_lists(root, args.sentences, args.kbest, args.features)
+        subprocess.run([str(next(iter(moses_builds.values())) / "extractor"), "--sctype", "BLEU",
+                        "--scfile", "scores.dat", "--ffile", "features.dat", "-r", "ref.txt",
+                        "-n", "list.nbest"], cwd=root, check=True, capture_output=True)  # fmt: skip
+        nbest = read_nbest(root / "list.nbest")
+        stats = nbest_stats(nbest.texts, read_references([root / "ref.txt"], nbest.ids))
+        ours = mira(nbest.features, stats, args.epochs, shuffle=False)
+        rows += [{"implementation": "mlmm mira", "order": "list order", **h} for h in ours.history]
+        for name, build in moses_builds.items():
+            rows += [{"implementation": name, "order": "list order", **h}
+                     for h in kbmira_epochs(build, root, args.epochs, None)]  # fmt: skip
+        for seed in (1, 2, 3):
+            best = mira(nbest.features, stats, args.epochs, seed=seed).best_bleu
+            rows.append({"implementation": "mlmm mira", "order": f"shuffled, seed {seed}",
+                         "best_bleu": best})  # fmt: skip
+            for name, build in moses_builds.items():
+                history = kbmira_epochs(build, root, args.epochs, seed)
+                rows.append({"implementation": name, "order": f"shuffled, seed {seed}",
+                             "best_bleu": max(h["bleu"] for h in history)})  # fmt: skip
+    return pd.DataFrame(rows).assign(
+        sentences=args.sentences, kbest=args.kbest, epochs=args.epochs, features=args.features)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sentences", type=int, default=100)
@@ -154,10 +211,24 @@ def main() -> None:
     parser.add_argument("--features", type=int, default=10)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--moses", type=Path, help="directory of Moses' extractor and kbmira")
+    parser.add_argument("--moses-fixed", type=Path,
+                        help="a Moses build with kbmira's de-duplication fixed (--agreement)")
+    parser.add_argument("--agreement", action="store_true",
+                        help="compare the steps with kbmira's instead of the time")
     parser.add_argument("--before", type=Path,
                         help="an older mlmm checkout (its src/ is imported) timed alongside")
     parser.add_argument("--out", type=Path, default=Path("results/benchmarks/mira.csv"))
     args = parser.parse_args()
+    if args.agreement:
+        builds = {"Moses kbmira": args.moses} | (
+            {"Moses kbmira, de-duplication fixed": args.moses_fixed} if args.moses_fixed else {})
+        if not all(b and (b / "kbmira").exists() for b in builds.values()):
+            parser.error("--agreement needs --moses DIR holding extractor and kbmira")
+        frame = agreement(args, builds)
+        out = args.out.with_name("mira_agreement.csv")
+        write_text(out, frame.to_csv(index=False))
+        print(frame.to_string(index=False))
+        return
     found = [shutil.which(b, path=str(args.moses) if args.moses else None)
              for b in ("extractor", "kbmira")]  # fmt: skip
     moses = all(found)

@@ -77,12 +77,39 @@ def test_mira_is_seeded_and_handles_single_and_duplicate_hypotheses():
     assert [h["bleu"] for h in a.history] == [h["bleu"] for h in b.history]
 
 
-def test_vectorised_mira_equals_per_hypothesis_loop():
+def _bench_mira():
     spec = importlib.util.spec_from_file_location(
         "bench_mira", Path(__file__).resolve().parents[1] / "benchmarks" / "mira.py"
     )
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
+    return bench
+
+
+def test_mira_in_list_order_is_kbmira_no_shuffle():
+    """shuffle=False visits the sentences in list order every epoch (kbmira --no-shuffle, what
+    benchmarks/mira.py --agreement compares step by step): the seed no longer matters, the
+    list's order does."""
+    bench = _bench_mira()
+    feats, stats = bench.synthetic_lists(12, 15, 4, seed=2)
+    one = mira(feats, stats, 4, seed=1, shuffle=False)
+    two = mira(feats, stats, 4, seed=2, shuffle=False)
+    np.testing.assert_array_equal(one.weights, two.weights)
+    assert one.history == two.history
+    backwards = mira(feats[::-1], stats[::-1], 4, shuffle=False)
+    assert backwards.history != one.history
+
+
+def test_kbmira_epoch_lines_are_read():
+    bench = _bench_mira()
+    line = "100/100 updates, avg loss = 9.57111, BLEU = 0.284503"
+    match = bench.KBMIRA_EPOCH.match(line)
+    assert (int(match[1]), float(match[2]), float(match[3])) == (100, 9.57111, 0.284503)
+    assert bench.KBMIRA_EPOCH.match("Initial BLEU = 0.253642") is None
+
+
+def test_vectorised_mira_equals_per_hypothesis_loop():
+    bench = _bench_mira()
     feats, stats = bench.synthetic_lists(12, 15, 4, seed=2)
     feats[0][3] = feats[0][1]  # a duplicate feature vector
     for epochs in (1, 4):

@@ -17,8 +17,6 @@ import shlex
 import sys
 import time
 
-from tqdm import tqdm
-
 # Seconds between two refreshes of a progress bar that is not on a terminal.
 FILE_INTERVAL = 30.0
 TERMINAL_INTERVAL = 0.1
@@ -97,12 +95,15 @@ def on_terminal() -> bool:
     return sys.stderr.isatty()
 
 
-def progress(iterable=None, **kwargs) -> tqdm:
+def progress(iterable=None, **kwargs):
     """tqdm on stderr, refreshed every 0.1 s on a terminal and every 30 s in a file.
 
     In a file each redraw is a line of its own (`LineWriter`), so a bar of N steps writes its
-    first and last state and one line per 30 s, whatever N is.
+    first and last state and one line per 30 s, whatever N is. tqdm is imported here, not by
+    every command's start-up (it costs 40 ms, a tenth of a short command).
     """
+    from tqdm import tqdm
+
     interval = TERMINAL_INTERVAL if on_terminal() else FILE_INTERVAL
     kwargs.setdefault("mininterval", interval)
     kwargs.setdefault("maxinterval", max(interval, 10.0))  # tqdm's monitor: no extra redraws

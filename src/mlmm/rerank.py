@@ -158,8 +158,13 @@ def mira(
     seed: int = 1,
     initial: np.ndarray | None = None,
     where: str | Path = "the n-best lists",
+    shuffle: bool = True,
 ) -> MiraResult:
     """Tune linear weights on n-best lists (features k_i x d, BLEU statistics k_i x 9 each).
+
+    ``shuffle=False`` visits the sentences in list order every epoch, as kbmira --no-shuffle:
+    the two then take the same steps (benchmarks/mira.py --agreement compares them epoch by
+    epoch; the pipeline shuffles, as kbmira does by default).
 
     Lists whose hypotheses all share one feature vector give MIRA nothing to separate; when
     every list is such (constant features), tuning would return its initial (zero) weights as
@@ -182,7 +187,7 @@ def mira(
     background = np.ones((N_STATS, 1))
     for epoch in range(1, iters + 1):
         n_updates, total_loss = 0, 0.0
-        for i in rng.permutation(len(lists)):
+        for i in rng.permutation(len(lists)) if shuffle else range(len(lists)):
             feats, stat = lists[i]
             score = feats @ w
             bleu = _background_bleu_columns(stat, background)
