@@ -424,6 +424,20 @@ def check_mechanisms_and_labels(workdir: Path) -> None:
         assert "Produced from real data" not in text, path.name
 
 
+def test_the_cli_defaults_are_the_miniature_sizes():
+    """`mlmm demo-paper-layouts OUT` writes what the miniature test runs on: its defaults are
+    write_paper_layouts's (the CLI keeps literals so that its parser imports no numpy)."""
+    import inspect
+
+    from mlmm.cli import build_parser
+    from mlmm.demo.paper_layouts import write_paper_layouts
+
+    args = build_parser().parse_args(["demo-paper-layouts", "out"])
+    for name, parameter in inspect.signature(write_paper_layouts).parameters.items():
+        if parameter.default is not inspect.Parameter.empty and hasattr(args, name):
+            assert getattr(args, name) == parameter.default, name
+
+
 def test_layouts_refuse_a_directory_with_files(tmp_path):
     from mlmm.demo.paper_layouts import write_paper_layouts
     from mlmm.errors import InputError
