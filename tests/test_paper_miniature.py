@@ -192,14 +192,18 @@ NOT_REACHED = {
     "+10 CPU-min of features); the miniature's 20 give 15 updates",
     "validation every 1132 updates": "Calixto's MLMME validates every 1132 of its 200 epochs: "
     "6 updates an epoch = >= 129 train images (>= 156 Multi30K-world images, +8 CPU-min); "
-    "the miniature's 20 give 200 updates",
+    "the miniature's 20 give 200 updates (at 260 images, 9 an epoch: calixto_mlmme_beta025 "
+    "and _beta05 validated at updates 1132 and 1800, measured 2026-11-26)",
     "selection by mean_rank between validation points": "Calixto's records are the only ones "
     "selecting by mean rank, and they validate once (at the end) without the two intervals "
-    "above",
+    "above; at 260 images the two MLMME runs measured validated twice but chose the last point "
+    "(still learning at epoch 200 of a constant lr: rsum 647 -> 724 and 700 -> 764)",
     "RCSLS rate halved on a rising loss (alignment.lr_schedule)": "AME's RCSLS updates every "
     "500 of 30 epochs: a second update (the first that can rise) needs >= 17 updates an epoch = "
     ">= 205 en + de train images (>= 246 Multi30K-world images, +14 CPU-min); the miniature's "
-    "AME runs take 60 updates, RCSLS at update 0 only",
+    "AME runs take 60 updates, RCSLS at update 0 only. At 260 images (510 updates) "
+    "ame_figure2's RCSLS loss at update 500 did not rise above update 0's in either direction "
+    "(alignment_lr 2.0 at steps 500 and 510): the second update can, but need not, rise",
     "NMT model chosen by a non-zero validation BLEU": "the protocol's unsmoothed BLEU needs a "
     "4-gram shared with the 5 validation references; the NMT learns from the 20 task1 "
     "training sentences, one update an epoch at batch 80, at most 10 epochs (its cap), and "
@@ -422,6 +426,20 @@ def check_mechanisms_and_labels(workdir: Path) -> None:
         text = path.read_text(encoding="utf-8")
         assert "GENERATED DATA in the real layouts" in text, path.name
         assert "Produced from real data" not in text, path.name
+
+
+def test_the_cli_defaults_are_the_miniature_sizes():
+    """`mlmm demo-paper-layouts OUT` writes what the miniature test runs on: its defaults are
+    write_paper_layouts's (the CLI keeps literals so that its parser imports no numpy)."""
+    import inspect
+
+    from mlmm.cli import build_parser
+    from mlmm.demo.paper_layouts import write_paper_layouts
+
+    args = build_parser().parse_args(["demo-paper-layouts", "out"])
+    for name, parameter in inspect.signature(write_paper_layouts).parameters.items():
+        if parameter.default is not inspect.Parameter.empty and hasattr(args, name):
+            assert getattr(args, name) == parameter.default, name
 
 
 def test_layouts_refuse_a_directory_with_files(tmp_path):

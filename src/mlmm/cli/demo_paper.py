@@ -29,9 +29,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     checked_option(p, "--seed", "demo_world.seed", type=int, default=1,
                    help="random seed (default: %(default)s)")
     checked_option(p, "--images", "demo_world.images", type=int, default=30,
-                   help="Multi30K-world images (min 30)")
+                   help="Multi30K-world images (min 30; default, the miniature's: %(default)s)")
     checked_option(p, "--coco-images", "$defs.cli_options.coco_demo_images", type=int,
-                   default=60, help="COCO-world images (min 60)")
+                   default=60,
+                   help="COCO-world images (min 60; default, the miniature's: %(default)s)")
     checked_option(p, "--ted-train", "$defs.cli_options.talks", type=int, default=30,
                    help="TED talks per language, train")
     checked_option(p, "--ted-test", "$defs.cli_options.talks", type=int, default=10,
