@@ -154,6 +154,19 @@ def stage_seconds(root: Path, epochs: int) -> dict[str, float]:
             "mira_epochs": time.perf_counter() - counted}  # fmt: skip
 
 
+def extractor_command(binary) -> list[str]:
+    """Moses' extractor: BLEU statistics and features files of list.nbest against ref.txt."""
+    return [str(binary), "--sctype", "BLEU", "--scfile", "scores.dat", "--ffile", "features.dat",
+            "-r", "ref.txt", "-n", "list.nbest"]  # fmt: skip
+
+
+def kbmira_command(binary, epochs: int, order: list[str]) -> list[str]:
+    """kbmira on extractor's files from zero weights (init.txt); ``order``: -r SEED or
+    --no-shuffle."""
+    return [str(binary), "--sctype", "BLEU", "--scfile", "scores.dat", "--ffile", "features.dat",
+            "--iters", str(epochs), "-d", "init.txt", "-o", "kb.txt", *order]  # fmt: skip
+
+
 KBMIRA_EPOCH = re.compile(r"^(\d+)/\d+ updates, avg loss = (\S+), BLEU = (\S+)$")
 
 
@@ -161,11 +174,8 @@ def kbmira_epochs(moses: Path, root: Path, epochs: int, seed: int | None) -> lis
     """kbmira's own per-epoch report (stderr) on the statistics and features in ``root``;
     ``seed`` None runs it with --no-shuffle."""
     order = ["--no-shuffle"] if seed is None else ["-r", str(seed)]
-    done = subprocess.run(
-        [str(moses / "kbmira"), "--sctype", "BLEU", "--scfile", "scores.dat", "--ffile",
-         "features.dat", "--iters", str(epochs), "-d", "init.txt", "-o", "kb.txt", *order],
-        cwd=root, check=True, capture_output=True, text=True,
-    )  # fmt: skip
+    done = subprocess.run(kbmira_command(moses / "kbmira", epochs, order), cwd=root,
+                          check=True, capture_output=True, text=True)  # fmt: skip
     rows = [KBMIRA_EPOCH.match(line.strip()) for line in done.stderr.splitlines()]
     return [{"epoch": e, "updates": int(m[1]), "avg_loss": float(m[2]), "bleu": 100 * float(m[3])}
             for e, m in enumerate((m for m in rows if m), start=1)]  # fmt: skip
@@ -181,9 +191,8 @@ def agreement(args, moses_builds: dict[str, Path]) -> pd.DataFrame:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         write_text_lists(root, args.sentences, args.kbest, args.features)
-        subprocess.run([str(next(iter(moses_builds.values())) / "extractor"), "--sctype", "BLEU",
-                        "--scfile", "scores.dat", "--ffile", "features.dat", "-r", "ref.txt",
-                        "-n", "list.nbest"], cwd=root, check=True, capture_output=True)  # fmt: skip
+        extractor = extractor_command(next(iter(moses_builds.values())) / "extractor")
+        subprocess.run(extractor, cwd=root, check=True, capture_output=True)
         nbest = read_nbest(root / "list.nbest")
         stats = nbest_stats(nbest.texts, read_references([root / "ref.txt"], nbest.ids))
         ours = mira(nbest.features, stats, args.epochs, shuffle=False)
@@ -234,10 +243,8 @@ def main() -> None:
     moses = all(found)
     mlmm = [sys.executable, "-m", "mlmm", "mira", "--nbest", "list.nbest", "--ref", "ref.txt",
             "--iters", str(args.epochs), "--out", "weights.txt", "--force"]  # fmt: skip
-    extractor = [found[0], "--sctype", "BLEU", "--scfile", "scores.dat", "--ffile",
-                 "features.dat", "-r", "ref.txt", "-n", "list.nbest"]  # fmt: skip
-    kbmira = [found[1], "--sctype", "BLEU", "--scfile", "scores.dat", "--ffile", "features.dat",
-              "--iters", str(args.epochs), "-r", "1", "-d", "init.txt", "-o", "kb.txt"]
+    extractor = extractor_command(found[0])
+    kbmira = kbmira_command(found[1], args.epochs, ["-r", "1"])
     times: dict[str, list[float]] = {"mlmm mira (command)": []}
     if args.before:
         times["mlmm mira (command), --before checkout"] = []
