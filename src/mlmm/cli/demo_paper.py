@@ -28,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     declare_output_dirs(p, "out")
     checked_option(p, "--seed", "demo_world.seed", type=int, default=1,
                    help="random seed (default: %(default)s)")
-    checked_option(p, "--images", "demo_world.images", type=int, default=30,
+    checked_option(p, "--images", "demo_world.images", type=int, default=260,
                    help="Multi30K-world images (min 30; default, the miniature's: %(default)s)")
     checked_option(p, "--coco-images", "$defs.cli_options.coco_demo_images", type=int,
                    default=60,

@@ -24,10 +24,11 @@ labels every table and figure made in OUT "generated data in the real layouts" (
 paper-query path of those tables runs.
 
 ``write_paper_layouts``'s default sizes are the miniature's (tests/test_paper_miniature.py):
-30 Multi30K-world and 60 COCO-world images, the fewest the worlds allow, because every image
-costs ResNet-152 ten-crop features (AME; 3 CPU-seconds an image at one thread) besides VGG-19
-(0.8 s) and ResNet-50 (0.2 s): what needs more images is listed, with its cost, in the test's
-NOT_REACHED.
+260 Multi30K-world images (216 train, 22 val, 22 test: Calixto's VSE and MLMME then validate
+at 100 and 1132 updates, and the test sets pass K = 10) and 60 COCO-world images, the fewest the
+COCO world allows, because every image costs ResNet-152 ten-crop features (AME; 3 CPU-seconds an
+image at one thread) besides VGG-19 (0.8 s) and ResNet-50 (0.2 s): what needs more images is
+listed, with its cost, in the test's NOT_REACHED.
 
 ``write_random_backbone_weights(torch_home)`` puts randomly initialised ResNet-50, VGG-19,
 ResNet-152 and AlexNet state dicts under torchvision's cache names, so that the paper's
@@ -81,7 +82,7 @@ MIC_CAPTIONS_PER_IMAGE = 5
 def write_paper_layouts(
     out: str | Path,
     seed: int = 1,
-    images: int = 30,
+    images: int = 260,
     coco_images: int = 60,
     ted_train: int = 30,
     ted_test: int = 10,
