@@ -15,7 +15,7 @@ COPY --chown=$MAMBA_USER:$MAMBA_USER envs/core.yaml envs/torch.yaml /tmp/envs/
 RUN micromamba install --yes --name base --file /tmp/envs/core.yaml --file /tmp/envs/torch.yaml \
     && micromamba clean --all --yes
 ARG MAMBA_DOCKERFILE_ACTIVATE=1
-COPY --chown=$MAMBA_USER:$MAMBA_USER pyproject.toml README.md LICENSE /opt/mlmm/
+COPY --chown=$MAMBA_USER:$MAMBA_USER pyproject.toml setup.py README.md LICENSE /opt/mlmm/
 COPY --chown=$MAMBA_USER:$MAMBA_USER src /opt/mlmm/src
 # without dependencies: those are the conda pins above (pip must not pull torch from PyPI)
 RUN python -m pip install --no-deps --no-build-isolation /opt/mlmm && mlmm --version

@@ -10,7 +10,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml constraints.txt
+$(VENV)/.installed: pyproject.toml setup.py src/mlmm/_mira_epoch.c constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -c constraints.txt -e '.[dev,meteor]'
 	touch $@

@@ -134,9 +134,19 @@ def write_text_lists(root: Path, sentences: int, kbest: int, features: int, seed
 
 
 def seconds(command: list[str], cwd: Path, env: dict | None = None) -> float:
+    """Wall time of one run. Python runs with its bytecode cache, as a user's would: without
+    it (PYTHONDONTWRITEBYTECODE, set in some sandboxes) every start recompiles mlmm's sources."""
+    env = {k: v for k, v in (env or os.environ).items() if k != "PYTHONDONTWRITEBYTECODE"}
     start = time.perf_counter()
     subprocess.run(command, cwd=cwd, check=True, capture_output=True, env=env)
     return time.perf_counter() - start
+
+
+def mira_epoch_loop() -> str:
+    """Which MIRA epoch loop mlmm runs here: "compiled" (mlmm/_mira_epoch.c) or "numpy"."""
+    from mlmm import rerank
+
+    return "numpy" if rerank._mira_epoch is None else "compiled"
 
 
 def stage_seconds(root: Path, epochs: int) -> dict[str, float]:
@@ -271,7 +281,7 @@ def main() -> None:
              "repeats": len(v)} for name, v in (times | stages).items()]  # fmt: skip
     frame = pd.DataFrame(rows).assign(
         sentences=args.sentences, kbest=args.kbest, epochs=args.epochs, features=args.features,
-        host=platform.node(),
+        host=platform.node(), epoch_loop=mira_epoch_loop(),
         moses="measured" if moses else "extractor/kbmira not found (--moses DIR); not timed",
     )  # fmt: skip
     if moses:

@@ -11,5 +11,5 @@ set -euo pipefail
 root="${MLMM_ROOT:?set by the Snakefile: the workflow source tree to install}"
 build="$(mktemp -d)"
 trap 'rm -rf "$build"' EXIT
-cp -R "$root/pyproject.toml" "$root/README.md" "$root/LICENSE" "$root/src" "$build/"
+cp -R "$root/pyproject.toml" "$root/setup.py" "$root/README.md" "$root/LICENSE" "$root/src" "$build/"
 python -m pip install --no-deps --no-build-isolation --no-cache-dir "$build"

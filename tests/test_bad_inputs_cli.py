@@ -17,7 +17,7 @@ import pytest
 from test_bad_inputs import one_line_error
 
 from mlmm.cli import build_parser
-from mlmm.schema import CHECKS, subschema, value_error
+from mlmm.schema import CHECKS, plainly_within, schema, subschema, value_error
 
 OPTION_CASES = {
     "mira --iters 0": (
@@ -125,6 +125,54 @@ def test_every_checked_default_satisfies_the_schema():
             if default is not None:
                 assert value_error(default, subschema(pointer)) is None, (name, option, default)
     assert checked >= 40
+
+
+def _edges(node: dict) -> list:
+    """Values at and around every bound of a range node, of every numeric kind."""
+    bounds = [node[k] for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+              if k in node]  # fmt: skip
+    near = [b + d for b in bounds for d in (-1, -0.5, -1e-9, 0, 1e-9, 0.5, 1)]
+    values = [0, 1, -1, 10**12, -(10**12), 0.5, 1e300, True, False, "1", None, *near]
+    return values + [int(v) for v in near] + [float(v) for v in near]
+
+
+def test_the_fast_range_check_never_passes_what_jsonschema_refuses():
+    """mlmm.schema.plainly_within decides plain ranges without jsonschema (kept off start-up):
+    for every checked option of every subcommand, at the edges of its range, a value it passes
+    is one jsonschema passes; and it decides most of the options' defaults."""
+    import jsonschema
+
+    parser = build_parser()
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    options = decided = 0
+    for name, sub in subparsers.choices.items():
+        for dest, (option, pointer) in (sub.get_default(CHECKS) or {}).items():
+            node = subschema(pointer)
+            rule = {k: v for k, v in node.items() if k not in ("default", "description")}
+            validator = jsonschema.validators.validator_for(schema())(
+                {**rule, "$defs": schema()["$defs"]})
+            for value in _edges(node):
+                if plainly_within(value, node):
+                    assert validator.is_valid(value), (name, option, value)
+            options += 1
+            decided += plainly_within(sub.get_default(dest), node)
+    assert options >= 80 and decided >= options // 2, (options, decided)
+
+
+def test_mira_starts_without_jsonschema(tmp_path):
+    """`mlmm mira` (options within plain ranges) never imports jsonschema: its import is a
+    sixth of the command's time on the benchmark list (docs/nmt.md)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom mlmm.cli import main\n"
+            "main(['mira', '--nbest', 'x.nbest', '--ref', 'x.ref'])\n")
+    probe = ("import runpy, sys\ntry:\n    runpy.run_path('run.py')\nexcept SystemExit:\n"
+             "    pass\nprint('jsonschema' in sys.modules)\n")
+    (tmp_path / "run.py").write_text(code, encoding="utf-8")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True,
+                          text=True, check=True)  # fmt: skip
+    assert done.stdout.strip().splitlines()[-1] == "False", done.stdout + done.stderr
 
 
 def test_a_checked_option_takes_the_range_of_its_config_key():

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import sacrebleu
 
+import mlmm.rerank as rerank_module
 from mlmm.cli import main
 from mlmm.errors import InputError
 from mlmm.nbest import NBestList, read_weights, write_nbest
@@ -106,6 +107,78 @@ def test_kbmira_epoch_lines_are_read():
     match = bench.KBMIRA_EPOCH.match(line)
     assert (int(match[1]), float(match[2]), float(match[3])) == (100, 9.57111, 0.284503)
     assert bench.KBMIRA_EPOCH.match("Initial BLEU = 0.253642") is None
+
+
+@pytest.mark.skipif(rerank_module._mira_epoch is None, reason="built without a C compiler")
+@pytest.mark.parametrize("shuffle", [True, False])
+def test_the_compiled_and_numpy_epoch_loops_take_the_same_steps(monkeypatch, shuffle):
+    """mlmm/_mira_epoch.c is _numpy_epoch step for step: the same updates every epoch, the same
+    best epoch, weights equal to rounding (C takes one log of the precisions' product), on
+    lists with a duplicate hypothesis and a one-hypothesis sentence."""
+    bench = _bench_mira()
+    feats, stats = bench.synthetic_lists(40, 30, 5, seed=3)
+    feats[0][3] = feats[0][1]
+    feats, stats = [*feats, feats[1][:1]], [*stats, stats[1][:1]]
+    compiled = mira(feats, stats, 25, seed=4, shuffle=shuffle)
+    monkeypatch.setattr(rerank_module, "_mira_epoch", None)
+    numpy = mira(feats, stats, 25, seed=4, shuffle=shuffle)
+    assert (compiled.epoch_loop, numpy.epoch_loop) == ("compiled", "numpy")
+    assert [h["updates"] for h in compiled.history] == [h["updates"] for h in numpy.history]
+    assert compiled.best_epoch == numpy.best_epoch
+    np.testing.assert_allclose(compiled.weights, numpy.weights, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose([h["avg_loss"] for h in compiled.history],
+                               [h["avg_loss"] for h in numpy.history], rtol=1e-9)  # fmt: skip
+
+
+def test_the_compiled_epoch_refuses_arrays_of_the_wrong_size():
+    if rerank_module._mira_epoch is None:
+        pytest.skip("built without a C compiler")
+    w, totals = np.zeros(3), np.zeros(3)
+    with pytest.raises(ValueError, match="background"):
+        rerank_module._mira_epoch.epoch(np.zeros((2, 4, 3)), np.ones((2, 4, 9)),
+                                        np.array([4, 4]), np.array([0, 1]), w, totals,
+                                        np.ones(8), 0.01, 0.999)  # fmt: skip
+    with pytest.raises(IndexError, match="sentence 2 of 2"):
+        rerank_module._mira_epoch.epoch(np.zeros((2, 4, 3)), np.ones((2, 4, 9)),
+                                        np.array([4, 4]), np.array([2]), w, totals,
+                                        np.ones(9), 0.01, 0.999)  # fmt: skip
+
+
+def _counted_stats(hypothesis: str, references: list[str]) -> list[int]:
+    """BLEU statistics counted the plain way, a Counter of n-grams per sentence (the code
+    sentence_stats replaced): matches clipped by the most any one reference holds."""
+    from collections import Counter
+
+    def grams(tokens, n):
+        return Counter(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
+
+    hyp, refs = hypothesis.split(), [r.split() for r in references]
+    row = []
+    for n in range(1, 5):
+        most = Counter()
+        for ref in refs:
+            most |= grams(ref, n)
+        row.append(sum(min(c, most[g]) for g, c in grams(hyp, n).items()))
+    row += [max(len(hyp) - n + 1, 0) for n in range(1, 5)]
+    return [*row, min((abs(len(r) - len(hyp)), len(r)) for r in refs)[1]]
+
+
+def test_sentence_statistics_equal_counting_each_hypothesis():
+    """Vectorised over the whole list (token ids, n-gram ids by rank) = a Counter per
+    hypothesis, on small vocabularies (many repeated and clipped n-grams), with empty
+    hypotheses and references and 1-3 references per sentence."""
+    from mlmm.rerank import sentence_stats
+
+    rng = np.random.default_rng(11)
+    words = ["a", "b", "c", "d", "e"]
+    hyps, refs = [], []
+    for _ in range(60):
+        sentence = lambda: " ".join(rng.choice(words, size=rng.integers(0, 12)))  # noqa: E731
+        hyps.append([sentence() for _ in range(rng.integers(1, 8))])
+        refs.append([sentence() for _ in range(rng.integers(1, 4))])
+    got = sentence_stats(hyps, refs)
+    for h, r, stats in zip(hyps, refs, got, strict=True):
+        assert stats.tolist() == [_counted_stats(x, r) for x in h]
 
 
 def test_vectorised_mira_equals_per_hypothesis_loop():

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 
 import numpy as np
@@ -117,25 +118,35 @@ def _parse_features(text: str, where: Path | str, line: int) -> dict[str, list[f
     return found
 
 
-def _label_positions(tokens: list[str]) -> tuple[dict[int, str], int]:
-    """Where a line's ``Name=`` labels stand, and its token count."""
-    return {i: t for i, t in enumerate(tokens) if t.endswith("=")}, len(tokens)
+class _LineLayout:
+    """Where the first line's ``Name=`` labels and values stand: a line laid out the same way
+    (as every line Moses writes) is read by position. This fast path is most of the time of
+    reading the lists MIRA tunes on."""
+
+    def __init__(self, tokens: list[str]) -> None:
+        labels = [i for i, t in enumerate(tokens) if t.endswith("=")]
+        self.width = len(tokens)
+        self.labels = _getter(labels)
+        self.expected = self.labels(tokens)
+        self.values = _getter([i for i in range(len(tokens)) if i not in set(labels)])
+
+    def values_of(self, tokens: list[str]) -> list[float] | None:
+        """The values of a line whose labels stand where the first line's do, in the first
+        line's order; None when they do not or a value is not a number, so that the full
+        parser reads the line and names what is wrong."""
+        if len(tokens) != self.width or self.labels(tokens) != self.expected:
+            return None
+        try:
+            return list(map(float, self.values(tokens)))
+        except ValueError:
+            return None
 
 
-def _same_labels(tokens: list[str], first: tuple[dict[int, str], int] | None):
-    """The values of a line whose labels stand where the first line's do (as in every line
-    Moses writes), in the first line's order; None when they do not or a value is not a
-    number, so that the full parser reads the line and names what is wrong. This fast path is
-    most of the time of reading the lists MIRA tunes on."""
-    if first is None or len(tokens) != first[1]:
-        return None
-    labels = first[0]
-    if any(tokens[i] != label for i, label in labels.items()):
-        return None
-    try:
-        return [float(t) for i, t in enumerate(tokens) if i not in labels]
-    except ValueError:
-        return None
+def _getter(positions: list[int]):
+    """``operator.itemgetter`` that returns a tuple for one position too."""
+    if len(positions) == 1:
+        return lambda items, i=positions[0]: (items[i],)
+    return itemgetter(*positions)
 
 
 def read_nbest(path: str | Path, source: str | Path | None = None) -> NBestList:
@@ -151,7 +162,7 @@ def read_nbest(path: str | Path, source: str | Path | None = None) -> NBestList:
     if Path(path).is_file():
         check_made_from(path, _made_from(source))
     layout: Layout | None = None
-    first_labels: tuple[dict[int, str], int] | None = None
+    first_layout: _LineLayout | None = None
     texts: list[list[str]] = []
     rows: list[list[list[float]]] = []
     scores: list[list[float]] = []
@@ -185,12 +196,12 @@ def read_nbest(path: str | Path, source: str | Path | None = None) -> NBestList:
                 line=number,
             )
         tokens = feats.split()
-        row = _same_labels(tokens, first_labels)
+        row = first_layout.values_of(tokens) if first_layout else None
         if row is None:  # the first line, or one laid out differently: parse it in full
             found = _parse_features(feats, path, number)
             if layout is None:
                 layout = [(n, len(v)) for n, v in found.items()]
-                first_labels = _label_positions(tokens)
+                first_layout = _LineLayout(tokens)
             shape = {n: len(v) for n, v in found.items()}
             if shape != dict(layout):
                 raise InputError(path, f"features {dict(layout)}", f"{shape}", line=number)

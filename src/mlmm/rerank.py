@@ -11,16 +11,20 @@ tuning lists is returned. Hypotheses with identical feature vectors are kept onc
 Sentence order is reshuffled every epoch with a seeded generator.
 
 BLEU sufficient statistics are precomputed once per hypothesis (clipped n-gram matches and
-totals for n = 1..4 and the closest reference length, like sacrebleu and Moses), so an epoch is
-a loop over sentences with only vectorised numpy work per sentence.
+totals for n = 1..4 and the closest reference length, like sacrebleu and Moses). An epoch is a
+sequential loop over sentences (each update moves what the next sentence sees): compiled in C
+(``mlmm._mira_epoch``, built by ``pip install`` where a C compiler is found), else the same loop
+in numpy (``_numpy_epoch``: the same steps to rounding, about 6x slower in process on the
+benchmark's 100 x 100-best lists; ``MiraResult.epoch_loop`` says which ran). We chose not to
+depend on numba for this one loop (a large dependency with its own LLVM, for 60 lines of C).
 """
 
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import chain
 from pathlib import Path
 
@@ -28,6 +32,11 @@ import numpy as np
 
 from mlmm.degenerate import nfc, not_empty
 from mlmm.errors import InputError
+
+try:
+    from mlmm import _mira_epoch
+except ImportError:  # built without a C compiler: the numpy loop runs (same steps)
+    _mira_epoch = None
 
 ORDER = 4
 # Column layout of a statistics row: matches for n=1..4, totals for n=1..4, reference length.
@@ -37,39 +46,80 @@ REFLEN = 2 * ORDER
 N_STATS = 2 * ORDER + 1
 
 
-def _ngrams(tokens: list[str]) -> Counter:
-    """Counts of every n-gram of orders 1..4 in one Counter (an n-gram is an n-tuple)."""
-    return Counter(chain.from_iterable(
-        zip(*(tokens[i:] for i in range(n)), strict=False) for n in range(1, ORDER + 1)))
+def sentence_stats(
+    hypotheses: Sequence[Sequence[str]], references: Sequence[Sequence[str]]
+) -> list[np.ndarray]:
+    """BLEU statistics (k_i x 9) of every whitespace-tokenised hypothesis of every sentence
+    against that sentence's references, all sentences at once: clipped n-gram matches (a
+    hypothesis's count of an n-gram, capped by the most times any one reference of its sentence
+    holds it), n-gram totals and the closest reference length (the shorter on ties), as
+    sacrebleu and Moses count them.
 
-
-def reference_counts(references: Sequence[str]) -> tuple[Counter, list[int]]:
-    """The most times each n-gram occurs in any one reference (the clip of a hypothesis's
-    count), and the references' lengths: computed once per sentence, shared by all of its
-    hypotheses."""
-    refs = [r.split() for r in references]
-    most: Counter = Counter()
-    for ref in refs:
-        most |= _ngrams(ref)
-    return most, [len(r) for r in refs]
-
-
-def _hypothesis_stats(hyp: list[str], most: Counter, ref_lengths: list[int]) -> list:
-    row = [0] * N_STATS
-    counts = _ngrams(hyp)
-    for gram in counts.keys() & most.keys():  # only n-grams the references hold can match
-        row[len(gram) - 1] += min(counts[gram], most[gram])
+    Every hypothesis and reference is laid end to end as token ids; an n-gram's id is the rank
+    of the pair (its (n-1)-gram's id, its last token), so ids stay below the token count at any
+    order, and counting is sorting integer keys (numpy) instead of a Counter per hypothesis."""
+    if len(hypotheses) != len(references):
+        raise ValueError(f"{len(hypotheses)} n-best lists, {len(references)} reference sets")
+    hyp_tokens = [h.split() for hyps in hypotheses for h in hyps]
+    ref_tokens = [r.split() for refs in references for r in refs]
+    per_hyp = np.array([len(h) for h in hypotheses], dtype=np.int64)
+    per_ref = np.array([len(r) for r in references], dtype=np.int64)
+    n_hyp = len(hyp_tokens)
+    sequences = hyp_tokens + ref_tokens
+    # the sentence each sequence belongs to, hypotheses first, then references
+    sentence = np.concatenate([np.repeat(np.arange(len(per_hyp)), per_hyp),
+                               np.repeat(np.arange(len(per_ref)), per_ref)])  # fmt: skip
+    lengths = np.fromiter(map(len, sequences), dtype=np.int64, count=len(sequences))
+    tokens = list(chain.from_iterable(sequences))
+    # a token's id: where it first occurs (unique per token, below the token count)
+    first: dict[str, int] = {}
+    ids = np.fromiter(map(first.setdefault, tokens, range(len(tokens))), dtype=np.int64,
+                      count=len(tokens))  # fmt: skip
+    owner = np.repeat(np.arange(len(sequences)), lengths)  # the sequence of each position
+    left = np.repeat(lengths, lengths) - (np.arange(len(ids)) - np.repeat(
+        np.cumsum(lengths) - lengths, lengths))  # tokens from each position to its sequence's end
+    stats = np.zeros((n_hyp, N_STATS))
+    hyp_lengths = lengths[:n_hyp]
+    gram = ids
     for n in range(1, ORDER + 1):
-        row[ORDER + n - 1] = max(len(hyp) - n + 1, 0)
-    # closest reference length, the shorter one on ties (sacrebleu and Moses' default)
-    row[REFLEN] = min((abs(r - len(hyp)), r) for r in ref_lengths)[1]
-    return row
+        if n > 1:  # the n-gram starting at each position: (its (n-1)-gram, its last token)
+            gram = np.unique(gram[:-1] * (len(ids) + 1) + ids[n - 1 :], return_inverse=True)[1]
+        valid = left[: len(gram)] >= n
+        grams = int(gram.max(initial=-1)) + 1
+        seq = owner[: len(gram)][valid]
+        keys, counts = np.unique(seq * grams + gram[valid], return_counts=True)
+        seq, which = np.divmod(keys, grams)
+        ref = seq >= n_hyp
+        # the most times one reference of the sentence holds each n-gram: the last count of
+        # each key once sorted by key, then count
+        ref_keys = sentence[seq[ref]] * grams + which[ref]
+        order = np.lexsort((counts[ref], ref_keys))
+        ref_keys, ref_counts = ref_keys[order], counts[ref][order]
+        last = np.append(ref_keys[1:] != ref_keys[:-1], True)[: len(ref_keys)]
+        ref_keys, most = ref_keys[last], ref_counts[last]
+        hyp = ~ref
+        hyp_keys = sentence[seq[hyp]] * grams + which[hyp]
+        at = np.searchsorted(ref_keys, hyp_keys)
+        held = at < len(ref_keys)
+        held[held] = ref_keys[at[held]] == hyp_keys[held]
+        clipped = np.zeros(len(hyp_keys))
+        clipped[held] = np.minimum(counts[hyp][held], most[at[held]])
+        stats[:, n - 1] = np.bincount(seq[hyp], weights=clipped, minlength=n_hyp)
+        stats[:, ORDER + n - 1] = np.maximum(hyp_lengths - n + 1, 0)
+    # the closest reference length, the shorter one on ties
+    ref_lengths = np.split(lengths[n_hyp:], np.cumsum(per_ref)[:-1])
+    for i, (start, rl) in enumerate(zip(np.cumsum(per_hyp) - per_hyp, ref_lengths, strict=True)):
+        hl = hyp_lengths[start : start + per_hyp[i]]
+        if len(rl) == 0:
+            raise ValueError(f"sentence {i} has no reference")
+        rl = np.sort(rl)
+        stats[start : start + per_hyp[i], REFLEN] = rl[np.abs(hl[:, None] - rl[None, :]).argmin(1)]
+    return np.split(stats, np.cumsum(per_hyp)[:-1])
 
 
 def bleu_stats(hypothesis: str, references: Sequence[str]) -> np.ndarray:
     """Sufficient statistics of one whitespace-tokenised hypothesis against its references."""
-    return np.array(_hypothesis_stats(hypothesis.split(), *reference_counts(references)),
-                    dtype=np.float64)
+    return sentence_stats([[hypothesis]], [list(references)])[0][0]
 
 
 def corpus_bleu(stats: np.ndarray) -> float:
@@ -113,6 +163,10 @@ class TuningSet:
     sizes: np.ndarray
     kept: list[np.ndarray] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        # the padded slots, masked out of every model-best search (each epoch's corpus BLEU)
+        self.padding = np.arange(self.features.shape[1])[None, :] >= self.sizes[:, None]
+
     @classmethod
     def build(cls, features: Sequence[np.ndarray], stats: Sequence[np.ndarray]) -> TuningSet:
         """Pad per-sentence lists after removing hypotheses with duplicate feature vectors."""
@@ -127,12 +181,19 @@ class TuningSet:
         for i, (f, s, keep) in enumerate(zip(features, stats, kept, strict=True)):
             feats[i, : len(keep)] = f[keep]
             stat[i, : len(keep)] = s[keep]
-        return cls(feats, stat, np.array([len(i) for i in kept]), kept)
+        return cls(feats, stat, np.array([len(i) for i in kept], dtype=np.int64), kept)
+
+    @cached_property
+    def lists(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per sentence, unpadded: contiguous features (k x d) and statistics as columns (9 x k),
+        the layout the numpy epoch loop reads fastest."""
+        return [(self.features[i, :k], np.ascontiguousarray(self.stats[i, :k].T))
+                for i, k in enumerate(self.sizes)]  # fmt: skip
 
     def model_best(self, weights: np.ndarray) -> np.ndarray:
         """Index (into the de-duplicated lists) of the highest-scoring hypothesis per sentence."""
         scores = self.features @ weights
-        scores[np.arange(scores.shape[1])[None, :] >= self.sizes[:, None]] = -np.inf
+        scores[self.padding] = -np.inf
         return scores.argmax(axis=1)
 
     def corpus_bleu(self, weights: np.ndarray) -> float:
@@ -147,6 +208,45 @@ class MiraResult:
     best_epoch: int
     initial_bleu: float
     history: list[dict] = field(default_factory=list)
+    epoch_loop: str = "compiled"  # or "numpy" (no C compiler at install time)
+
+
+def _numpy_epoch(
+    data: TuningSet, order: np.ndarray, w: np.ndarray, totals: np.ndarray,
+    background: np.ndarray, c: float, decay: float,
+) -> tuple[int, float]:
+    """One MIRA epoch over the sentences in ``order``; updates ``w``, ``totals`` (the running
+    sum of the weights after each update) and ``background`` in place; returns the number of
+    updates and their summed loss. The compiled loop (mlmm/_mira_epoch.c) takes these steps."""
+    updates, total_loss = 0, 0.0
+    column = background[:, None]  # a view: updated with background
+    for i in order:
+        feats, stat = data.lists[i]
+        score = feats @ w
+        bleu = _background_bleu_columns(stat, column)
+        hope = (score + bleu).argmax()
+        fear = (score - bleu).argmax()
+        if hope == fear or bleu[hope] <= bleu[fear]:
+            continue
+        diff = feats[hope] - feats[fear]
+        loss = bleu[hope] - bleu[fear] - diff @ w
+        if loss > 0:
+            w += min(c, loss / (diff @ diff)) * diff
+            totals += w
+            updates += 1
+            total_loss += loss
+        background *= decay
+        background += stat[:, hope]
+    return updates, total_loss
+
+
+def _compiled_epoch(
+    data: TuningSet, order: np.ndarray, w: np.ndarray, totals: np.ndarray,
+    background: np.ndarray, c: float, decay: float,
+) -> tuple[int, float]:
+    """``_numpy_epoch`` in C (mlmm/_mira_epoch.c), on the padded arrays as they are."""
+    return _mira_epoch.epoch(data.features, data.stats, data.sizes, order, w, totals,
+                             background, c, decay)  # fmt: skip
 
 
 def mira(
@@ -181,30 +281,14 @@ def mira(
     totals, updates = w.copy(), 0
     rng = np.random.default_rng(seed)
     result = MiraResult(w.copy(), -math.inf, 0, data.corpus_bleu(w))
-    # per sentence, once: contiguous features (k x d) and statistics as columns (9 x k)
-    lists = [(data.features[i, :k], np.ascontiguousarray(data.stats[i, :k].T))
-             for i, k in enumerate(data.sizes)]  # fmt: skip
-    background = np.ones((N_STATS, 1))
+    run_epoch = _compiled_epoch if _mira_epoch is not None else _numpy_epoch
+    result.epoch_loop = "compiled" if _mira_epoch is not None else "numpy"
+    background = np.ones(N_STATS)
+    in_order = np.arange(len(data.sizes), dtype=np.int64)
     for epoch in range(1, iters + 1):
-        n_updates, total_loss = 0, 0.0
-        for i in rng.permutation(len(lists)) if shuffle else range(len(lists)):
-            feats, stat = lists[i]
-            score = feats @ w
-            bleu = _background_bleu_columns(stat, background)
-            hope = (score + bleu).argmax()
-            fear = (score - bleu).argmax()
-            if hope == fear or bleu[hope] <= bleu[fear]:
-                continue
-            diff = feats[hope] - feats[fear]
-            loss = bleu[hope] - bleu[fear] - diff @ w
-            if loss > 0:
-                w = w + min(c, loss / (diff @ diff)) * diff
-                totals += w
-                updates += 1
-                n_updates += 1
-                total_loss += loss
-            background *= decay
-            background += stat[:, hope : hope + 1]
+        order = rng.permutation(in_order) if shuffle else in_order
+        n_updates, total_loss = run_epoch(data, order, w, totals, background, c, decay)
+        updates += n_updates
         averaged = totals / updates if updates else w.copy()
         bleu = data.corpus_bleu(averaged)
         result.history.append(
@@ -224,9 +308,4 @@ def rerank(features: Sequence[np.ndarray], weights: np.ndarray) -> np.ndarray:
 def nbest_stats(texts: Sequence[Sequence[str]], refs: Sequence[Sequence[str]]) -> list[np.ndarray]:
     """BLEU statistics of every hypothesis of every sentence (text compared in NFC: an NFD
     "é" would otherwise be another token than the reference's)."""
-    out = []
-    for hyps, r in zip(texts, refs, strict=True):
-        most, lengths = reference_counts(nfc(r))
-        rows = [_hypothesis_stats(h.split(), most, lengths) for h in nfc(hyps)]
-        out.append(np.array(rows, dtype=np.float64).reshape(len(hyps), N_STATS))
-    return out
+    return sentence_stats([nfc(hyps) for hyps in texts], [nfc(r) for r in refs])

@@ -300,7 +300,7 @@ def run_mira(args) -> None:
         writer.writerows(result.history)
         write_text(args.history, text.getvalue())
     print(f"initial BLEU {result.initial_bleu:.2f}; best tuning BLEU {result.best_bleu:.2f} "
-          f"at epoch {result.best_epoch}")
+          f"at epoch {result.best_epoch} ({result.epoch_loop} epoch loop)")
 
 
 def run_rerank(args) -> None:
