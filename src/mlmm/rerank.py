@@ -22,10 +22,11 @@ depend on numba for this one loop (a large dependency with its own LLVM, for 60 
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import chain
+from itertools import chain, count
 from pathlib import Path
 
 import numpy as np
@@ -60,22 +61,23 @@ def sentence_stats(
     order, and counting is sorting integer keys (numpy) instead of a Counter per hypothesis."""
     if len(hypotheses) != len(references):
         raise ValueError(f"{len(hypotheses)} n-best lists, {len(references)} reference sets")
-    hyp_tokens = [h.split() for hyps in hypotheses for h in hyps]
-    ref_tokens = [r.split() for refs in references for r in refs]
     per_hyp = np.array([len(h) for h in hypotheses], dtype=np.int64)
     per_ref = np.array([len(r) for r in references], dtype=np.int64)
-    n_hyp = len(hyp_tokens)
-    sequences = hyp_tokens + ref_tokens
+    n_hyp = int(per_hyp.sum())
     # the sentence each sequence belongs to, hypotheses first, then references
     sentence = np.concatenate([np.repeat(np.arange(len(per_hyp)), per_hyp),
                                np.repeat(np.arange(len(per_ref)), per_ref)])  # fmt: skip
-    lengths = np.fromiter(map(len, sequences), dtype=np.int64, count=len(sequences))
-    tokens = list(chain.from_iterable(sequences))
-    # a token's id: where it first occurs (unique per token, below the token count)
+    # a token's id: where it first occurs (unique per token, below the token count); one
+    # sequence split at a time, so that only the ids are held, not every token's string
     first: dict[str, int] = {}
-    ids = np.fromiter(map(first.setdefault, tokens, range(len(tokens))), dtype=np.int64,
-                      count=len(tokens))  # fmt: skip
-    owner = np.repeat(np.arange(len(sequences)), lengths)  # the sequence of each position
+    token_ids, sizes = array("q"), array("q")
+    for text in chain(chain.from_iterable(hypotheses), chain.from_iterable(references)):
+        tokens = text.split()
+        sizes.append(len(tokens))
+        token_ids.extend(map(first.setdefault, tokens, count(len(token_ids))))
+    ids = np.frombuffer(token_ids, dtype=np.int64) if token_ids else np.zeros(0, np.int64)
+    lengths = np.frombuffer(sizes, dtype=np.int64) if sizes else np.zeros(0, np.int64)
+    owner = np.repeat(np.arange(len(lengths)), lengths)  # the sequence of each position
     left = np.repeat(lengths, lengths) - (np.arange(len(ids)) - np.repeat(
         np.cumsum(lengths) - lengths, lengths))  # tokens from each position to its sequence's end
     stats = np.zeros((n_hyp, N_STATS))
