@@ -14,7 +14,7 @@ BLEU sufficient statistics are precomputed once per hypothesis (clipped n-gram m
 totals for n = 1..4 and the closest reference length, like sacrebleu and Moses). An epoch is a
 sequential loop over sentences (each update moves what the next sentence sees): compiled in C
 (``mlmm._mira_epoch``, built by ``pip install`` where a C compiler is found), else the same loop
-in numpy (``_numpy_epoch``: the same steps to rounding, about 6x slower in process on the
+in numpy (``_numpy_epoch``: the same steps to rounding, about 7x slower in process on the
 benchmark's 100 x 100-best lists; ``MiraResult.epoch_loop`` says which ran). We chose not to
 depend on numba for this one loop (a large dependency with its own LLVM, for 60 lines of C).
 """
