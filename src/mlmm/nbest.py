@@ -128,7 +128,7 @@ class _LineLayout:
         self.width = len(tokens)
         self.labels = _getter(labels)
         self.expected = self.labels(tokens)
-        self.values = _getter([i for i in range(len(tokens)) if i not in set(labels)])
+        self.values = _getter(sorted(set(range(len(tokens))) - set(labels)))
 
     def values_of(self, tokens: list[str]) -> list[float] | None:
         """The values of a line whose labels stand where the first line's do, in the first

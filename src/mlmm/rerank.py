@@ -78,8 +78,8 @@ def sentence_stats(
     ids = np.frombuffer(token_ids, dtype=np.int64) if token_ids else np.zeros(0, np.int64)
     lengths = np.frombuffer(sizes, dtype=np.int64) if sizes else np.zeros(0, np.int64)
     owner = np.repeat(np.arange(len(lengths)), lengths)  # the sequence of each position
-    left = np.repeat(lengths, lengths) - (np.arange(len(ids)) - np.repeat(
-        np.cumsum(lengths) - lengths, lengths))  # tokens from each position to its sequence's end
+    # tokens from each position to its sequence's end
+    left = np.repeat(np.cumsum(lengths), lengths) - np.arange(len(ids))
     stats = np.zeros((n_hyp, N_STATS))
     hyp_lengths = lengths[:n_hyp]
     gram = ids
