@@ -63,6 +63,20 @@ def test_split_sizes_scale_and_reject_small() -> None:
         split_sizes(59)
 
 
+def test_a_test_heavy_world_keeps_the_other_splits_proportions() -> None:
+    """The paper miniature's COCO world: a test split of its own size (folds and MIC past the
+    largest K), the rest split as a 60-image world's non-test images."""
+    default = split_sizes(60)
+    heavy = split_sizes(180, test=130)
+    assert heavy == {"test": 130, "val": 4, "restval": 6, "train": 40, "mic": 52}
+    assert {k: heavy[k] for k in ("val", "restval", "train")} == {
+        k: default[k] for k in ("val", "restval", "train")
+    }
+    for test in (0, 12, 135):  # no folds, not 5 folds, too few images left
+        with pytest.raises(InputError, match="--coco-test-images.*multiple of 5"):
+            split_sizes(180, test=test)
+
+
 def test_karpathy_schema_and_splits(world: Path, karpathy: list[dict]) -> None:
     sizes = split_sizes(N)
     assert [im["imgid"] for im in karpathy] == list(range(N))

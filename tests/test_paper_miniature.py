@@ -133,8 +133,10 @@ def test_the_miniature_keeps_every_protocol_count():
 
 
 def test_the_miniature_keeps_attention_twice_hidden():
-    """Nematus's gru_cond_layer: the attention layer is 2 x hidden (pinned for the paper)."""
-    model = yaml.safe_load(MINIATURE.read_text(encoding="utf-8"))["nmt"]["model"]
+    """Nematus's gru_cond_layer: the attention layer is 2 x hidden (pinned for the paper), in
+    whatever NMT sizes the miniature runs (today the paper's own: it sets none)."""
+    override = yaml.safe_load(MINIATURE.read_text(encoding="utf-8")).get("nmt", {})
+    model = {**paper_config()["nmt"]["model"], **override.get("model", {})}
     assert model["attention"] == 2 * model["hidden"]
 
 
@@ -192,28 +194,20 @@ NOT_REACHED = {
     "1132 and 1800 but choose the last point (still learning at epoch 200 of a constant lr: "
     "rsum 647 -> 724 and 700 -> 764, measured 2026-11-26); larger MLMME dimensions (a size) "
     "did not change that (64/128/256: rsum 858 -> 916; 128/256/512: 831 -> 853, at 148 s and "
-    "341 s of training against ~40 s)",
-    "RCSLS rate halved on a rising loss (alignment.lr_schedule)": "AME's RCSLS updates every "
-    "500 updates: the second update is the first whose loss can rise. At the miniature's 260 "
-    "Multi30K-world images ame_figure2 takes 510 updates and runs that second update, but its "
-    "loss at update 500 did not rise above update 0's in either direction (alignment_lr 2.0 "
-    "at steps 500 and 510, measured 2026-11-26): it can, but need not, rise; the COCO runs "
-    "(60 COCO-world images) update at step 0 only",
-    "NMT model chosen by a non-zero validation BLEU": "the protocol's unsmoothed BLEU needs a "
-    "4-gram shared with the validation references; the NMT learns from the 20 task1 "
-    "training sentences, one update an epoch at batch 80: validation BLEU 0.0 at epochs 1-6 "
-    "(train NLL 4.25 -> 4.05) and the protocol's patience 5 stops it at epoch 6, so its cap of "
-    "10 does not bind and raising it changes nothing (measured 2026-11-26); the default demo "
-    "world's 1000 training sentences (13 updates an epoch) give 10.0 after one epoch: about "
-    "1,200 Multi30K-world images, about +80 CPU-min of features at 4 CPU-s an image, are "
-    "what it would take",
-    "MIC test set larger than K = 50 (pivot R@50)": "MIC is 40 % of the COCO world's test "
-    "images: > 50 needs >= 780 COCO-world images (+36 CPU-min of ResNet-152 ten-crop "
-    "features); the miniature's MIC holds 4",
-    "COCO test folds larger than K = 10": "AME Tables 3-4 score 5 folds of the test images: "
-    "folds of > 10 images need >= 330 COCO-world images; the miniature's folds hold 2. At 330 "
-    "it fired (2026-11-26), but the COCO ResNet-152 ten-crop features alone took 15.4 CPU-min "
-    "and `make test` would have run about 85 of CI's 90 minutes",
+    "341 s of training against ~40 s); nor did 600 epochs instead of 200 (a diagnostic, not "
+    "the protocol: 5400 updates, rsum 720, 742, 824, 851, 844 at its five validation points, "
+    "and mean rank still chose the last, measured 2026-11-28): the generated captions leave "
+    "nothing to overfit at these sizes",
+    "RCSLS rate halved on a rising loss (alignment.lr_schedule)": "AME's RCSLS updates its "
+    "mappings every 500 updates, and the loss first rises only near its optimum: on the "
+    "miniature's en-de lexicon (109 pairs) with the word rows held, at the protocol's rate 2, "
+    "it descends for 54 RCSLS updates (0.280 -> 0.155) and first rises at the 55th (the 53rd "
+    "with 32-d vectors, the 90th with 48-d; en-ja at rate 5 descends 100 updates: measured "
+    "2026-11-28). The miniature's AME runs take 510 updates (two RCSLS updates; 80 for COCO, "
+    "one); ame_figure2 at batch 32 instead of 128 (2040 updates, five RCSLS updates, a "
+    "diagnostic, not the protocol) did not rise either. A rise needs about 27,000 updates in "
+    "a run's 30 epochs, about 11,500 Multi30K training images (the real data's 29,000 give "
+    "about 68,000)",
 }
 LARGEST_K = {"multi30k": 10, "coco": 10, "mic": 50}
 
@@ -301,6 +295,13 @@ def mechanisms(workdir: Path) -> dict[str, str | None]:
     nmt = pd.read_csv(results / "nmt" / "history.csv")
     out["NMT model chosen by a non-zero validation BLEU"] = (
         None if nmt["val_bleu"].max() > 0 else f"validation BLEU {nmt['val_bleu'].tolist()}"
+    )
+    nmt_metrics = json.loads((results / "nmt" / "metrics.json").read_text(encoding="utf-8"))
+    cap = nmt_metrics["provenance"]["config"]["max_epochs"]
+    out["NMT best epoch before the last, stopped by patience (nmt.train.patience)"] = (
+        None
+        if nmt_metrics["epochs"] < cap and nmt_metrics["best_epoch"] < nmt_metrics["epochs"]
+        else f"best epoch {nmt_metrics['best_epoch']} of {nmt_metrics['epochs']} (cap {cap})"
     )
     small = []
     for r in runs:

@@ -144,6 +144,35 @@ def test_the_compiled_epoch_refuses_arrays_of_the_wrong_size():
                                         np.ones(9), 0.01, 0.999)  # fmt: skip
 
 
+def test_a_build_from_another_source_is_refused(tmp_path):
+    """An editable install keeps its build after the .c changes (a git pull): mira then runs
+    the numpy loop, with a warning saying how to rebuild, rather than an older compiled loop."""
+    import hashlib
+    import types
+
+    source = tmp_path / "_mira_epoch.c"
+    source.write_text("/* one version */\n", encoding="utf-8")
+    built = types.ModuleType("built")
+    built.SOURCE_SHA256 = hashlib.sha256(source.read_bytes()).hexdigest()
+    assert rerank_module.current_build(built, source) is built
+    assert rerank_module.current_build(built, tmp_path / "absent.c") is built  # a wheel
+    source.write_text("/* another version */\n", encoding="utf-8")
+    older = types.ModuleType("older")
+    older.SOURCE_SHA256 = built.SOURCE_SHA256
+    with pytest.warns(UserWarning, match="older _mira_epoch.c.*make setup"):
+        assert rerank_module.current_build(older, source) is None
+    with pytest.warns(UserWarning, match="numpy epoch loop"):
+        assert rerank_module.current_build(types.ModuleType("unstamped"), source) is None
+    assert rerank_module.current_build(None, source) is None
+
+
+@pytest.mark.skipif(rerank_module._mira_epoch is None, reason="built without a C compiler")
+def test_the_installed_build_is_of_the_source_beside_it():
+    """setup.py stamps the build with its source's sha256: this checkout's build is current
+    (a stale one fails here, and mira would run the numpy loop)."""
+    assert rerank_module.current_build(rerank_module._mira_epoch, rerank_module.MIRA_SOURCE)
+
+
 def _counted_stats(hypothesis: str, references: list[str]) -> list[int]:
     """BLEU statistics counted the plain way, a Counter of n-grams per sentence (the code
     sentence_stats replaced): matches clipped by the most any one reference holds."""

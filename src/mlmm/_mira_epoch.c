@@ -13,9 +13,16 @@
  *   w, totals  float64 (d): weights and their running sum over updates, updated in place
  *   background float64 (9): the decaying pseudo-document's statistics, updated in place
  * Arrays come through the buffer protocol (numpy needs no headers here); shapes are checked.
+ *
+ * SOURCE_SHA256: the sha256 of this file as setup.py compiled it, so that mlmm.rerank can tell
+ * an editable install's stale build (the source changed since) and run the numpy loop instead.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+
+#ifndef MLMM_SOURCE_SHA256
+#define MLMM_SOURCE_SHA256 "unknown"
+#endif
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -138,4 +145,11 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_mira_epoch", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit__mira_epoch(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__mira_epoch(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddStringConstant(m, "SOURCE_SHA256", MLMM_SOURCE_SHA256) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

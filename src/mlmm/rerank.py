@@ -21,11 +21,13 @@ depend on numba for this one loop (a large dependency with its own LLVM, for 60 
 
 from __future__ import annotations
 
+import hashlib
 import math
+import warnings
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from itertools import chain, count
 from pathlib import Path
 
@@ -39,6 +41,8 @@ try:
 except ImportError:  # built without a C compiler: the numpy loop runs (same steps)
     _mira_epoch = None
 
+# The compiled loop's source, which its build must match (current_build)
+MIRA_SOURCE = Path(__file__).with_name("_mira_epoch.c")
 ORDER = 4
 # Column layout of a statistics row: matches for n=1..4, totals for n=1..4, reference length.
 MATCH = slice(0, ORDER)
@@ -242,6 +246,26 @@ def _numpy_epoch(
     return updates, total_loss
 
 
+@cache
+def current_build(module, source: Path):
+    """``module`` (the compiled loop) unless the source beside it differs from what it was
+    built from: an editable install keeps an old build after a ``git pull`` until it is
+    reinstalled, and its steps could then differ from ``_numpy_epoch``'s. A stale build is
+    refused with a warning (the numpy loop runs); without the source (a wheel) the build is
+    its own."""
+    if module is None or not source.is_file():
+        return module
+    if getattr(module, "SOURCE_SHA256", None) == hashlib.sha256(source.read_bytes()).hexdigest():
+        return module
+    warnings.warn(
+        f"{module.__name__} was built from an older {source.name}: running the numpy epoch "
+        "loop (the same steps, slower); reinstall to rebuild it (make setup, or pip install "
+        "-e .)",
+        stacklevel=2,
+    )
+    return None
+
+
 def _compiled_epoch(
     data: TuningSet, order: np.ndarray, w: np.ndarray, totals: np.ndarray,
     background: np.ndarray, c: float, decay: float,
@@ -283,8 +307,9 @@ def mira(
     totals, updates = w.copy(), 0
     rng = np.random.default_rng(seed)
     result = MiraResult(w.copy(), -math.inf, 0, data.corpus_bleu(w))
-    run_epoch = _compiled_epoch if _mira_epoch is not None else _numpy_epoch
-    result.epoch_loop = "compiled" if _mira_epoch is not None else "numpy"
+    compiled = current_build(_mira_epoch, MIRA_SOURCE) is not None
+    run_epoch = _compiled_epoch if compiled else _numpy_epoch
+    result.epoch_loop = "compiled" if compiled else "numpy"
     background = np.ones(N_STATS)
     in_order = np.arange(len(data.sizes), dtype=np.int64)
     for epoch in range(1, iters + 1):

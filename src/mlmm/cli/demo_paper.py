@@ -31,8 +31,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     checked_option(p, "--images", "demo_world.images", type=int, default=260,
                    help="Multi30K-world images (min 30; default, the miniature's: %(default)s)")
     checked_option(p, "--coco-images", "$defs.cli_options.coco_demo_images", type=int,
-                   default=60,
+                   default=180,
                    help="COCO-world images (min 60; default, the miniature's: %(default)s)")
+    checked_option(p, "--coco-test-images", "$defs.cli_options.coco_test_images", type=int,
+                   default=130,
+                   help="of which test images, a multiple of the 5 folds (default, the "
+                   "miniature's: %(default)s; the others split as in mlmm demo-coco)")
     checked_option(p, "--ted-train", "$defs.cli_options.talks", type=int, default=30,
                    help="TED talks per language, train")
     checked_option(p, "--ted-test", "$defs.cli_options.talks", type=int, default=10,
@@ -58,6 +62,7 @@ def run(args: argparse.Namespace) -> None:
         seed=args.seed,
         images=args.images,
         coco_images=args.coco_images,
+        coco_test_images=args.coco_test_images,
         ted_train=args.ted_train,
         ted_test=args.ted_test,
         vector_dim=args.vector_dim,

@@ -37,6 +37,8 @@ from mlmm.ted import PIVOT, TOPICS
 from mlmm.ted.demo import make_pair_dirs, write_everywhere
 
 MIN_IMAGES = 60
+# A test-heavy world (split_sizes' test) keeps at least the smallest world's other images
+MIN_OTHER_IMAGES = MIN_IMAGES - 5 * (MIN_IMAGES // 30)
 CAPTIONS = 5
 EXTRA_CAPTIONS = {5: 0.96, 6: 0.03, 7: 0.01}  # English captions per image, as COCO's few extras
 MIC_FRACTION = 0.4  # of the test images (100 of the default 250)
@@ -49,13 +51,29 @@ MAX_SENTID = 829717
 _SCENE, _EN, _JA, _SPLIT, _MIC, _TED_TALK, _TED_PAIR = range(10, 17)
 
 
-def split_sizes(images: int) -> dict[str, int]:
+def split_sizes(images: int, test: int | None = None) -> dict[str, int]:
     """Karpathy-like splits scaled from 1500 images: test 250 (5 folds of 50), val 100,
-    restval 150, train the rest; ``mic`` (a subset of test) 100."""
+    restval 150, train the rest; ``mic`` (a subset of test) 100.
+
+    ``test``: the test split's size instead of a sixth (a multiple of the 5 folds), the other
+    splits sharing the rest as above (val 8 %, restval 12 %, train 80 %): the paper miniature's
+    test-heavy world, whose folds and MIC set pass the largest K scored at little feature cost."""
     if images < MIN_IMAGES:
         raise InputError("--images", f"at least {MIN_IMAGES} images", str(images))
-    test = 5 * (images // 30)
-    val, restval = round(images / 15), round(images / 10)
+    if test is None:
+        test = 5 * (images // 30)
+        val, restval = round(images / 15), round(images / 10)
+    else:
+        rest = images - test
+        if test < 5 or test % 5 or rest < MIN_OTHER_IMAGES:
+            raise InputError(
+                "--coco-test-images",
+                f"a multiple of 5 (the folds) leaving at least {MIN_OTHER_IMAGES} of the "
+                f"{images} images to the other splits",
+                str(test),
+            )
+        # 1/15 and 1/10 of a default world are 8 % and 12 % of its 5/6 that are not test
+        val, restval = round(rest * 0.08), round(rest * 0.12)
     sizes = {"test": test, "val": val, "restval": restval, "train": images - test - val - restval}
     return {**sizes, "mic": round(MIC_FRACTION * test)}
 
@@ -71,12 +89,14 @@ def generate_coco_world(
     ted_train: int = 150,
     ted_test: int = 30,
     force: bool = False,
+    test_images: int | None = None,
 ) -> None:
     """Generate the COCO demo world under ``out`` (replacing an earlier one there).
 
-    ``ted_train``/``ted_test``: talks per language pair in the TED train and test splits.
+    ``ted_train``/``ted_test``: talks per language pair in the TED train and test splits;
+    ``test_images``: the test split's size (``split_sizes``' ``test``).
     """
-    split_sizes(images)  # validates
+    split_sizes(images, test_images)  # validates
     if seed < 0:
         raise InputError("--seed", "a non-negative integer", str(seed))
     for name, value in (("--ted-train", ted_train), ("--ted-test", ted_test)):
@@ -86,13 +106,15 @@ def generate_coco_world(
         out,
         "earlier COCO demo world",
         MARKER,
-        lambda tmp: _write_coco(tmp, seed, images, ted_train, ted_test),
+        lambda tmp: _write_coco(tmp, seed, images, ted_train, ted_test, test_images),
         force,
     )
 
 
-def _write_coco(root: Path, seed: int, images: int, ted_train: int, ted_test: int) -> None:
-    sizes = split_sizes(images)
+def _write_coco(
+    root: Path, seed: int, images: int, ted_train: int, ted_test: int, test_images: int | None
+) -> None:
+    sizes = split_sizes(images, test_images)
     rng = np.random.default_rng([seed, _SPLIT])
     cocoids = (rng.choice(MAX_COCOID, size=images, replace=False) + 1).tolist()
     held_out = ["test"] * sizes["test"] + ["val"] * sizes["val"] + ["restval"] * sizes["restval"]
