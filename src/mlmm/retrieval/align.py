@@ -243,8 +243,9 @@ def rotate_onto_english(
     where: str,
     rotation: dict | None = None,
 ) -> dict[str, np.ndarray]:
-    """``vectors`` mapped onto ``english`` on the training en-<lang> pairs: Procrustes, as
-    fastText's aligned vectors are made; or with ``rotation.method: rcsls`` fastText's RCSLS
+    """``vectors`` mapped onto ``english`` on the training en-<lang> pairs: Procrustes (the demo
+    worlds' vectors; fastText made its published aligned vectors with RCSLS, its
+    aligned-vectors page); or with ``rotation.method: rcsls`` fastText's RCSLS
     (``alignment/align.py``) on l2-normalised rows, every loaded word a negative, the mapped
     rows l2-normalised (AME Section 4.1: Japanese "aligned ... with the same hyper-parameters
     used for MS-COCO"). ``rotation.sections`` null: the pairs of ``train_fraction`` of the
