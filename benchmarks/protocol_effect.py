@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> None:
                     for direction in ("i2t", "t2i"):
                         key = (variant, lang, direction, reading)
                         scores.setdefault(key, []).append(directions[direction][args.metric])
-            print(variant, "done", flush=True)
+            print(variant, reading, f"{args.seeds} seeds done", flush=True)
     rng = np.random.default_rng(0)
     rows = []
     for (variant, lang, direction, reading), values in scores.items():
