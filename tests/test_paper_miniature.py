@@ -197,7 +197,8 @@ NOT_REACHED = {
     "341 s of training against ~40 s); nor did 600 epochs instead of 200 (a diagnostic, not "
     "the protocol: 5400 updates, rsum 720, 742, 824, 851, 844 at its five validation points, "
     "and mean rank still chose the last, measured 2026-11-28): the generated captions leave "
-    "nothing to overfit at these sizes",
+    "nothing to overfit at these sizes. Through the trainer, off the paper DAG: "
+    "test_selection_by_mean_rank_keeps_the_lowest_sum_of_mean_ranks_in_training",
     "RCSLS rate halved on a rising loss (alignment.lr_schedule)": "AME's RCSLS updates its "
     "mappings every 500 updates, and the loss first rises only near its optimum: on the "
     "miniature's en-de lexicon (109 pairs) with the word rows held, at the protocol's rate 2, it "
@@ -209,7 +210,8 @@ NOT_REACHED = {
     "one); ame_figure2 at batch 32 instead of 128 (2040 updates, five RCSLS updates, a "
     "diagnostic, not the protocol) did not rise either. A rise needs about 27,000 updates in a "
     "run's 30 epochs, about 11,500 Multi30K training images (the real data's 29,000 give about "
-    "68,000)",
+    "68,000). Through the trainer, off the paper DAG (RCSLS every update): "
+    "test_the_papers_rcsls_rate_halves_on_a_rising_loss_in_training",
 }
 LARGEST_K = {"multi30k": 10, "coco": 10, "mic": 50}
 

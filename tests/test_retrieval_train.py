@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from paper_config import paper_variant
 
 from mlmm.errors import InputError
 from mlmm.retrieval import align
@@ -221,6 +222,64 @@ def test_aligned_embeddings_log_alignment(world, tmp_path, embeddings):
     assert all(row["alignment"] is not None for row in metrics["history"])
     if embeddings == "fme":  # frozen vectors: the ratio cannot move
         assert len({row["alignment"] for row in metrics["history"]}) == 1
+
+
+@pytest.mark.parametrize("halving", ["integer", "float"])
+def test_the_papers_rcsls_rate_halves_on_a_rising_loss_in_training(world, tmp_path, halving):
+    """AME's RCSLS schedule (config/paper.yaml's ame_ame_sym alignment: rate 2, halved when the
+    loss rises, as an int or exactly) through the trainer, its record the history's
+    ``alignment_lr``. The paper miniature cannot reach a rise at T = 500 (its NOT_REACHED);
+    here RCSLS runs every update (``every: 1``) on the toy world's one en-de dictionary."""
+    alignment = {
+        **paper_variant("ame_ame_sym")["alignment"],
+        "every": 1, "sections": None, "train_fraction": 0.5, "mappings": "one",
+        "lr_halving": halving,
+    }  # fmt: skip
+    variant = {
+        "train_data": [{"portion": "comparable", "languages": ["en", "de"]}],
+        "batching": "joint",
+        "word_embeddings": "ame",
+        "embed_dim": 8,
+        "epochs": 6,
+        "alignment": alignment,
+    }
+    record = resolve_variant(section(v=variant), "v")
+    metrics = train_variant(record, 1, world, tmp_path, progress=False, threads=1)
+    rates = [row["alignment_lr"] for row in metrics["history"]]
+    assert rates[0] == 2.0 and rates == sorted(rates, reverse=True), rates  # halved, never raised
+    if halving == "integer":  # Python 2.7's int rate: 2 -> 1 -> 0, the mapping then frozen
+        assert set(rates) == {2.0, 1.0, 0.0}, rates
+    else:
+        assert 0 < rates[-1] < 1 and all(math.log2(2.0 / r).is_integer() for r in rates), rates
+
+
+def test_selection_by_mean_rank_keeps_the_lowest_sum_of_mean_ranks_in_training(world, tmp_path):
+    """Calixto's criterion (config/paper.yaml's MLMME select_by) through the trainer: the run
+    keeps the validation point with the lowest sum of mean ranks over en and de, here neither
+    the last point nor the one the recall sum would keep, and its saved model scores what that
+    point scored. The paper miniature's MLMME runs choose their last point (its NOT_REACHED)."""
+    assert paper_variant("calixto_mlmme_beta1")["select_by"] == "mean_rank"
+    variant = {
+        "train_data": [{"portion": "comparable", "languages": ["en", "de"]}],
+        "encoder": "per-language",
+        "batching": "joint",
+        "loss": "sum",
+        "select_by": "mean_rank",
+        "select_language": ["en", "de"],
+        "optimizer": {"lr": 0.02},
+        "epochs": 4,
+        "early_stopping": {"every": 5, "patience": None},
+        "test": {"split": "val"},  # the validation images: the selected point's ranks again
+    }
+    record = resolve_variant(section(c=variant), "c")
+    metrics = train_variant(record, 1, world, tmp_path, progress=False, threads=1)
+    history = metrics["history"]
+    by_mean_rank = min(history, key=lambda row: (row["mean_rank"], -row["rsum"]))
+    by_rsum = max(history, key=lambda row: row["rsum"])
+    assert metrics["best_step"] == by_mean_rank["step"] < history[-1]["step"]
+    assert by_rsum["step"] != by_mean_rank["step"]
+    scored = sum(metrics["test"][lang][d]["meanr"] for lang in ("en", "de") for d in ("i2t", "t2i"))
+    assert scored == pytest.approx(by_mean_rank["mean_rank"])
 
 
 def test_calixto_joint_beta(world, tmp_path):

@@ -54,7 +54,7 @@ __all__ = ["Paths", "Run", "sts_tokens", "train_variant"]
 log = logging.getLogger(__name__)
 
 HISTORY_FIELDS = (
-    ["step", "epoch", "loss", "lr", "rsum"]
+    ["step", "epoch", "loss", "lr", "rsum", "mean_rank"]
     + [f"{m}_{d}" for d in ("i2t", "t2i") for m in ("R@1", "R@5", "R@10", "medr")]
     + ["alignment", "alignment_lr", "seconds"]
 )
@@ -343,7 +343,8 @@ class Run:
         """One validation point: history row, model selection; True = patience exhausted.
 
         The history's recall columns are those of the first selecting language; ``rsum`` is
-        the recall sum over every selecting language."""
+        the recall sum over every selecting language, ``mean_rank`` the sum of its mean ranks
+        (both directions), the criteria of ``select_by: rsum`` and ``mean_rank``."""
         metrics, _ = self.evaluate(self.val, self.select_langs)
         m = metrics[self.select_langs[0]]
         score = selection_score(metrics, self.select_langs, self.record["select_by"])
@@ -354,6 +355,7 @@ class Run:
             "loss": loss,
             "lr": self.optimizer.param_groups[0]["lr"],
             "rsum": rsum,
+            "mean_rank": -selection_score(metrics, self.select_langs, "mean_rank")[0],
             **{f"{k}_{d}": m[d][k] for d in ("i2t", "t2i") for k in ("R@1", "R@5", "R@10", "medr")},
             "alignment": None if self.alignment is None else self.alignment.ratio(),
             # AME's RCSLS rate as it stands (halve_on_rise: halved after a rising RCSLS loss)
