@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -26,7 +25,9 @@ import pandas as pd
 import yaml
 
 from mlmm.io import read_json, write_text
-from mlmm.retrieval.config import merge_config
+from mlmm.retrieval.config import merge_config, resolve_variant
+from mlmm.retrieval.train import Paths, train_variant
+from mlmm.uncertainty import percentile_interval
 
 ROOT = Path(__file__).resolve().parents[1]
 FIGURE3 = ["figure3_mono_en", "figure3_mono_de", "figure3_bilingual", "figure3_multilingual"]
@@ -36,30 +37,20 @@ ROW1_BEFORE = {
 }
 
 
-def train(workdir: Path, defaults: dict, records: dict, variant: str, seed: int, out: Path) -> dict:
-    """One `mlmm train-retrieval` run as the demo's train_retrieval rule calls it."""
+def train(paths: Paths, section: dict, variant: str, seed: int, out: Path) -> dict:
+    """One run of ``variant`` (the trainer the demo's train_retrieval rule calls); reused when
+    ``out`` already holds its metrics."""
     if not (out / "metrics.json").exists():
-        world, data = workdir / "results/demo/world", workdir / "results/multi30k"
-        record = {"defaults": defaults, "variants": {variant: records[variant]}}
-        command = [
-            str(Path(sys.executable).with_name("mlmm")), "train-retrieval",
-            "--record-json", json.dumps(record), "--variant", variant, "--seed", str(seed),
-            "--out", str(out), "--data-root", str(data), "--features-root", str(data / "features"),
-            "--muse", str(world / "muse"), "--sts", str(world / "sts"), "--threads", "1",
-        ]  # fmt: skip
-        run = subprocess.run(command, capture_output=True, text=True)
-        if run.returncode:
-            errors = [line for line in run.stderr.splitlines() if "error:" in line]
-            sys.exit(f"{variant} seed {seed}: {(errors or run.stderr.splitlines() or ['?'])[-1]}")
+        record = resolve_variant(section, variant)
+        train_variant(record, seed, paths, out, progress=False, threads=1)
     return read_json(out / "metrics.json")["test"]
 
 
-def interval(a: np.ndarray, b: np.ndarray, rng: np.random.Generator, draws: int = 2000):
-    """95 % percentile-bootstrap interval of mean(b) - mean(a), seeds drawn with replacement."""
-    diffs = [
-        rng.choice(b, len(b)).mean() - rng.choice(a, len(a)).mean() for _ in range(draws)
-    ]
-    return np.percentile(diffs, [2.5, 97.5])
+def seed_bootstrap(a: np.ndarray, b: np.ndarray, rng: np.random.Generator, draws: int = 2000):
+    """mean(b) - mean(a) over ``draws`` resamples of each side's seeds (with replacement)."""
+    return b[rng.integers(0, len(b), (draws, len(b)))].mean(1) - a[
+        rng.integers(0, len(a), (draws, len(a)))
+    ].mean(1)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -80,12 +71,15 @@ def main(argv: list[str] | None = None) -> None:
         "config.yaml": records,
         "override": {name: merge_config(record, args.override) for name, record in records.items()},
     }
+    world, data = args.workdir / "results/demo/world", args.workdir / "results/multi30k"
+    paths = Paths(data, data / "features", None, world / "muse", world / "sts")
     scores: dict[tuple, list[float]] = {}
     for variant in args.variants:
         for reading, chosen in readings.items():
             for seed in range(1, args.seeds + 1):
                 out = args.runs / reading.replace(".", "_") / variant / f"seed{seed}"
-                test = train(args.workdir, config["defaults"], chosen, variant, seed, out)
+                section = {"defaults": config["defaults"], "variants": chosen}
+                test = train(paths, section, variant, seed, out)
                 for lang, directions in test.items():
                     for direction in ("i2t", "t2i"):
                         key = (variant, lang, direction, reading)
@@ -98,7 +92,7 @@ def main(argv: list[str] | None = None) -> None:
             continue
         before = np.array(values)
         after = np.array(scores[(variant, lang, direction, "config.yaml")])
-        low, high = interval(before, after, rng)
+        low, high = percentile_interval(seed_bootstrap(before, after, rng))
         rows.append({
             "variant": variant, "language": lang, "direction": direction, "metric": args.metric,
             "seeds": len(after), "override": json.dumps(args.override),

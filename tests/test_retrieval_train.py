@@ -161,6 +161,15 @@ SMALL = {
 }
 
 
+# Calixto's model on en + de: one GRU per language, (image, sentences) tuples, sum of hinges
+CALIXTO_EN_DE = {
+    "train_data": [{"portion": "comparable", "languages": ["en", "de"]}],
+    "encoder": "per-language",
+    "batching": "joint",
+    "loss": "sum",
+}
+
+
 def section(**variants) -> dict:
     return {"defaults": SMALL, "variants": variants}
 
@@ -260,10 +269,7 @@ def test_selection_by_mean_rank_keeps_the_lowest_sum_of_mean_ranks_in_training(w
     point scored. The paper miniature's MLMME runs choose their last point (its NOT_REACHED)."""
     assert paper_variant("calixto_mlmme_beta1")["select_by"] == "mean_rank"
     variant = {
-        "train_data": [{"portion": "comparable", "languages": ["en", "de"]}],
-        "encoder": "per-language",
-        "batching": "joint",
-        "loss": "sum",
+        **CALIXTO_EN_DE,
         "select_by": "mean_rank",
         "select_language": ["en", "de"],
         "optimizer": {"lr": 0.02},
@@ -284,11 +290,8 @@ def test_selection_by_mean_rank_keeps_the_lowest_sum_of_mean_ranks_in_training(w
 
 def test_calixto_joint_beta(world, tmp_path):
     variant = {
-        "train_data": [{"portion": "comparable", "languages": ["en", "de"]}],
-        "encoder": "per-language",
-        "batching": "joint",
+        **CALIXTO_EN_DE,
         "beta": 0.5,
-        "loss": "sum",
         "validation": {"split": "val", "images": [0, 20]},
         "test": {"split": "val", "images": [20, None]},
     }
@@ -302,10 +305,7 @@ def test_calixto_readings_train_and_reload(world, tmp_path, reading):
     """The paper's and the authors' code's initialisation, dropout and vocabulary train end to
     end; the saved model embeds as the trained one (no dropout at evaluation)."""
     variant = {
-        "train_data": [{"portion": "comparable", "languages": ["en", "de"]}],
-        "encoder": "per-language",
-        "batching": "joint",
-        "loss": "sum",
+        **CALIXTO_EN_DE,
         "sentence_projection": "shared",
         "image_dropout": "projection",
         "dropout": 0.2,
