@@ -1,0 +1,73 @@
+"""The repository speaks to its users: no tracker numbers, no commit ids of this repository, no
+machine paths and no run diaries in what a user or maintainer reads (README, docs, comments,
+config, profiles, tests). History belongs in CHANGELOG.md (per release) and in git."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TEXT_SUFFIXES = {".md", ".py", ".smk", ".yaml", ".yml", ".rst", ".toml", ".cfg", ".sh", ".c", ".txt"}
+TEXT_NAMES = {"Snakefile", "Makefile", "Dockerfile", "run"}
+
+# What a reader of the repository cannot follow: the tracker's numbers, this machine's paths,
+# and the diary of one session's work.
+FORBIDDEN = {
+    "an issue number": re.compile(r"\bissues?\s*#?\s*\d+", re.IGNORECASE),
+    "a machine path": re.compile(r"(?<![\w.])/(?:work|root|home/\w+|tmp/bash_jobs)/"),
+    "a run diary": re.compile(r"\bthis stop\b|\bthe previous stop\b|\bstop \d+\b", re.IGNORECASE),
+}
+HEX = re.compile(r"(?<![0-9A-Za-z_/.-])[0-9a-f]{7,40}(?![0-9A-Za-z_])")
+
+
+def _git(*args: str) -> list[str]:
+    done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        pytest.skip(f"git {' '.join(args)} failed here: {done.stderr.strip()}")
+    return done.stdout.split()
+
+
+def _tracked_text() -> list[Path]:
+    return [
+        ROOT / name
+        for name in _git("ls-files")
+        if Path(name).suffix in TEXT_SUFFIXES or Path(name).name in TEXT_NAMES
+    ]
+
+
+def _findings(path: Path, commits: set[str], root: Path = ROOT) -> list[str]:
+    found = []
+    name = path.relative_to(root)
+    text = path.read_text(encoding="utf-8", errors="replace")
+    for number, line in enumerate(text.splitlines(), 1):
+        for what, pattern in FORBIDDEN.items():
+            if match := pattern.search(line):
+                found.append(f"{name}:{number}: {what}: {match.group(0)!r}")
+        for token in HEX.findall(line):
+            if any(commit.startswith(token) for commit in commits):
+                found.append(f"{name}:{number}: a commit of this repository: {token}")
+    return found
+
+
+def test_no_issue_numbers_commit_ids_machine_paths_or_diaries():
+    commits = set(_git("rev-list", "--all"))
+    if len(commits) < 2:
+        pytest.skip("a shallow clone: this repository's commits are not known here")
+    findings = [line for path in _tracked_text() if path.is_file() for line in _findings(path, commits)]
+    assert not findings, "\n".join(findings)
+
+
+def test_the_check_finds_each_kind(tmp_path):
+    commit = _git("rev-parse", "HEAD")[0]
+    sample = tmp_path / "sample.md"
+    sample.write_text(
+        f"see issue 12\nbuilt at {commit[:7]}\nin /work/main/results\nmeasured this stop\n"
+        "clean: fastText at 58e186f, sha256 of the file\n",
+        encoding="utf-8",
+    )
+    kinds = [line.split(": ")[1] for line in _findings(sample, {commit}, tmp_path)]
+    assert kinds == ["an issue number", "a commit of this repository", "a machine path", "a run diary"]
