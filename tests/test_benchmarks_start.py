@@ -81,3 +81,24 @@ def test_gpu_hours_takes_full_size_costs_from_the_scale_csv(tmp_path):
     counts = gpu_hours.stage_counts(gpu_hours.paper_config(), 30)
     assert set(counts) <= set(_scale_module().STAGES)
     assert all(n >= 1 for n, _ in counts.values())
+
+
+def test_benchmarks_page_carries_each_csv_with_its_date_and_machine(tmp_path):
+    pd.DataFrame({"method": ["ours", "baseline"], "seconds": [1.5, 3.0]}).to_csv(
+        tmp_path / "speed.csv", index=False
+    )
+    pd.DataFrame({"device": ["cuda: NVIDIA H200"], "images_per_s": [812.0]}).to_csv(
+        tmp_path / "features.csv", index=False
+    )
+    page = tmp_path / "benchmarks.md"
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "page.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--csv-dir", str(tmp_path), "--out", str(page)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    text = page.read_text(encoding="utf-8")
+    assert text.index("## features") < text.index("## speed")
+    assert "machine: device cuda: NVIDIA H200." in text
+    assert "cores" in text.split("## speed")[1]  # no device column: this machine's description
+    assert "| ours     |       1.5 |" in text
