@@ -204,9 +204,11 @@ def run_figures(args) -> None:
 
 
 def run_claims(args) -> None:
-    from mlmm.claims import nmt_runs, pivot_runs, ted_runs, write_claims
+    from mlmm.claims import write_claims
     from mlmm.io import table_outputs
-    from mlmm.pivot.table import read_runs
+    from mlmm.nmt.table import nmt_runs
+    from mlmm.pivot.table import pivot_runs, read_runs
+    from mlmm.ted.report import ted_runs
 
     inputs = [*args.runs, *args.nmt_runs, *args.ted_cldc, args.ted_nb, *args.pivot_runs,
               args.paper_tables, *args.registry]  # fmt: skip
