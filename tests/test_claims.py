@@ -355,3 +355,80 @@ def test_pivot_ranks_give_table5_intervals_and_claims(tmp_path):
     assert ours.ours_low.notna().all() and (ours.ours_low <= ours.ours).all()
     assert (ours.ours <= ours.ours_high).all() and (ours.ours_high <= 1).all()
     assert ours.within_noise.notna().all()
+
+
+# ----------------------------------------------------------------------------------------
+# verdicts that read effect sizes; lower-is-better metrics; claims over several cells
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        # test, ours, low, high, p_holm, paper, mde, margin
+        (("superiority", 3.0, 1.0, 5.0, 0.001, 4.0, 2.0), "reproduced"),
+        (("superiority", 3.0, 1.0, 5.0, 0.001, 9.0, 2.0), "smaller than reported"),
+        (("superiority", 3.0, 1.0, 5.0, 0.001, 0.5, 2.0), "larger than reported"),
+        (("superiority", -3.0, -5.0, -1.0, 0.001, 4.0, 2.0), "reversed"),
+        (("superiority", 0.1, -0.5, 0.7, 0.6, 0.3, 1.2), "below detectable"),
+        (("superiority", 1.0, -1.0, 3.0, 0.3, 2.5, 2.0), "inconclusive"),
+        (("superiority", 0.0, -1.0, 1.0, 0.9, 6.0, 2.0), "contradicts the paper's size"),
+        (("superiority", np.nan, np.nan, np.nan, np.nan, 6.0, np.nan), "not run"),
+        (("non-inferiority", 0.0, -0.5, 0.5, 0.001, 0.2, 1.0, 2.0), "reproduced"),
+        (("non-inferiority", -4.0, -5.0, -3.0, 0.9, 0.2, 1.0, 2.0), "worse than the margin"),
+        (("non-inferiority", -1.0, -3.0, 1.0, 0.2, 0.2, 3.0, 2.0), "below detectable"),
+        (("non-inferiority", -1.0, -3.0, 1.0, 0.2, 0.2, 1.5, 2.0), "inconclusive"),
+    ],
+)
+def test_each_verdict(args, expected):
+    assert c.verdict(*args) == expected
+    assert expected in c.VERDICTS
+
+
+def _kadar_runs(tmp_path, table: int, rows: dict, per_image: int = 5) -> list[Run]:
+    """Runs of Kádár rows with en i2t and t2i ranks on the same 100 images (five captions an
+    image) and the image ids beside them."""
+    runs = []
+    for (system, note), (i2t, t2i) in rows.items():
+        out = tmp_path / system.replace(" ", "_")
+        out.mkdir()
+        outcomes = {"folds": 1, "images": len(i2t), "test": {"en": {"i2t": i2t, "t2i": t2i}}}
+        write_outcomes(out / "queries.npz", outcomes, {})
+        metrics = {"variant": system, "seed": 1, "test": {"en": {"i2t": {}, "t2i": {}}}}
+        row = {"paper": "kadar2018", "table": table, "system": system, "variant_note": note,
+               "languages": ["en"]}  # fmt: skip
+        runs.append(Run(system, 1, metrics, [row], [], out / "metrics.json"))
+    return runs
+
+
+def test_lower_is_better_and_several_cells(tmp_path):
+    """A claim on median rank (lower is better) over two cells and a parity claim: the effect
+    is oriented so that positive is the claim's direction, the mean over the cells."""
+    rng = np.random.default_rng(4)
+    weak = rng.integers(0, 60, 100), rng.integers(0, 60, 500)
+    strong = np.maximum(weak[0] - 20, 0), np.maximum(weak[1] - 20, 0)
+    c2c = NOTE + "; row label '+ c2c'"
+    runs = _kadar_runs(tmp_path, 2, {("Bilingual + c2c", c2c): strong, ("Bilingual", NOTE): weak})
+    cells = [{"language": "en", "direction": "i2t"}, {"language": "en", "direction": "t2i"}]
+    base = {"finding": "x", "quote": "y", "section": "5.1", "table": 2, "cells": cells,
+            "better": {"system": "Bilingual + c2c", "variant_note": c2c},
+            "than": {"system": "Bilingual", "variant_note": NOTE}}  # fmt: skip
+    entries = [
+        base | {"id": "medr", "metric": "medr"},
+        base | {"id": "recalls", "metric": ["R@1", "R@5", "R@10"]},
+        base | {"id": "parity", "metric": "R@10", "test": "non-inferiority", "margin": 1.0,
+                "better": base["than"], "than": base["better"]},  # fmt: skip
+    ]
+    registry = tmp_path / "kadar2018.yaml"
+    registry.write_text(yaml.safe_dump({"paper": "kadar2018", "min_seeds": 1, "claims": entries}))
+    paper, claims, min_seeds = c.load_claims(registry)
+    frame = c.evaluate_claims(runs, paper, claims, None, min_seeds).set_index("claim")
+    expected = np.mean([np.floor(np.median(w)) - np.floor(np.median(s))
+                        for w, s in zip(weak, strong, strict=True)])  # fmt: skip
+    assert frame.loc["medr", "our_effect"] == pytest.approx(expected) and expected > 0
+    assert frame.loc["medr", "verdict"] == "reproduced"
+    assert frame.loc["medr", "cells"] == "medr: en i2t; en t2i (mean)"
+    assert frame.loc["recalls", "our_effect"] > 0
+    assert frame.loc["medr", "compares"] == "methods"  # the registry's minimum is one seed
+    # Bilingual is clearly worse than Bilingual + c2c: not within a 1-point margin
+    assert frame.loc["parity", "verdict"] == "worse than the margin"
+    assert frame.loc["parity", "test"] == "non-inferiority, margin 1"

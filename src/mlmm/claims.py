@@ -509,7 +509,8 @@ def claims_figure(frame: pd.DataFrame, stem: Path, origin: Origin) -> list[Path]
                                                                  strict=True)]  # fmt: skip
         ax.set_yticks(y, labels, fontsize=7)
         ax.set_ylim(-0.7, len(part) - 0.3)
-        ax.set_xlabel(f"{metric}: improvement of the first row over the second", fontsize=8)
+        unit = "recall (R@K)" if metric == "R@K" else metric
+        ax.set_xlabel(f"{unit}: improvement of the first row over the second", fontsize=8)
     axes[0, 0].legend(frameon=False, fontsize=7, loc="best")
     stamp_figure(fig, origin)
     paths = save_figure(fig, stem)
