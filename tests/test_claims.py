@@ -432,3 +432,26 @@ def test_lower_is_better_and_several_cells(tmp_path):
     # Bilingual is clearly worse than Bilingual + c2c: not within a 1-point margin
     assert frame.loc["parity", "verdict"] == "worse than the margin"
     assert frame.loc["parity", "test"] == "non-inferiority, margin 1"
+
+
+def test_claims_and_intervals_import_no_table_builder():
+    """The layers: mlmm.intervals and mlmm.claims sit under the table builders and import
+    none of them; the builders import mlmm.intervals, never mlmm.claims."""
+    import ast
+
+    builders = {"mlmm.report", "mlmm.nmt.table", "mlmm.ted.report", "mlmm.pivot.table"}
+
+    def imported(module: str) -> set[str]:
+        path = REPO / "src" / (module.replace(".", "/") + ".py")
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                found |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+            elif isinstance(node, ast.Import):
+                found |= {a.name for a in node.names}
+        return found
+
+    for low in ("mlmm.claims", "mlmm.intervals", "mlmm.uncertainty", "mlmm.outcomes"):
+        assert not imported(low) & builders, low
+    for builder in builders:
+        assert "mlmm.claims" not in imported(builder), builder
