@@ -14,7 +14,8 @@ rate should be 5 %; with a planted effect it is the power. Writes
 results/benchmarks/bootstrap_null.csv (one row per setting, unit, seed-level spread and seed
 count: trials, rate with its 95 % binomial interval, seconds per test). Nothing is asserted.
 
-    .venv/bin/python benchmarks/bootstrap_null.py [--trials 200] [--images 100] [--seeds 1 3 5 10] [--seed-sd 0 2]
+    .venv/bin/python benchmarks/bootstrap_null.py [--trials 200] [--images 100]
+        [--seeds 1 3 5 10] [--seed-sd 0 2]
 """
 
 from __future__ import annotations
