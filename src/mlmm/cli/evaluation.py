@@ -68,9 +68,10 @@ def register(subparsers) -> None:
         "claims",
         help="each paper's claims tested on the retrieval runs (paired bootstrap, Holm)",
         description="For every claims registry (resources/claims/<paper>.yaml): the paper's "
-        "effect, ours with a 95 %% paired bootstrap interval over the runs' per-query outcomes "
-        "(queries.npz beside each metrics.json) and seeds, Holm-corrected p and a verdict; "
-        "writes TABLES/<paper>_claims.{csv,md,tex,html} and FIGURES/<paper>_claims.{png,pdf}.",
+        "effect, ours with a paired bootstrap interval over the runs' test images (queries.npz "
+        "beside each metrics.json) and seeds at its Holm-adjusted level, the minimal detectable "
+        "effect, and a verdict; writes TABLES/<paper>_claims.{csv,md,tex,html} and "
+        "FIGURES/<paper>_claims.{png,pdf}.",
     )
     _run_arguments(p)
     p.add_argument(
