@@ -504,6 +504,9 @@ def claims_figure(frame: pd.DataFrame, stem: Path, origin: Origin) -> list[Path]
         ax.errorbar(part.our_effect[ran], y[ran], xerr=err[:, ran], fmt="o", c="C0",
                     capsize=3, label="ours (interval at the claim's Holm level)")  # fmt: skip
         ax.plot(part.paper_effect, y, "D", c="C3", label="paper")
+        margins = part["test"].str.extract(r"margin ([0-9.eE+-]+)")[0].astype(float)
+        if margins.notna().any():
+            ax.plot(-margins, y, "|", c="0.3", ms=14, mew=1.5, label="parity margin (−margin)")
         ax.axvline(0, c="0.5", lw=0.8)
         labels = [f"{c.replace('_', ' ')} — {v}" for c, v in zip(part.claim, part.verdict,
                                                                  strict=True)]  # fmt: skip
@@ -511,7 +514,10 @@ def claims_figure(frame: pd.DataFrame, stem: Path, origin: Origin) -> list[Path]
         ax.set_ylim(-0.7, len(part) - 0.3)
         unit = "recall (R@K)" if metric == "R@K" else metric
         ax.set_xlabel(f"{unit}: improvement of the first row over the second", fontsize=8)
-    axes[0, 0].legend(frameon=False, fontsize=7, loc="best")
+    for ax in axes[:, 0]:
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(frameon=False, fontsize=7, loc="best")
+            break
     stamp_figure(fig, origin)
     paths = save_figure(fig, stem)
     plt.close(fig)
