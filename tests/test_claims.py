@@ -14,8 +14,11 @@ import yaml
 from mlmm import claims as c
 from mlmm.catalogue import CLAIM_PAPERS
 from mlmm.errors import InputError
+from mlmm.intervals import Run, add_intervals
+from mlmm.nmt.table import nmt_runs
 from mlmm.outcomes import write_outcomes
-from mlmm.report import Run
+from mlmm.pivot.table import pivot_runs
+from mlmm.ted.report import ted_runs
 
 REPO = Path(__file__).resolve().parents[1]
 PAPER_TABLES = REPO / "resources" / "paper_tables"
@@ -27,7 +30,8 @@ def _run(tmp_path: Path, system: str, seed: int, ranks: np.ndarray, table: int =
     """A run mapped onto a Kádár row, its queries.npz holding ``ranks`` for en i2t."""
     out = tmp_path / f"{system.replace(' ', '_')}/seed{seed}"
     out.mkdir(parents=True)
-    write_outcomes(out / "queries.npz", {"folds": 1, "test": {"en": {"i2t": ranks}}}, {})
+    outcomes = {"folds": 1, "images": len(ranks), "test": {"en": {"i2t": ranks}}}
+    write_outcomes(out / "queries.npz", outcomes, {})
     metrics = {"variant": system, "seed": seed, "test": {"en": {"i2t": {}}}}
     row = {"paper": "kadar2018", "table": table, "system": system, "variant_note": NOTE,
            "languages": ["en"]}  # fmt: skip
@@ -36,7 +40,7 @@ def _run(tmp_path: Path, system: str, seed: int, ranks: np.ndarray, table: int =
 
 def _claim(claim_id: str, better: str, than: str) -> dict:
     return {
-        "id": claim_id, "finding": "x", "section": "5.1, Table 2", "table": 2,
+        "id": claim_id, "finding": "x", "quote": "y", "section": "5.1, Table 2", "table": 2,
         "language": "en", "direction": "i2t", "metric": "R@10",
         "better": {"system": better, "variant_note": NOTE},
         "than": {"system": than, "variant_note": NOTE},
@@ -57,6 +61,7 @@ def planted(tmp_path):
         _claim("against", "Monolingual", "Bilingual"),
         _claim("null", "Bilingual + c2c", "Monolingual"),
         _claim("absent", "Pivot-Sym", "Monolingual"),
+        _claim("german", "Bilingual", "Monolingual") | {"language": "de"},
     ]
     registry.write_text(yaml.safe_dump({"paper": "kadar2018", "claims": entries}))
     return runs, registry
@@ -64,25 +69,35 @@ def planted(tmp_path):
 
 def test_verdicts_of_planted_effects(planted):
     runs, registry = planted
-    paper, claims = c.load_claims(registry)
-    frame = c.evaluate_claims(runs, paper, claims, None).set_index("claim")
+    paper, claims, min_seeds = c.load_claims(registry)
+    assert min_seeds == c.MIN_SEEDS
+    frame = c.evaluate_claims(runs, paper, claims, None)
+    assert list(frame.columns[:3]) == ["verdict", "compares", "claim"]
+    frame = frame.set_index("claim")
     # the paper's table is not given: the claim's direction is `better` over `than`
-    assert frame.loc["planted", "verdict"] == "holds"
+    assert frame.loc["planted", "verdict"] == "reproduced"
     assert frame.loc["planted", "effect_low"] > 0
     assert frame.loc["against", "verdict"] == "reversed"
-    assert frame.loc["null", "verdict"] == "not significant"
+    assert frame.loc["null", "verdict"] == "inconclusive"
     assert frame.loc["absent", "verdict"] == "not run"
     assert "Pivot-Sym" in frame.loc["absent", "reason"]
     assert np.isnan(frame.loc["absent", "p_holm"])
-    assert frame.loc["planted", "seeds_better"] == 2
-    # Holm over the three that ran: never below the raw p
+    # the rows run, but only in English: the reason says so, not "kept no outcomes"
+    assert frame.loc["german", "reason"].endswith("are configured for en, not de")
+    assert frame.loc["planted", "seeds"] == "2 / 2"
+    # two seeds a row are fewer than the documented minimum: trained models, not methods
+    assert frame.loc["planted", "compares"].startswith("trained models (2 seeds")
+    assert frame.loc["planted", "better"] == f"Bilingual [{NOTE}]"
+    # Holm over the three that ran: never below the raw p; the interval at the claim's level
     ran = frame.dropna(subset=["p"])
     assert (ran.p_holm >= ran.p).all()
+    assert ((ran.level >= 0.95) & (ran.level < 1)).all()
+    assert (ran.mde > 0).all()
 
 
 def test_paper_effect_comes_from_the_paper_table(planted):
     runs, registry = planted
-    paper, claims = c.load_claims(registry)
+    paper, claims, _ = c.load_claims(registry)
     frame = c.evaluate_claims(runs, paper, claims[:1], PAPER_TABLES)
     assert frame.paper_effect.iloc[0] == pytest.approx(80.1 - 79.8)  # Table 2, en i2t R@10
 
@@ -95,8 +110,9 @@ def test_claims_files_are_written(planted, tmp_path):
         [f"kadar2018_claims.{s}" for s in ("csv", "md", "tex", "html", "png", "pdf")]
     )
     table = pd.read_csv(tmp_path / "t" / "kadar2018_claims.csv")
-    assert set(table.verdict) == {"holds", "reversed", "not significant", "not run"}
-    assert "percentile bootstrap" in (tmp_path / "t" / "kadar2018_claims.md").read_text()
+    assert set(table.verdict) == {"reproduced", "reversed", "inconclusive", "not run"}
+    text = (tmp_path / "t" / "kadar2018_claims.md").read_text()
+    assert "Berg-Kirkpatrick" in text and "Koehn" not in text
 
 
 def test_table_cells_get_intervals_and_within_noise(planted):
@@ -112,30 +128,66 @@ def test_table_cells_get_intervals_and_within_noise(planted):
     assert stats
     strong = np.load(runs[2].path.with_name("queries.npz"))["test/en/i2t"]
     frame.loc[0, "ours"] = 100.0 * np.mean(strong < 10)
-    out = c.add_intervals(frame, runs, "kadar2018", 2)
+    out = add_intervals(frame, runs, "kadar2018", 2)
     assert out.ours_low[0] <= out.ours[0] <= out.ours_high[0]
     assert out.within_noise[0] == (out.ours_low[0] <= 80.1 <= out.ours_high[0])
     assert np.isnan(out.ours_low[1]) and out.within_noise[1] is None
 
 
-def test_bad_registry_names_the_claim_and_key(tmp_path):
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"id": "a", "finding": "x"}, r"claims\[1\] \(a\).*no \["),
+        ({"metric": "accuracy"}, r"metric'.*accuracy"),
+        ({"metric": ["R@1", "medr"]}, r"same better direction"),
+        ({"than": {"system": "A", "variant_note": NOTE}}, r"two different rows"),
+        ({"quote": ""}, r"quote'.*non-empty"),
+        ({"test": "non-inferiority"}, r"margin'.*positive margin"),
+        ({"margin": 1.0}, r"no margin on a superiority claim"),
+        ({"table": "two"}, r"table'.*table number"),
+        ({"colour": 1}, r"unknown \['colour'\]"),
+        ({"cells": [{"language": "en"}]}, r"either 'cells' or"),
+    ],
+)
+def test_bad_registry_names_the_file_claim_and_key(tmp_path, change, message):
     path = tmp_path / "x.yaml"
-    path.write_text(yaml.safe_dump({"paper": "x", "claims": [{"id": "a"}]}))
-    with pytest.raises(InputError, match=r"claims\[1\]"):
+    entry = _claim("a", "A", "B") | change
+    if "cells" in change:
+        entry = {k: v for k, v in entry.items() if k not in ("direction",)}
+    if list(change) == ["id", "finding"]:
+        entry = change
+    path.write_text(yaml.safe_dump({"paper": "x", "claims": [entry]}))
+    with pytest.raises(InputError, match=message) as info:
         c.load_claims(path)
-    bad = _claim("a", "A", "B") | {"metric": "medr"}
-    path.write_text(yaml.safe_dump({"paper": "x", "claims": [bad]}))
-    with pytest.raises(InputError, match="higher is better"):
+    assert str(path) in str(info.value)
+
+
+def test_empty_registry_and_missing_cells_are_refused(tmp_path):
+    path = tmp_path / "kadar2018.yaml"
+    path.write_text(yaml.safe_dump({"paper": "kadar2018", "claims": []}))
+    with pytest.raises(InputError, match="at least one claim"):
         c.load_claims(path)
+    absent = _claim("a", "Bilingual", "Monolingual") | {"language": "fr"}
+    path.write_text(yaml.safe_dump({"paper": "kadar2018", "claims": [absent]}))
+    with pytest.raises(InputError, match=r"claims \(a\).*0 cells"):
+        c.load_claims(path, PAPER_TABLES)
+    wrong_way = _claim("b", "Monolingual", "Bilingual")  # the paper's table says otherwise
+    path.write_text(yaml.safe_dump({"paper": "kadar2018", "claims": [wrong_way]}))
+    with pytest.raises(InputError, match="claim's direction"):
+        c.load_claims(path, PAPER_TABLES)
 
 
 @pytest.mark.parametrize("paper", CLAIM_PAPERS)
 def test_every_shipped_claim_names_cells_of_the_paper_table(paper):
-    """Each claim's two rows exist in the paper's table, so its paper effect is the paper's."""
-    name, claims = c.load_claims(REPO / "resources" / "claims" / f"{paper}.yaml")
-    assert name == paper and claims
+    """Each claim's rows exist in the paper's table on every cell, the paper's effect has the
+    claim's direction (or meets a parity claim's margin), and every claim quotes the paper."""
+    name, claims, min_seeds = c.load_claims(
+        REPO / "resources" / "claims" / f"{paper}.yaml", PAPER_TABLES
+    )
+    assert name == paper and claims and min_seeds >= 5
     for claim in claims:
         assert np.isfinite(c.paper_effect(PAPER_TABLES, paper, claim)), claim.id
+        assert len(claim.quote) > 20 and claim.section, claim.id
 
 
 def test_nmt_systems_give_table3_intervals_and_claims(tmp_path):
@@ -161,19 +213,23 @@ def test_nmt_systems_give_table3_intervals_and_claims(tmp_path):
         (out / "metrics.json").write_text(json.dumps(record))
         write_sentence_statistics(out / "sentences.npz", sentence_statistics(hyps, refs), {})
         paths.append(out / "metrics.json")
-    runs = c.nmt_runs(paths)
+    runs = nmt_runs(paths)
     system, note = next(iter(outputs))
     frame = pd.DataFrame(
         [{"system": system, "variant_note": note, "language": "en-de", "direction": "mt",
           "metric": metric, "paper": np.nan, "ours": runs[0].metrics["scores"][metric]}
          for metric in ("BLEU", "TER", "chrF")]
     )  # fmt: skip
-    out = c.add_intervals(frame, runs, "calixto2017", 3)
+    out = add_intervals(frame, runs, "calixto2017", 3)
     assert (out.ours_low < out.ours).all() and (out.ours < out.ours_high).all()
     registry = REPO / "resources" / "claims" / "calixto2017.yaml"
-    paper, claims = c.load_claims(registry)
-    verdicts = c.evaluate_claims(runs, paper, claims, PAPER_TABLES).set_index("claim").verdict
-    assert verdicts["mlmme_reranking_improves_bleu"] == "holds"
+    paper, claims, _ = c.load_claims(registry)
+    frame = c.evaluate_claims(runs, paper, claims, PAPER_TABLES).set_index("claim")
+    verdicts = frame.verdict
+    # a planted gain of far more than the paper's 4.5 BLEU; TER (lower is better) improves too
+    assert verdicts["mlmme_reranking_improves_bleu"] == "larger than reported"
+    assert verdicts["mlmme_reranking_improves_ter"] in ("reproduced", "larger than reported")
+    assert frame.loc["mlmme_reranking_improves_ter", "our_effect"] > 0
     assert verdicts["vse_reranking_improves_bleu"] == "not run"
 
 
@@ -232,22 +288,24 @@ def test_ted_decisions_give_table3_intervals_and_claims(tmp_path):
     assert uncertainty.macro_f1_statistic(stacked)[0] == topic_f1(gold, good).mean()
     cldc = _ted_result(tmp_path / "cldc/es.json", "es", {"es": (good, gold), "de": (poor, gold)})
     nb = _ted_result(tmp_path / "nb.json", None, {"es": (poor, gold)})
-    runs = c.ted_runs([cldc], nb)
-    paper, claims = c.load_claims(RAJENDRAN)
+    runs = ted_runs([cldc], nb)
+    paper, claims, _ = c.load_claims(RAJENDRAN)
     frame = c.evaluate_claims(runs, paper, claims, PAPER_TABLES).set_index("claim")
-    assert frame.loc["bridge_beats_nb_es", "verdict"] == "holds"
+    assert frame.loc["bridge_beats_nb_es", "verdict"] == "larger than reported"
     assert frame.loc["bridge_beats_nb_es", "paper_effect"] == pytest.approx(0.535 - 0.526)
-    assert frame.loc["nb_beats_bridge_ar", "verdict"] == "not run"
+    assert frame.loc["bridge_beats_nb_it", "verdict"] == "not run"
+    assert "no configured variant runs the row Bridge CorrNet [test=it" in frame.loc[
+        "bridge_beats_nb_it", "reason"]  # fmt: skip
     table = pd.DataFrame(
         [{"system": system, "variant_note": mono_note("es"), "language": "es", "direction": "",
           "metric": "F1", "paper": paper_value, "ours": topic_f1(gold, found).mean()}
          for system, paper_value, found in (("Bridge CorrNet", 0.535, good),
                                             (NB_SYSTEM, 0.526, poor))]
     )  # fmt: skip
-    out = c.add_intervals(table, runs, paper, 3)
+    out = add_intervals(table, runs, paper, 3)
     assert (out.ours_low < out.ours).all() and (out.ours < out.ours_high).all()
     cross = table.iloc[:1].assign(variant_note="test=de", direction="cldc")
-    assert c.add_intervals(cross, runs, paper, 1).ours_low.notna().all()  # Table 1 cell
+    assert add_intervals(cross, runs, paper, 1).ours_low.notna().all()  # Table 1 cell
 
 
 def _pivot_run(root: Path, model: str, language: str | None, i2t, t2i) -> Path:
@@ -258,7 +316,8 @@ def _pivot_run(root: Path, model: str, language: str | None, i2t, t2i) -> Path:
     out.mkdir(parents=True)
     test = recalls_of_ranks({"i2t": i2t, "t2i": t2i})
     key = "" if model == "random" else language or "en"
-    write_outcomes(out / "queries.npz", {"folds": 1, "test": {key: {"i2t": i2t, "t2i": t2i}}}, {})
+    outcomes = {"folds": 1, "images": len(i2t), "test": {key: {"i2t": i2t, "t2i": t2i}}}
+    write_outcomes(out / "queries.npz", outcomes, {})
     record = {"model": model, "language": language, "lambda": 1.0, "test": test,
               "criteria": {"i2t": 0.0, "t2i": 0.0}}  # fmt: skip
     (out / "metrics.json").write_text(json.dumps(record))
@@ -280,16 +339,119 @@ def test_pivot_ranks_give_table5_intervals_and_claims(tmp_path):
         _pivot_run(tmp_path, "bridge", "fr", weak_i2t, weak_t2i),
         _pivot_run(tmp_path, "mt", "fr", strong_i2t, strong_t2i),
     ]
-    runs = c.pivot_runs(read_runs(paths))
-    paper, claims = c.load_claims(RAJENDRAN)
+    runs = pivot_runs(read_runs(paths))
+    paper, claims, _ = c.load_claims(RAJENDRAN)
     frame = c.evaluate_claims(runs, paper, claims, PAPER_TABLES).set_index("claim")
-    assert frame.loc["en_image_beats_bridge_fr_i2t", "verdict"] == "holds"
-    assert frame.loc["mt_beats_bridge_fr_i2t", "verdict"] == "holds"
-    assert 0 < frame.loc["mt_beats_bridge_fr_i2t", "our_effect"] < 1  # fractions of 1
-    assert frame.loc["bridge_beats_2corrnet_fr_i2t", "verdict"] == "not run"
-    assert frame.loc["mt_beats_bridge_de_t2i", "verdict"] == "not run"
+    # CorrNet + MT on French captions against the En-Image CorrNet's English ones, same
+    # images, same ranks: parity within the margin
+    assert frame.loc["mt_close_to_en_image_fr", "verdict"] == "reproduced"
+    assert frame.loc["mt_close_to_en_image_fr", "our_effect"] == 0
+    assert frame.loc["mt_beats_bridge_fr", "verdict"] in ("reproduced", "larger than reported")
+    assert 0 < frame.loc["mt_beats_bridge_fr", "our_effect"] < 1  # fractions of 1
+    assert frame.loc["bridge_beats_2corrnet_fr", "verdict"] == "not run"
+    assert frame.loc["mt_beats_bridge_de", "verdict"] == "not run"
     table = table5(paths, PAPER_TABLES, tmp_path / "rajendran2016_table5")
     ours = table.dropna(subset=["ours"])
     assert ours.ours_low.notna().all() and (ours.ours_low <= ours.ours).all()
     assert (ours.ours <= ours.ours_high).all() and (ours.ours_high <= 1).all()
     assert ours.within_noise.notna().all()
+
+
+# ----------------------------------------------------------------------------------------
+# verdicts that read effect sizes; lower-is-better metrics; claims over several cells
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        # test, ours, low, high, p_holm, paper, mde, margin
+        (("superiority", 3.0, 1.0, 5.0, 0.001, 4.0, 2.0), "reproduced"),
+        (("superiority", 3.0, 1.0, 5.0, 0.001, 9.0, 2.0), "smaller than reported"),
+        (("superiority", 3.0, 1.0, 5.0, 0.001, 0.5, 2.0), "larger than reported"),
+        (("superiority", -3.0, -5.0, -1.0, 0.001, 4.0, 2.0), "reversed"),
+        (("superiority", 0.1, -0.5, 0.7, 0.6, 0.3, 1.2), "below detectable"),
+        (("superiority", 1.0, -1.0, 3.0, 0.3, 2.5, 2.0), "inconclusive"),
+        (("superiority", 0.0, -1.0, 1.0, 0.9, 6.0, 2.0), "contradicts the paper's size"),
+        (("superiority", np.nan, np.nan, np.nan, np.nan, 6.0, np.nan), "not run"),
+        (("non-inferiority", 0.0, -0.5, 0.5, 0.001, 0.2, 1.0, 2.0), "reproduced"),
+        (("non-inferiority", -4.0, -5.0, -3.0, 0.9, 0.2, 1.0, 2.0), "worse than the margin"),
+        (("non-inferiority", -1.0, -3.0, 1.0, 0.2, 0.2, 3.0, 2.0), "below detectable"),
+        (("non-inferiority", -1.0, -3.0, 1.0, 0.2, 0.2, 1.5, 2.0), "inconclusive"),
+    ],
+)
+def test_each_verdict(args, expected):
+    assert c.verdict(*args) == expected
+    assert expected in c.VERDICTS
+
+
+def _kadar_runs(tmp_path, table: int, rows: dict, per_image: int = 5) -> list[Run]:
+    """Runs of Kádár rows with en i2t and t2i ranks on the same 100 images (five captions an
+    image) and the image ids beside them."""
+    runs = []
+    for (system, note), (i2t, t2i) in rows.items():
+        out = tmp_path / system.replace(" ", "_")
+        out.mkdir()
+        outcomes = {"folds": 1, "images": len(i2t), "test": {"en": {"i2t": i2t, "t2i": t2i}}}
+        write_outcomes(out / "queries.npz", outcomes, {})
+        metrics = {"variant": system, "seed": 1, "test": {"en": {"i2t": {}, "t2i": {}}}}
+        row = {"paper": "kadar2018", "table": table, "system": system, "variant_note": note,
+               "languages": ["en"]}  # fmt: skip
+        runs.append(Run(system, 1, metrics, [row], [], out / "metrics.json"))
+    return runs
+
+
+def test_lower_is_better_and_several_cells(tmp_path):
+    """A claim on median rank (lower is better) over two cells and a parity claim: the effect
+    is oriented so that positive is the claim's direction, the mean over the cells."""
+    rng = np.random.default_rng(4)
+    weak = rng.integers(0, 60, 100), rng.integers(0, 60, 500)
+    strong = np.maximum(weak[0] - 20, 0), np.maximum(weak[1] - 20, 0)
+    c2c = NOTE + "; row label '+ c2c'"
+    runs = _kadar_runs(tmp_path, 2, {("Bilingual + c2c", c2c): strong, ("Bilingual", NOTE): weak})
+    cells = [{"language": "en", "direction": "i2t"}, {"language": "en", "direction": "t2i"}]
+    base = {"finding": "x", "quote": "y", "section": "5.1", "table": 2, "cells": cells,
+            "better": {"system": "Bilingual + c2c", "variant_note": c2c},
+            "than": {"system": "Bilingual", "variant_note": NOTE}}  # fmt: skip
+    entries = [
+        base | {"id": "medr", "metric": "medr"},
+        base | {"id": "recalls", "metric": ["R@1", "R@5", "R@10"]},
+        base | {"id": "parity", "metric": "R@10", "test": "non-inferiority", "margin": 1.0,
+                "better": base["than"], "than": base["better"]},  # fmt: skip
+    ]
+    registry = tmp_path / "kadar2018.yaml"
+    registry.write_text(yaml.safe_dump({"paper": "kadar2018", "min_seeds": 1, "claims": entries}))
+    paper, claims, min_seeds = c.load_claims(registry)
+    frame = c.evaluate_claims(runs, paper, claims, None, min_seeds).set_index("claim")
+    expected = np.mean([np.floor(np.median(w)) - np.floor(np.median(s))
+                        for w, s in zip(weak, strong, strict=True)])  # fmt: skip
+    assert frame.loc["medr", "our_effect"] == pytest.approx(expected) and expected > 0
+    assert frame.loc["medr", "verdict"] == "reproduced"
+    assert frame.loc["medr", "cells"] == "medr: en i2t; en t2i (mean)"
+    assert frame.loc["recalls", "our_effect"] > 0
+    assert frame.loc["medr", "compares"] == "methods"  # the registry's minimum is one seed
+    # Bilingual is clearly worse than Bilingual + c2c: not within a 1-point margin
+    assert frame.loc["parity", "verdict"] == "worse than the margin"
+    assert frame.loc["parity", "test"] == "non-inferiority, margin 1"
+
+
+def test_claims_and_intervals_import_no_table_builder():
+    """The layers: mlmm.intervals and mlmm.claims sit under the table builders and import
+    none of them; the builders import mlmm.intervals, never mlmm.claims."""
+    import ast
+
+    builders = {"mlmm.report", "mlmm.nmt.table", "mlmm.ted.report", "mlmm.pivot.table"}
+
+    def imported(module: str) -> set[str]:
+        path = REPO / "src" / (module.replace(".", "/") + ".py")
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                found |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+            elif isinstance(node, ast.Import):
+                found |= {a.name for a in node.names}
+        return found
+
+    for low in ("mlmm.claims", "mlmm.intervals", "mlmm.uncertainty", "mlmm.outcomes"):
+        assert not imported(low) & builders, low
+    for builder in builders:
+        assert "mlmm.claims" not in imported(builder), builder

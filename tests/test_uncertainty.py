@@ -11,6 +11,7 @@ import torch
 
 from mlmm import evaluation
 from mlmm import uncertainty as u
+from mlmm.errors import InputError
 from mlmm.outcomes import read_outcomes, run_metrics, write_outcomes
 
 
@@ -115,6 +116,7 @@ def test_kept_outcomes_give_back_every_metric_exactly(tmp_path):
     }
     outcomes = {
         "folds": 2,
+        "images": 20,
         "test": {"en": evaluation.fold_ranks(images, captions, 2, folds=2)},
         "c2c": {"en-de": evaluation.c2c_ranks(en, de, per_image=2)},
         "sts": {"2014": (predicted, gold)},
@@ -123,6 +125,83 @@ def test_kept_outcomes_give_back_every_metric_exactly(tmp_path):
     kept = read_outcomes(tmp_path / "queries.npz")
     assert kept["provenance"] == {"seed": 1}
     assert run_metrics(kept) == stored
+    # every query's image: an image query itself, a caption its image (two per image)
+    assert kept["image"]["test"]["en"]["i2t"].tolist() == list(range(20))
+    assert kept["image"]["test"]["en"]["t2i"].tolist() == [i // 2 for i in range(40)]
+    assert kept["image"]["c2c"]["en-de"].tolist() == [i // 2 for i in range(40)]
+
+
+def test_queries_file_without_image_ids_is_refused_in_one_line(tmp_path):
+    np.savez(tmp_path / "queries.npz", folds=np.asarray(1), **{"test/en/t2i": np.arange(10)})
+    with pytest.raises(InputError, match=r"queries.npz, key 'image/test/en/t2i'.*rerun") as info:
+        read_outcomes(tmp_path / "queries.npz")
+    assert "\n" not in str(info.value)
+
+
+def test_image_draws_keep_an_images_captions_together_within_folds():
+    groups = np.repeat(np.arange(12), 5)  # 12 images, 5 captions each, 3 folds of 4 images
+    draws = u.query_draws(60, 300, np.random.default_rng(0), folds=3, groups=groups)
+    assert draws.shape == (300, 60)
+    blocks = draws.reshape(300, 12, 5)
+    # every drawn block of five is one image's five captions, in order
+    assert (blocks - blocks[..., :1] == np.arange(5)).all()
+    assert (blocks[..., 0] % 5 == 0).all()
+    for f in range(3):
+        part = draws[:, 20 * f : 20 * f + 20]
+        assert part.min() >= 20 * f and part.max() < 20 * f + 20
+    # one query an image: the caption-level draw, unchanged
+    singles = u.query_draws(60, 5, np.random.default_rng(1), groups=np.arange(60))
+    assert (singles == u.query_draws(60, 5, np.random.default_rng(1))).all()
+    with pytest.raises(ValueError, match="unequal numbers"):
+        u.query_draws(6, 2, np.random.default_rng(0), groups=np.array([0, 0, 0, 1, 1, 2]))
+    with pytest.raises(ValueError, match="more than one fold"):
+        u.query_draws(4, 2, np.random.default_rng(0), folds=2, groups=np.array([0, 1, 1, 0]))
+
+
+def test_image_level_resampling_keeps_the_false_positive_rate():
+    """1,000 null comparisons of two systems whose outcomes share an image-level component
+    (an image hard or easy for a system on all its captions, independently per system): the
+    image-level test rejects within 1 % of the nominal 5 %; drawing captions one at a time
+    treats the five captions of an image as independent and rejects far more often."""
+    rng = np.random.default_rng(0)
+    images, k, nulls = 100, 5, 1000
+    groups = np.repeat(np.arange(images), k)
+    stat = u.rank_statistic("R@10")
+    rejected = {"image": 0, "caption": 0}
+    for trial in range(nulls):
+        difficulty = rng.gamma(1.5, 8.0, size=images)
+
+        def system(difficulty=difficulty):
+            per_image = np.repeat(difficulty + rng.normal(0, 6, images), k)
+            return np.maximum(0, np.round(per_image + rng.normal(0, 3, images * k))).astype(int)
+
+        a, b = system(), system()
+        for unit, g in (("image", groups), ("caption", None)):
+            p = u.paired_difference([a], [b], stat, resamples=200, seed=trial, groups=g).p
+            rejected[unit] += p < u.ALPHA
+    assert abs(rejected["image"] / nulls - u.ALPHA) <= 0.01
+    assert rejected["caption"] / nulls > 0.15
+
+
+def test_non_inferiority_p_and_minimal_detectable_effect():
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 40, size=600)
+    stat = u.rank_statistic("R@10")
+    same = u.paired_difference([a], [rng.permutation(a)], stat, seed=1)
+    # a wide margin is met, a tiny one is not
+    assert u.paired_difference([a], [rng.permutation(a)], stat, seed=1, margin=10).p < 0.01
+    assert u.paired_difference([a], [rng.permutation(a)], stat, seed=1, margin=0.01).p > 0.3
+    assert same.se > 0 and len(same.replicates) == u.RESAMPLES
+    assert u.minimal_detectable_effect(1.0) == pytest.approx(1.959964 + 0.841621, abs=1e-5)
+    assert u.minimal_detectable_effect(1.0, alpha=0.01) > u.minimal_detectable_effect(1.0)
+
+
+def test_holm_levels_by_hand():
+    # sorted 0.01, 0.02, 0.04 (x3, x2, x1 -> 0.03, 0.04, 0.04 uncapped): levels 1 - 0.05 p/p_holm
+    got = u.holm_levels([0.04, np.nan, 0.01, 0.02])
+    assert np.isnan(got[1])
+    assert got[[0, 2, 3]] == pytest.approx([0.95, 1 - 0.05 / 3, 1 - 0.05 / 2])
+    assert u.holm_levels([0.3]) == pytest.approx([0.95])
 
 
 HYPS = ["a man rides a red bike", "two dogs play in the snow", "a woman sings", "kids run",

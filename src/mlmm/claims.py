@@ -1,26 +1,44 @@
-"""Does the paper's claim hold? Bootstrap intervals on the retrieval tables' cells and a verdict
-on every claim of a paper's registry, from the runs' per-query outcomes (``mlmm.outcomes``).
+"""Does the paper's claim hold? A verdict on every claim of a paper's registry
+(``resources/claims/<paper>.yaml``, README there), from the runs' per-query outcomes.
 
-A cell of ours (system row x language x direction x metric) is the mean over the seeds of the
-variants mapped onto that paper row (their ``paper_rows``); ``cell_samples`` collects each seed's
-per-query outcomes of it, and ``mlmm.uncertainty`` puts the interval on it (``add_intervals``).
+A claim compares two rows of one paper table ("``better`` beats ``than``", or, for a parity
+claim, "``better`` is not worse than ``than``") on one or several cells (languages,
+directions, STS years: the claim's effect is the mean of the cells' differences). Effects are
+oriented so that positive is the paper's direction: ``better`` minus ``than`` where higher
+is better, ``than`` minus ``better`` for TER, median and mean rank. Our effect is the paired
+difference on the same test images (``uncertainty.paired_replicates``: images drawn with all
+their captions, within folds, seeds drawn too); the paper's comes from its own table. The
+claims of a paper that ran are Holm-corrected together, and the interval beside each is at
+the level that goes with its adjusted p-value (``uncertainty.holm_levels``), so that an
+interval excludes 0 where the adjusted test rejects. ``mde`` is the minimal detectable effect
+at 80 % power for the claim's test set and seeds at that level.
 
-A claim (``resources/claims/<paper>.yaml``, one file per paper, README there) compares two rows
-of one paper table on one metric: "``better`` beats ``than``", with the paper's section and its
-own effect (read from the paper's table). Our effect is the paired difference on the same test
-queries (``uncertainty.paired_difference``); the paper's claims are Holm-corrected together and
-each gets a verdict:
+Verdicts of a superiority claim (``test: superiority``, the default):
 
-- ``holds``: adjusted p < 0.05 and our effect has the paper's sign
-- ``reversed``: adjusted p < 0.05 and our effect has the other sign
-- ``not significant``: adjusted p >= 0.05
-- ``not run``: the configuration runs no variant for one of the rows (or its runs kept no
-  per-query outcomes, or the two rows were not scored on the same queries); the reason says which.
+- ``reproduced``: significant, the paper's sign, the paper's effect inside our interval
+- ``larger than reported`` / ``smaller than reported``: significant, the paper's sign, the
+  paper's effect below / above our interval
+- ``reversed``: significant, against the paper's sign
+- ``below detectable``: not significant, and the paper's effect is under the MDE (this test
+  set and these seeds could not be expected to find it)
+- ``inconclusive``: not significant, the interval includes both 0 and the paper's effect
+- ``contradicts the paper's size``: not significant, the interval includes 0 and excludes
+  the paper's effect
+
+Verdicts of a parity claim (``test: non-inferiority`` with a ``margin`` in metric points):
+``reproduced`` (our effect is above ``-margin``: adjusted one-sided p < 0.05), ``worse than
+the margin`` (the interval lies below ``-margin``), ``below detectable`` (the MDE exceeds the
+margin), ``inconclusive``. ``not run``: the configuration runs no variant for a row, or its
+runs kept no per-query outcomes, or the rows were not scored on the same images; the reason
+says which.
+
+A verdict from fewer seeds a row than the registry's ``min_seeds`` (default ``MIN_SEEDS``)
+compares two trained models, not two methods: one seed cannot separate the method from the
+luck of its initialisation (``benchmarks/bootstrap_null.py``), and ``compares`` says so.
 """
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,234 +47,36 @@ import pandas as pd
 
 from mlmm import uncertainty
 from mlmm.errors import InputError
+from mlmm.intervals import CellSamples, cell_samples, mapped_runs
 from mlmm.io import save_figure
 from mlmm.origin import Origin, stamp_figure
-from mlmm.outcomes import (
-    decisions_path,
-    queries_path,
-    read_decisions,
-    read_outcomes,
-    read_sentence_statistics,
-    sentences_path,
-)
 from mlmm.tables import load_paper_table, write_table
 
-HIGHER_IS_BETTER = ("R@", "pearson", "BLEU", "chrF", "F1")
-NMT_LANGUAGE = "en-de"  # Calixto & Liu Table 3 (mlmm.nmt.table)
-BOOTSTRAP_NOTE = (
-    "95 % intervals: percentile bootstrap, 1,000 replicates (seed 0), each drawing the test "
-    "queries with replacement (within each fold; one draw shared by every seed and, for a "
-    "difference, by both systems) and the seeds with replacement, and averaging the metric "
-    "over the drawn seeds (mlmm.uncertainty). within_noise: the paper's number lies inside "
-    "our interval (≈ in the cells; ≠ where it does not)."
+HIGHER_IS_BETTER = ("R@", "pearson", "BLEU", "chrF", "F1", "METEOR")
+LOWER_IS_BETTER = ("TER", "medr", "meanr")
+TESTS = ("superiority", "non-inferiority")
+VERDICTS = ("reproduced", "larger than reported", "smaller than reported", "reversed",
+            "below detectable", "inconclusive", "contradicts the paper's size",
+            "worse than the margin", "not run")  # fmt: skip
+# Seeds a row needs before a verdict speaks of methods rather than of two trained models
+# (Clark et al. 2011 on optimiser instability; benchmarks/bootstrap_null.py: with a
+# seed-level effect, one or three seeds reject a true null far more often than 5 %).
+MIN_SEEDS = 5
+P_METHOD = (
+    "p: paired bootstrap test, recentred (Efron & Tibshirani 1993; Berg-Kirkpatrick et al. "
+    "2012): two-sided, the share of replicates shifted to mean 0 at least as far from 0 as our "
+    "effect; for a parity claim one-sided non-inferiority against -margin. p_holm: Holm's "
+    "correction over this paper's claims that ran."
 )
 
 
-# ----------------------------------------------------------------------------------------
-# per-query outcomes of a cell
-
-
-@functools.cache
-def _outcomes(metrics_path: Path) -> dict | None:
-    path = queries_path(metrics_path)
-    return read_outcomes(path) if path.is_file() else None
-
-
-@functools.cache
-def _decisions(result_path: Path) -> dict | None:
-    path = decisions_path(result_path)
-    return read_decisions(path) if path.is_file() else None
-
-
-@functools.cache
-def _sentences(metrics_path: Path) -> dict | None:
-    path = sentences_path(metrics_path)
-    return read_sentence_statistics(path) if path.is_file() else None
-
-
-def nmt_runs(paths) -> list:
-    """``mlmm mt-score`` metrics.json files as runs of Calixto & Liu's Table 3 rows (their
-    ``system`` and ``variant_note``), each with its sentences.npz beside it."""
-    from mlmm.io import read_json_object
-    from mlmm.report import Run
-
-    runs = []
-    for path in map(Path, paths):
-        record = read_json_object(
-            path, ("system", "variant_note"), "a metrics JSON written by `mlmm mt-score`"
-        )
-        row = {"paper": "calixto2017", "table": 3, "system": record["system"],
-               "variant_note": record["variant_note"], "languages": None}  # fmt: skip
-        seed = (record.get("provenance") or {}).get("seed") or 0
-        runs.append(Run(path.parent.name, int(seed), record, [row], [], path))
-    return runs
-
-
-def ted_runs(cldc: list, nb=None) -> list:
-    """``mlmm ted-classify`` results (and the ``ted-nb`` one) as runs of Rajendran et al.'s
-    Tables 1 and 3: one run per (training, test language) cell, mapped onto the paper's row
-    (``mlmm.ted.report`` spellings), its per-document decisions beside the result JSON."""
-    from mlmm.io import read_json_object
-    from mlmm.report import Run
-    from mlmm.ted.report import NB_SYSTEM, PAPER, SYSTEM, mono_note
-
-    results = [(SYSTEM, Path(p)) for p in cldc] + ([(NB_SYSTEM, Path(nb))] if nb else [])
-    runs = []
-    for system, path in results:
-        record = read_json_object(path, ("f1",), "a result JSON of ted-classify or ted-nb")
-        for target in record["f1"]:
-            source = record.get("source", target)  # ted-nb: one language, tested on itself
-            if target == source:
-                row = {"table": 3, "variant_note": mono_note(source)}
-            else:
-                row = {"table": 1, "variant_note": f"test={target}"}
-            row |= {"paper": PAPER, "system": system, "languages": [source]}
-            metrics = {"ted": {"source": source, "test": target}, "f1": record["f1"][target]}
-            runs.append(Run(f"{path.stem}:{target}", 0, metrics, [row], [], path))
-    return runs
-
-
-def pivot_runs(records: list[dict]) -> list:
-    """Table 5 runs (``mlmm.pivot.table.read_runs``) as runs of its rows: the run chosen per
-    model, language and direction (``pivot.table.choose``), its recalls as fractions of 1,
-    its MIC test ranks in queries.npz beside its metrics.json."""
-    from mlmm.pivot.table import PAPER, PAPER_MT_SYSTEM, SYSTEMS, _row_keys, choose
-    from mlmm.report import Run
-
-    runs = []
-    for (model, language, direction), record in choose(records).items():
-        note, lang = _row_keys(model, language)
-        systems = [SYSTEMS[model]] + ([PAPER_MT_SYSTEM] if model == "mt" else [])
-        rows = [
-            {"paper": PAPER, "table": 5, "system": system, "variant_note": note,
-             "languages": [lang], "directions": [direction]}
-            for system in systems
-        ]  # fmt: skip
-        metrics = {"test": {lang: {direction: record["test"][direction]}}, "recall_scale": 0.01}
-        runs.append(Run(f"{model}_{lang}_{direction}", 0, metrics, rows, [], Path(record["path"])))
-    return runs
-
-
-def run_samples(run, language: str, direction: str, metric: str, dataset: str = ""):
-    """One run's per-query outcomes of one cell and the statistic of ``metric`` on them, or
-    None where the run kept none (alignment ratios, METEOR, runs written before queries.npz)."""
-    if "ted" in run.metrics:
-        return _ted_samples(run, metric)
-    if direction == "mt":
-        sentences = _sentences(run.path) if run.path is not None else None
-        if sentences is None or metric not in sentences:
-            return None
-        from mlmm.nmt.metrics import corpus_statistic  # sacrebleu: only where MT cells are
-
-        return sentences[metric], corpus_statistic(metric)
-    outcomes = _outcomes(run.path) if run.path is not None else None
-    if outcomes is None:
-        return None
-    if direction in ("i2t", "t2i"):
-        ranks = outcomes["test"].get(language, {}).get(direction)
-        folds = outcomes["folds"]
-    elif direction.startswith("t2t_"):
-        a, b = direction[4:].split("2")
-        ranks, folds = outcomes["c2c"].get(f"{a}-{b}"), 1
-    elif direction == "sts" and metric == "pearson":
-        pair = outcomes["sts"].get(dataset)
-        if pair is None:
-            return None
-        return np.stack([pair["predicted"], pair["gold"]], axis=1), uncertainty.pearson_statistic
-    else:
-        return None
-    if ranks is None or not (metric.startswith("R@") or metric in ("medr", "meanr")):
-        return None
-    statistic = uncertainty.rank_statistic(metric, folds)
-    scale = run.metrics.get("recall_scale")  # Rajendran Table 5: recalls as fractions of 1
-    if scale and metric.startswith("R@"):
-        return ranks, lambda r, s=statistic: scale * s(r)
-    return ranks, statistic
-
-
-def _ted_samples(run, metric: str):
-    """A TED cell's per-document (predicted, gold) topic decisions, (documents, topics, 2),
-    and the macro F1; None where the result kept none or its test language has several test
-    sets (English: one per pair, of different sizes, its F1 a mean over them)."""
-    decisions = _decisions(run.path) if run.path is not None else None
-    sets = (decisions or {}).get(run.metrics["ted"]["test"])
-    if metric != "F1" or not sets or len(sets) != 1:
-        return None
-    (found,) = sets.values()
-    return np.stack([found["predicted"], found["gold"]], axis=-1), uncertainty.macro_f1_statistic
-
-
-def cell_samples(runs, paper: str, table: int, system: str, variant_note: str, cell: dict):
-    """Every seed's outcomes of one cell of a paper row, and the statistic; None when a run
-    mapped onto the row kept none (an interval from some of the seeds would be too narrow)."""
-    samples, statistic = [], None
-    for run in runs:
-        for row in run.paper_rows:
-            if (row["paper"], row.get("table"), row["system"], row["variant_note"]) != (
-                paper,
-                table,
-                system,
-                variant_note,
-            ):
-                continue
-            if row["languages"] and cell["language"] not in row["languages"]:
-                continue
-            if row.get("directions") and cell["direction"] not in row["directions"]:
-                continue
-            if cell["language"] not in _languages(run.metrics, cell["direction"]):
-                continue
-            found = run_samples(run, **cell)
-            if found is None:
-                return None
-            samples.append(found[0])
-            statistic = found[1]
-    if not samples or len({s.shape for s in samples}) != 1:
-        return None
-    return samples, statistic
-
-
-def _languages(metrics: dict, direction: str) -> set[str]:
-    if direction in ("i2t", "t2i"):
-        return set(metrics.get("test") or {})
-    if direction.startswith("t2t_"):
-        pairs = [p.split("-") for p in metrics.get("c2c") or {}]
-        return {f"{a}-{b}" if a == "en" or (b != "en" and a < b) else f"{b}-{a}" for a, b in pairs}
-    if direction == "sts":
-        return {"en"} if metrics.get("sts") else set()
-    if direction == "mt":
-        return {NMT_LANGUAGE} if metrics.get("scores") else set()
-    if "ted" in metrics:  # Rajendran Tables 1 (direction cldc) and 3 (none)
-        return {metrics["ted"]["source"]}
-    return set()
-
-
-def add_intervals(frame: pd.DataFrame, runs, paper: str, table: int) -> pd.DataFrame:
-    """``ours_low``, ``ours_high`` (95 % interval of ``ours``) and ``within_noise`` (the paper's
-    number inside it: True/False; empty where either is missing) for every cell of a tidy
-    retrieval table."""
-    low, high = [], []
-    for record in frame.to_dict("records"):
-        cell = {
-            "language": record["language"],
-            "direction": record["direction"],
-            "metric": record["metric"],
-            "dataset": str(record.get("dataset") or ""),
-        }
-        found = cell_samples(
-            runs, paper, table, record["system"], record["variant_note"], cell
-        )
-        if found is None or pd.isna(record["ours"]):
-            low.append(np.nan)
-            high.append(np.nan)
-            continue
-        interval = uncertainty.cell_interval(*found)
-        low.append(interval.low)
-        high.append(interval.high)
-    out = frame.assign(ours_low=low, ours_high=high)
-    known = out[["ours_low", "paper"]].notna().all(axis=1)
-    inside = (out["paper"] >= out["ours_low"]) & (out["paper"] <= out["ours_high"])
-    out["within_noise"] = [bool(i) if k else None for i, k in zip(inside, known, strict=True)]
-    return out
+def orientation(metric: str) -> float:
+    """+1 where a higher ``metric`` is better, -1 where lower is (TER, ranks)."""
+    if metric.startswith(HIGHER_IS_BETTER):
+        return 1.0
+    if metric in LOWER_IS_BETTER:
+        return -1.0
+    raise ValueError(f"no known direction for metric {metric!r}")
 
 
 # ----------------------------------------------------------------------------------------
@@ -267,216 +87,437 @@ def add_intervals(frame: pd.DataFrame, runs, paper: str, table: int) -> pd.DataF
 class Claim:
     id: str
     finding: str
+    quote: str
     section: str
     table: int
-    language: str
-    direction: str
-    metric: str
-    better: tuple[str, str]  # (system, variant_note) as in the paper's CSV
+    metrics: tuple[str, ...]  # one or several of one direction (R@1, R@5, R@10)
+    # (system, variant_note) as in the paper's CSV; "{language}" in the note stands for the
+    # cell's language (Rajendran's rows are spelt "test=es ...", "captions=fr")
+    better: tuple[str, str]
     than: tuple[str, str]
-    dataset: str = ""
+    cells: tuple[tuple[str, str, str], ...]  # (language, direction, dataset) each
+    test: str = "superiority"
+    margin: float = 0.0
     # a row's own language where the two differ (Rajendran Table 5: the En-Image CorrNet's
     # English captions against the Bridge CorrNet's French ones, on the same MIC images)
     row_languages: tuple[str, str] = ("", "")
 
     @property
-    def cell(self) -> dict:
-        return {
-            "language": self.language,
-            "direction": self.direction,
-            "metric": self.metric,
-            "dataset": self.dataset,
-        }
+    def metric(self) -> str:
+        return self.metrics[0]
 
-    def side_cell(self, side: int) -> dict:
-        """The cell of the ``better`` (0) or ``than`` (1) row."""
-        return self.cell | {"language": self.row_languages[side] or self.language}
+    def parts(self):
+        """Every (cell, metric) the claim's effect is the mean over."""
+        return [(cell, metric) for cell in self.cells for metric in self.metrics]
+
+    def side_row(self, side: int, cell: tuple[str, str, str]) -> tuple[str, str]:
+        """The (system, variant_note) of the ``better`` (0) or ``than`` (1) row in a cell."""
+        system, note = (self.better, self.than)[side]
+        return system, note.replace("{language}", cell[0])
+
+    def side_cell(self, side: int, cell: tuple[str, str, str], metric: str) -> dict:
+        """One cell of the ``better`` (0) or ``than`` (1) row."""
+        language, direction, dataset = cell
+        return {"language": self.row_languages[side] or language, "direction": direction,
+                "metric": metric, "dataset": dataset}  # fmt: skip
+
+    @property
+    def cells_text(self) -> str:
+        parts = [" ".join(x for x in (lang, d, ds) if x) for lang, d, ds in self.cells]
+        several = len(parts) * len(self.metrics) > 1
+        return f"{', '.join(self.metrics)}: " + "; ".join(parts) + (" (mean)" if several else "")
 
 
-CLAIM_KEYS = {"id", "finding", "section", "table", "language", "direction", "metric", "better",
-              "than"}  # fmt: skip
+CLAIM_KEYS = {"id", "finding", "quote", "section", "table", "metric", "better", "than"}
+OPTIONAL_KEYS = {"language", "direction", "dataset", "cells", "test", "margin"}
+CELL_KEYS = {"language", "direction", "dataset"}
 
 
-def load_claims(path: str | Path) -> tuple[str, list[Claim]]:
-    """The paper and its claims from ``<paper>.yaml``; InputError naming the claim and key."""
+def _text(path, value, key: str, allow_empty: bool = False) -> str:
+    if not isinstance(value, str | int | float) or isinstance(value, bool):
+        raise InputError(path, "a text", repr(value)[:60], key=key)
+    if not allow_empty and not str(value).strip():
+        raise InputError(path, "a non-empty text", "an empty one", key=key)
+    return str(value)
+
+
+def _row(path, value, key: str) -> tuple[tuple[str, str], str]:
+    if not isinstance(value, dict) or "system" not in value:
+        raise InputError(path, "a mapping {system, variant_note[, language]}", repr(value)[:80],
+                         key=key)  # fmt: skip
+    unknown = set(value) - {"system", "variant_note", "language"}
+    if unknown:
+        raise InputError(path, "keys system, variant_note, language", f"{sorted(unknown)}",
+                         key=key)  # fmt: skip
+    system = _text(path, value["system"], f"{key}.system")
+    note = _text(path, value.get("variant_note") or "", f"{key}.variant_note", True)
+    language = _text(path, value.get("language") or "", f"{key}.language", True)
+    return (system, note), language
+
+
+def _cells(path, entry: dict, where: str) -> tuple[tuple[str, str, str], ...]:
+    if "cells" in entry:
+        if any(k in entry for k in CELL_KEYS):
+            raise InputError(path, "either 'cells' or language/direction/dataset", "both",
+                             key=where)  # fmt: skip
+        listed = entry["cells"]
+        if not isinstance(listed, list) or not listed:
+            raise InputError(path, "a non-empty list of cells", repr(listed)[:60],
+                             key=f"{where}.cells")  # fmt: skip
+    else:
+        if "language" not in entry or "direction" not in entry:
+            raise InputError(path, "'cells' or 'language' and 'direction'", "neither", key=where)
+        listed = [{k: entry[k] for k in CELL_KEYS if k in entry}]
+    cells = []
+    for number, cell in enumerate(listed, start=1):
+        key = f"{where}.cells[{number}]"
+        if not isinstance(cell, dict) or not set(cell) <= CELL_KEYS or "direction" not in cell:
+            raise InputError(path, "a mapping {language, direction[, dataset]}", repr(cell)[:80],
+                             key=key)  # fmt: skip
+        cells.append(tuple(_text(path, cell.get(k) or "", f"{key}.{k}", True)
+                           for k in ("language", "direction", "dataset")))  # fmt: skip
+    if len(set(cells)) != len(cells):
+        raise InputError(path, "distinct cells", "a repeated one", key=f"{where}.cells")
+    return tuple(cells)
+
+
+def parse_claim(path: Path, entry, number: int) -> Claim:
+    """One registry entry as a ``Claim``; InputError naming the file and the entry's key."""
+    where = f"claims[{number}]"
+    if not isinstance(entry, dict):
+        raise InputError(path, "a mapping", repr(entry)[:60], key=where)
+    where = f"claims[{number}] ({entry.get('id', '?')})"
+    missing = sorted(CLAIM_KEYS - set(entry))
+    unknown = sorted(set(entry) - CLAIM_KEYS - OPTIONAL_KEYS)
+    if missing or unknown:
+        found = "; ".join(x for x in (missing and f"no {missing}", unknown and f"unknown {unknown}")
+                          if x)  # fmt: skip
+        raise InputError(path, f"keys {sorted(CLAIM_KEYS)} (optional {sorted(OPTIONAL_KEYS)})",
+                         found, key=where)  # fmt: skip
+    listed = entry["metric"] if isinstance(entry["metric"], list) else [entry["metric"]]
+    metrics = tuple(_text(path, m, f"{where}.metric") for m in listed)
+    try:
+        signs = {orientation(m) for m in metrics}
+    except ValueError as exc:
+        raise InputError(path, "metrics R@K, pearson, BLEU, chrF, F1, METEOR, TER, medr, meanr",
+                         str(exc), key=f"{where}.metric") from None  # fmt: skip
+    if not metrics or len(signs) != 1 or len(set(metrics)) != len(metrics):
+        raise InputError(path, "one metric, or distinct ones with the same better direction",
+                         repr(listed), key=f"{where}.metric")  # fmt: skip
+    table = entry["table"]
+    if not isinstance(table, int) or isinstance(table, bool) or table < 1:
+        raise InputError(path, "a table number", repr(table), key=f"{where}.table")
+    better, better_language = _row(path, entry["better"], f"{where}.better")
+    than, than_language = _row(path, entry["than"], f"{where}.than")
+    if (better, better_language) == (than, than_language):
+        raise InputError(path, "two different rows in 'better' and 'than'", "the same row",
+                         key=where)  # fmt: skip
+    test = _text(path, entry.get("test") or "superiority", f"{where}.test")
+    if test not in TESTS:
+        raise InputError(path, f"one of {list(TESTS)}", test, key=f"{where}.test")
+    margin = entry.get("margin")
+    if test == "non-inferiority":
+        if not isinstance(margin, int | float) or isinstance(margin, bool) or margin <= 0:
+            raise InputError(path, "a positive margin (metric points) for a parity claim",
+                             repr(margin), key=f"{where}.margin")  # fmt: skip
+    elif margin is not None:
+        raise InputError(path, "no margin on a superiority claim", repr(margin),
+                         key=f"{where}.margin")  # fmt: skip
+    return Claim(
+        id=_text(path, entry["id"], f"{where}.id"),
+        finding=_text(path, entry["finding"], f"{where}.finding"),
+        quote=_text(path, entry["quote"], f"{where}.quote"),
+        section=_text(path, entry["section"], f"{where}.section"),
+        table=table,
+        metrics=metrics,
+        better=better,
+        than=than,
+        cells=_cells(path, entry, where),
+        test=test,
+        margin=float(margin or 0.0),
+        row_languages=(better_language, than_language),
+    )
+
+
+def load_claims(
+    path: str | Path, paper_tables: Path | None = None
+) -> tuple[str, list[Claim], int]:
+    """The paper, its claims and its ``min_seeds`` from ``<paper>.yaml``; InputError naming the
+    file and the claim's key. With ``paper_tables``, every claim's cells must exist in the
+    paper's table and a superiority claim's paper effect must have the claim's sign."""
     from mlmm.io import read_yaml
 
     path = Path(path)
     loaded = read_yaml(path, "a YAML claims registry")
     if not isinstance(loaded, dict) or not isinstance(loaded.get("claims"), list):
         raise InputError(path, "a mapping with 'paper' and a list 'claims'", repr(loaded)[:80])
-    claims = []
-    for number, entry in enumerate(loaded["claims"], start=1):
-        where = f"claims[{number}]"
-        if not isinstance(entry, dict) or not set(entry) >= CLAIM_KEYS:
-            missing = sorted(CLAIM_KEYS - set(entry or {}))
-            raise InputError(path, f"{where} with keys {sorted(CLAIM_KEYS)}", f"no {missing}")
-        rows, languages = [], []
-        for side in ("better", "than"):
-            row = entry[side]
-            if not isinstance(row, dict) or "system" not in row:
-                raise InputError(path, "{system, variant_note}", repr(row), key=f"{where}.{side}")
-            rows.append((str(row["system"]), str(row.get("variant_note") or "")))
-            languages.append(str(row.get("language") or ""))
-        if not str(entry["metric"]).startswith(HIGHER_IS_BETTER):
-            raise InputError(
-                path, "a metric where higher is better (R@K, pearson, BLEU, chrF, F1)",
-                entry["metric"], key=f"{where}.metric",
-            )  # fmt: skip
-        claims.append(
-            Claim(
-                id=str(entry["id"]),
-                finding=str(entry["finding"]),
-                section=str(entry["section"]),
-                table=int(entry["table"]),
-                language=str(entry["language"]),
-                direction=str(entry["direction"]),
-                metric=str(entry["metric"]),
-                better=rows[0],
-                than=rows[1],
-                dataset=str(entry.get("dataset") or ""),
-                row_languages=(languages[0], languages[1]),
-            )
-        )
+    if not loaded["claims"]:
+        raise InputError(path, "at least one claim", "an empty list", key="claims")
+    unknown = set(loaded) - {"paper", "claims", "min_seeds"}
+    if unknown:
+        raise InputError(path, "keys paper, min_seeds, claims", f"{sorted(unknown)}")
+    min_seeds = loaded.get("min_seeds", MIN_SEEDS)
+    if not isinstance(min_seeds, int) or isinstance(min_seeds, bool) or min_seeds < 1:
+        raise InputError(path, "a positive whole number", repr(min_seeds), key="min_seeds")
+    paper = _text(path, loaded.get("paper") or path.stem, "paper")
+    claims = [parse_claim(path, entry, n) for n, entry in enumerate(loaded["claims"], start=1)]
     ids = [c.id for c in claims]
     if len(set(ids)) != len(ids):
         repeated = sorted({i for i in ids if ids.count(i) > 1})
-        raise InputError(path, "unique claim ids", f"repeated {repeated}")
-    return str(loaded.get("paper") or path.stem), claims
+        raise InputError(path, "unique claim ids", f"repeated {repeated}", key="claims")
+    if paper_tables is not None:
+        for claim in claims:
+            effect = paper_effect(paper_tables, paper, claim, registry=path)
+            if claim.test == "superiority" and not pd.isna(effect) and effect <= 0:
+                raise InputError(
+                    path, f"a paper effect in the claim's direction ({claim.better[0]!r} better)",
+                    f"{effect:+g} in its table {claim.table}", key=f"claims ({claim.id})",
+                )  # fmt: skip
+            if claim.test == "non-inferiority" and not pd.isna(effect) and effect <= -claim.margin:
+                raise InputError(
+                    path, f"a margin the paper's own effect meets (effect above -{claim.margin:g})",
+                    f"{effect:+g} in its table {claim.table}", key=f"claims ({claim.id}).margin",
+                )  # fmt: skip
+    return paper, claims, min_seeds
 
 
-def paper_effect(paper_tables: Path | None, paper: str, claim: Claim) -> float:
-    """The paper's own effect: its ``better`` row minus its ``than`` row in its table."""
+def paper_effect(
+    paper_tables: Path | None, paper: str, claim: Claim, registry: Path | None = None
+) -> float:
+    """The paper's own effect in the claim's direction, the mean over its cells; NaN where the
+    paper's table is not at hand; InputError where a cell is not in it."""
     frame = load_paper_table(paper_tables, paper, claim.table)
     if frame is None:
         return np.nan
-    values = []
-    for side, (system, note) in enumerate((claim.better, claim.than)):
-        hit = frame[
-            (frame.system == system)
-            & (frame.variant_note == note)
-            & (frame.language.fillna("") == claim.side_cell(side)["language"])
-            & (frame.direction == claim.direction)
-            & (frame.metric == claim.metric)
-        ]
-        if claim.dataset:
-            hit = hit[hit.dataset.str.contains(claim.dataset, regex=False)]
-        if len(hit) != 1:
-            raise InputError(
-                f"{paper}_table{claim.table}.csv",
-                f"one cell for claim {claim.id!r}: {system} [{note}] {claim.cell}",
-                f"{len(hit)} cells",
-            )
-        values.append(float(hit["value"].iloc[0]))
-    return values[0] - values[1]
+    sign, effects = orientation(claim.metric), []
+    for cell, metric in claim.parts():
+        values = []
+        for side in (0, 1):
+            system, note = claim.side_row(side, cell)
+            found = claim.side_cell(side, cell, metric)
+            hit = frame[
+                (frame.system == system)
+                & (frame.variant_note.fillna("") == note)
+                & (frame.language.fillna("") == found["language"])
+                & (frame.direction.fillna("") == found["direction"])
+                & (frame.metric == metric)
+            ]
+            if found["dataset"]:
+                hit = hit[hit.dataset.fillna("").str.contains(found["dataset"], regex=False)]
+            if len(hit) != 1:
+                raise InputError(
+                    registry or f"{paper}_table{claim.table}.csv",
+                    f"one cell of {paper}_table{claim.table}.csv: {system} [{note}] {found}",
+                    f"{len(hit)} cells", key=f"claims ({claim.id})",
+                )  # fmt: skip
+            values.append(float(hit["value"].iloc[0]))
+        effects.append(sign * (values[0] - values[1]))
+    return float(np.mean(effects))
 
 
-def _reason(runs, paper: str, claim: Claim) -> tuple[str, tuple | None, tuple | None]:
-    """Why a claim cannot be tested ('' when it can), and both rows' samples."""
-    found = []
-    for side, (system, note) in enumerate((claim.better, claim.than)):
-        mapped = [
-            run for run in runs
-            if any((r["paper"], r.get("table"), r["system"], r["variant_note"])
-                   == (paper, claim.table, system, note) for r in run.paper_rows)
-        ]  # fmt: skip
-        if not mapped:
-            return f"no configured variant runs the row {system!r}", None, None
-        samples = cell_samples(runs, paper, claim.table, system, note, claim.side_cell(side))
-        if samples is None:
-            return f"the runs of {system!r} kept no per-query outcomes of this cell", None, None
-        found.append(samples)
-    if found[0][0][0].shape != found[1][0][0].shape:
-        return "the two rows were not scored on the same test queries", None, None
-    return "", found[0], found[1]
+# ----------------------------------------------------------------------------------------
+# testing the claims on our runs
+
+
+def _configured_languages(runs, paper: str, claim: Claim, side: int, cell) -> set[str]:
+    system, note = claim.side_row(side, cell)
+    languages: set[str] = set()
+    for run in mapped_runs(runs, paper, claim.table, system, note):
+        for row in run.paper_rows:
+            languages |= set(row.get("languages") or [])
+    return languages
+
+
+def _reason(runs, paper: str, claim: Claim) -> tuple[str, list]:
+    """Why a claim cannot be tested ('' when it can), and both rows' samples of every cell."""
+    pairs = []
+    for cell, metric in claim.parts():
+        found: list[CellSamples] = []
+        for side in (0, 1):
+            system, note = claim.side_row(side, cell)
+            if not mapped_runs(runs, paper, claim.table, system, note):
+                return f"no configured variant runs the row {system} [{note}]", []
+            wanted = claim.side_cell(side, cell, metric)
+            samples = cell_samples(runs, paper, claim.table, system, note, wanted)
+            if samples is None:
+                languages = _configured_languages(runs, paper, claim, side, cell)
+                if languages and wanted["language"] not in languages:
+                    configured = ", ".join(sorted(languages))
+                    return (f"the runs of {system} [{note}] are configured for {configured}, "
+                            f"not {wanted['language']}"), []  # fmt: skip
+                return (f"the runs of {system} [{note}] kept no per-query outcomes of "
+                        f"{wanted['language']} {wanted['direction']} {metric}"), []  # fmt: skip
+            found.append(samples)
+        if not found[0].same_queries(found[1]):
+            return "the two rows were not scored on the same test images", []
+        pairs.append(found)
+    return "", pairs
+
+
+def _effect(pairs: list, sign: float) -> tuple[float, np.ndarray]:
+    """The claim's effect (mean over its cells, oriented) and its replicates: cells of one test
+    set with the same bootstrap seed, so that they share the draw of its images (an image's
+    i2t and t2i queries, its captions in several languages); other test sets (STS years, TED
+    languages) with seeds of their own, drawn independently."""
+    observed, replicates = [], []
+    seeds = {name: i for i, name in enumerate(dict.fromkeys(b.test_set for b, _ in pairs))}
+    for better, than in pairs:
+        value, diffs = uncertainty.paired_replicates(
+            better.samples, than.samples, better.statistic, folds=better.folds,
+            groups=better.groups, seed=seeds[better.test_set],
+        )  # fmt: skip
+        observed.append(sign * value)
+        replicates.append(sign * diffs)
+    return float(np.mean(observed)), np.mean(replicates, axis=0)
 
 
 def evaluate_claims(
-    runs, paper: str, claims: list[Claim], paper_tables: Path | None
+    runs, paper: str, claims: list[Claim], paper_tables: Path | None, min_seeds: int = MIN_SEEDS
 ) -> pd.DataFrame:
-    """One row per claim: the paper's effect, ours with its paired interval, p, Holm p, and
-    the verdict."""
-    rows = []
+    """One row per claim, the verdict first (module docstring)."""
+    rows, replicates = [], []
     for claim in claims:
-        reason, better, than = _reason(runs, paper, claim)
+        reason, pairs = _reason(runs, paper, claim)
         row = {
+            "verdict": "",
+            "compares": "",
             "claim": claim.id,
-            "finding": claim.finding,
-            "section": claim.section,
-            "table": claim.table,
-            "language": claim.language,
-            "direction": claim.direction,
-            "metric": claim.metric,
-            "better": claim.better[0],
-            "than": claim.than[0],
+            "better": _row_name(claim.better, claim.row_languages[0]),
+            "than": _row_name(claim.than, claim.row_languages[1]),
+            "cells": claim.cells_text,
+            "test": claim.test + (f", margin {claim.margin:g}" if claim.test != "superiority"
+                                  else ""),  # fmt: skip
             "paper_effect": round(paper_effect(paper_tables, paper, claim), 6),
             "our_effect": np.nan,
             "effect_low": np.nan,
             "effect_high": np.nan,
+            "level": np.nan,
+            "mde": np.nan,
             "p": np.nan,
-            "seeds_better": 0,
-            "seeds_than": 0,
+            "p_holm": np.nan,
+            "seeds": "",
             "reason": reason,
+            "finding": claim.finding,
+            "section": claim.section,
+            "quote": claim.quote,
         }
+        draws = None
         if not reason:
-            diff = uncertainty.paired_difference(better[0], than[0], better[1])
-            row.update(
-                our_effect=diff.value,
-                effect_low=diff.low,
-                effect_high=diff.high,
-                p=diff.p,
-                seeds_better=len(better[0]),
-                seeds_than=len(than[0]),
-            )
+            observed, draws = _effect(pairs, orientation(claim.metric))
+            margin = claim.margin if claim.test == "non-inferiority" else None
+            found = uncertainty.difference_of(observed, draws, margin=margin)
+            seeds = [len(pairs[0][0].samples), len(pairs[0][1].samples)]
+            row.update(our_effect=observed, p=found.p, seeds=f"{seeds[0]} / {seeds[1]}")
+            few = min(seeds) < min_seeds
+            row["compares"] = (f"trained models ({min(seeds)} seed{'s' * (min(seeds) > 1)}; "
+                               f"methods need {min_seeds})" if few else "methods")  # fmt: skip
         rows.append(row)
+        replicates.append(draws)
     frame = pd.DataFrame(rows)
-    if frame.empty:
-        return frame
     frame["p_holm"] = uncertainty.holm(frame["p"].to_numpy())
-    frame["verdict"] = [verdict(*values) for values in zip(
-        frame.our_effect, frame.paper_effect, frame.p_holm, strict=True)]  # fmt: skip
-    columns = [c for c in frame.columns if c not in ("reason",)] + ["reason"]
-    return frame[columns]
+    levels = uncertainty.holm_levels(frame["p"].to_numpy())
+    for i, claim in enumerate(claims):
+        if replicates[i] is None:
+            frame.loc[i, "verdict"] = "not run"
+            continue
+        alpha = 1 - levels[i]  # the claim's share of the family's 5 %
+        one_sided = claim.test == "non-inferiority"
+        level = 1 - 2 * alpha if one_sided else 1 - alpha
+        low, high = uncertainty.percentile_interval(replicates[i], level)
+        se = float(np.std(replicates[i], ddof=1))
+        mde = uncertainty.minimal_detectable_effect(se, 2 * alpha if one_sided else alpha)
+        frame.loc[i, ["effect_low", "effect_high", "level", "mde"]] = [low, high, level, mde]
+        frame.loc[i, "verdict"] = verdict(
+            claim.test, frame.loc[i, "our_effect"], low, high, frame.loc[i, "p_holm"],
+            frame.loc[i, "paper_effect"], mde, claim.margin,
+        )  # fmt: skip
+    return frame
 
 
-def verdict(ours: float, paper: float, p_holm: float) -> str:
-    """holds / reversed / not significant / not run (module docstring); the paper's sign is
-    the claim's direction (``better`` beats ``than``) unless the paper reports a tie or worse."""
+def _row_name(row: tuple[str, str], language: str) -> str:
+    system, note = row
+    note = note.replace("{language}", "<cell language>")
+    text = f"{system} [{note}]" if note else system
+    return f"{text} ({language} captions)" if language else text
+
+
+def verdict(
+    test: str,
+    ours: float,
+    low: float,
+    high: float,
+    p_holm: float,
+    paper: float,
+    mde: float,
+    margin: float = 0.0,
+) -> str:
+    """The verdict of one claim (module docstring); effects oriented, positive = the paper's
+    direction; ``low``, ``high`` the interval at the claim's Holm level."""
     if pd.isna(ours) or pd.isna(p_holm):
         return "not run"
-    if p_holm >= uncertainty.ALPHA:
-        return "not significant"
-    claimed = 1.0 if pd.isna(paper) or paper == 0 else np.sign(paper)
-    return "holds" if np.sign(ours) == claimed else "reversed"
+    significant = p_holm < uncertainty.ALPHA
+    if test == "non-inferiority":
+        if significant:
+            return "reproduced"
+        if high < -margin:
+            return "worse than the margin"
+        return "below detectable" if mde > margin else "inconclusive"
+    if significant:
+        if ours < 0:
+            return "reversed"
+        if pd.isna(paper) or low <= paper <= high:
+            return "reproduced"
+        return "smaller than reported" if paper > high else "larger than reported"
+    if not pd.isna(paper) and abs(paper) < mde:
+        return "below detectable"
+    if not pd.isna(paper) and low <= 0 <= high and not low <= paper <= high:
+        return "contradicts the paper's size"
+    return "inconclusive"
 
 
-def claims_figure(frame: pd.DataFrame, title: str, stem: Path, origin: Origin) -> list[Path]:
-    """Our effect with its 95 % paired interval beside the paper's effect, one line a claim."""
+# ----------------------------------------------------------------------------------------
+# outputs
+
+
+def claims_figure(frame: pd.DataFrame, stem: Path, origin: Origin) -> list[Path]:
+    """Our effect with the interval its verdict uses beside the paper's effect, one line a
+    claim, one panel per metric (effects of different metrics are not on one scale)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    height = 1.2 + 0.42 * max(1, len(frame))
-    fig, ax = plt.subplots(figsize=(8, height), layout="constrained")
-    y = np.arange(len(frame))[::-1]
-    ran = frame["our_effect"].notna().to_numpy()
-    err = np.vstack([frame.our_effect - frame.effect_low, frame.effect_high - frame.our_effect])
-    ax.errorbar(frame.our_effect[ran], y[ran], xerr=err[:, ran], fmt="o", c="C0", capsize=3,
-                label="ours (95 % paired interval)")  # fmt: skip
-    ax.plot(frame.paper_effect, y, "D", c="C3", label="paper")
-    ax.axvline(0, c="0.5", lw=0.8)
-    labels = [
-        f"{c} ({m} {d} {la}): {v}"
-        for c, m, d, la, v in zip(frame.claim, frame.metric, frame.direction, frame.language,
-                                  frame.verdict, strict=True)
-    ]  # fmt: skip
-    ax.set_yticks(y, labels, fontsize=7)
-    ax.set_xlabel("effect: better row minus the other row (metric points)")
-    # room under the axes for the origin sentence (stamp_figure), which the layout ignores
-    fig.get_layout_engine().set(rect=(0, 0.45 / height, 1, 1 - 0.45 / height))
-    ax.legend(frameon=False, fontsize=8, loc="best")
-    fig.suptitle(title)
+    first = frame["cells"].str.split(":").str[0].str.split(",").str[0]
+    scale = first.str.replace(r"R@\d+", "R@K", regex=True)
+    metrics = list(dict.fromkeys(scale))
+    counts = [int((scale == m).sum()) for m in metrics]
+    height = 0.6 * len(metrics) + 0.32 * max(1, len(frame))
+    fig, axes = plt.subplots(
+        len(metrics), 1, figsize=(7, max(2.0, height)), squeeze=False,
+        height_ratios=[c + 1 for c in counts], layout="constrained",
+    )  # fmt: skip
+    for ax, metric in zip(axes[:, 0], metrics, strict=True):
+        part = frame[scale == metric]
+        y = np.arange(len(part))[::-1]
+        ran = part["our_effect"].notna().to_numpy()
+        err = np.vstack([part.our_effect - part.effect_low, part.effect_high - part.our_effect])
+        ax.errorbar(part.our_effect[ran], y[ran], xerr=err[:, ran], fmt="o", c="C0",
+                    capsize=3, label="ours (interval at the claim's Holm level)")  # fmt: skip
+        ax.plot(part.paper_effect, y, "D", c="C3", label="paper")
+        margins = part["test"].str.extract(r"margin ([0-9.eE+-]+)")[0].astype(float)
+        if margins.notna().any():
+            ax.plot(-margins, y, "|", c="0.3", ms=14, mew=1.5, label="parity margin (−margin)")
+        ax.axvline(0, c="0.5", lw=0.8)
+        labels = [f"{c.replace('_', ' ')} — {v}" for c, v in zip(part.claim, part.verdict,
+                                                                 strict=True)]  # fmt: skip
+        ax.set_yticks(y, labels, fontsize=7)
+        ax.set_ylim(-0.7, len(part) - 0.3)
+        unit = "recall (R@K)" if metric == "R@K" else metric
+        ax.set_xlabel(f"{unit}: improvement of the first row over the second", fontsize=8)
+    for ax in axes[:, 0]:
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(frameon=False, fontsize=7, loc="best")
+            break
     stamp_figure(fig, origin)
     paths = save_figure(fig, stem)
     plt.close(fig)
@@ -492,23 +533,39 @@ def write_claims(
     title: str | None = None,
 ) -> list[Path]:
     """``tables/<paper>_claims.{csv,md,tex,html}`` and ``figures/<paper>_claims.{png,pdf}``."""
-    paper, claims = load_claims(registry)
-    frame = evaluate_claims(runs, paper, claims, paper_tables)
+    paper, claims, min_seeds = load_claims(registry, paper_tables)
+    frame = evaluate_claims(runs, paper, claims, paper_tables, min_seeds)
     used = [run.metrics for run in runs if any(r["paper"] == paper for r in run.paper_rows)]
     origin = Origin.of_runs(used or [run.metrics for run in runs])
     title = title or f"{paper}: the paper's claims on our runs"
-    counts = frame["verdict"].value_counts().to_dict() if not frame.empty else {}
+    counts = frame["verdict"].value_counts().to_dict()
     notes = [
-        "effect = better row minus the other row; paper_effect from the paper's table; "
-        "our_effect = the same difference of our cells (means over seeds).",
-        BOOTSTRAP_NOTE,
-        "p: two-sided paired bootstrap (centred replicates at least as far from 0 as the "
-        "observed difference); p_holm: Holm-corrected over this paper's claims that ran.",
-        "verdict: holds / reversed (p_holm < 0.05, our effect with / against the paper's "
-        "sign), not significant, not run (reason column).",
+        "effect: improvement of the first row (better) over the second (than) in the claim's "
+        "cells, positive in the paper's direction (for TER and ranks: than minus better); "
+        "the mean over the cells where a claim has several. paper_effect from the paper's "
+        "table; our_effect the same difference of our cells (means over seeds).",
+        "effect_low, effect_high: our paired bootstrap interval (images drawn with all their "
+        "captions, within folds; seeds drawn too; 1,000 replicates) at the claim's level: "
+        "1 - 0.05 p / p_holm, Holm's adjustment carried into the interval (two-sided; "
+        "1 - 0.10 p / p_holm for a parity claim's one-sided test). It covers our test set "
+        "and seeds only, not the paper's own seed noise.",
+        "mde: the minimal detectable effect, the true effect this test finds with 80 % power "
+        "on our test set and seeds at the claim's level (2.8 bootstrap standard errors at "
+        "0.05).",
+        P_METHOD,
+        "verdict: reproduced (significant, the paper's sign, the paper's effect inside our "
+        "interval); larger / smaller than reported (significant, the paper's effect below / "
+        "above it); reversed (significant, against the paper's sign); below detectable (not "
+        "significant and the paper's effect under the MDE); inconclusive (the interval holds "
+        "0 and the paper's effect); contradicts the paper's size (it holds 0, not the paper's "
+        "effect). Parity claims: reproduced (not worse by the margin), worse than the "
+        "margin, below detectable (MDE over the margin), inconclusive. not run: reason.",
+        f"compares: methods where each row has at least {min_seeds} seeds; with fewer, the "
+        "verdict compares the trained models we ran, not the methods (a seed-level effect is "
+        "indistinguishable from the method's).",
         "verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())),
         f"registry: {registry.name}",
     ]
     paths = write_table(frame, Path(tables) / f"{paper}_claims", title, notes, origin)
-    paths += claims_figure(frame, title, Path(figures) / f"{paper}_claims", origin)
+    paths += claims_figure(frame, Path(figures) / f"{paper}_claims", origin)
     return paths

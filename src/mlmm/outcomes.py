@@ -8,6 +8,9 @@ a bootstrap interval on every cell and the claims compare two systems on the sam
 - ``test/<lang>/i2t``, ``test/<lang>/t2i``: 0-based rank of the first correct item of every
   query (image, caption), fold after fold (``evaluation.fold_ranks``)
 - ``c2c/<a>-<b>``: 0-based rank of every caption-to-caption query (``evaluation.c2c_ranks``)
+- ``image/test/<lang>/<direction>``, ``image/c2c/<a>-<b>``: the test image of every query of
+  the ranks array of that name (an image query: itself; a caption: its image), so that the
+  bootstrap draws an image with all its captions (``uncertainty.query_draws``)
 - ``sts/<year>/predicted``, ``sts/<year>/gold``: per-pair ``5 * cosine`` and gold (NaN: not
   scored)
 - ``provenance``: the run's provenance (the same as in its metrics.json) as JSON text
@@ -41,18 +44,33 @@ def _from_text(array: np.ndarray | None) -> dict:
                       "per-query outcomes", "the provenance of a run as JSON")  # fmt: skip
 
 
+def image_ids(count: int, images: int) -> np.ndarray:
+    """The image of each of ``count`` queries laid out image after image, the same number per
+    image (``evaluation``'s layout: image i's captions are rows i*k .. i*k+k-1, fold after
+    fold)."""
+    if images < 1 or count % images:
+        raise ValueError(f"{count} queries are not the same number for each of {images} images")
+    return np.arange(count, dtype=np.int64) // (count // images)
+
+
 def write_outcomes(path: str | Path, outcomes: dict, provenance: dict) -> None:
-    """``outcomes``: ``{"folds": int, "test": {lang: {direction: ranks}}, "c2c": {pair: ranks},
-    "sts": {year: (predicted, gold)}}`` as one uncompressed .npz (ranks as int32)."""
+    """``outcomes``: ``{"folds": int, "images": int, "test": {lang: {direction: ranks}},
+    "c2c": {pair: ranks}, "sts": {year: (predicted, gold)}}`` as one uncompressed .npz (ranks
+    as int32), with every ranks array's image ids (``images``: the number of test images, the
+    queries laid out image after image, ``image_ids``)."""
+    images = int(outcomes["images"])
     arrays: dict[str, np.ndarray] = {
         "folds": np.asarray(outcomes["folds"], dtype=np.int64),
         "provenance": _text(provenance),
     }
-    for lang, directions in outcomes["test"].items():
-        for direction, ranks in directions.items():
-            arrays[f"test/{lang}/{direction}"] = np.asarray(ranks, dtype=np.int32)
-    for pair, ranks in outcomes.get("c2c", {}).items():
-        arrays[f"c2c/{pair}"] = np.asarray(ranks, dtype=np.int32)
+    ranked = [
+        (f"test/{lang}/{direction}", ranks)
+        for lang, directions in outcomes["test"].items()
+        for direction, ranks in directions.items()
+    ] + [(f"c2c/{pair}", ranks) for pair, ranks in outcomes.get("c2c", {}).items()]
+    for name, ranks in ranked:
+        arrays[name] = np.asarray(ranks, dtype=np.int32)
+        arrays[f"image/{name}"] = image_ids(len(arrays[name]), images).astype(np.int32)
     for year, (predicted, gold) in outcomes.get("sts", {}).items():
         arrays[f"sts/{year}/predicted"] = np.asarray(predicted, dtype=np.float64)
         arrays[f"sts/{year}/gold"] = np.asarray(gold, dtype=np.float64)
@@ -61,7 +79,9 @@ def write_outcomes(path: str | Path, outcomes: dict, provenance: dict) -> None:
 
 def read_outcomes(path: str | Path) -> dict:
     """The arrays of a ``queries.npz``, nested as ``write_outcomes`` takes them, plus the
-    provenance dict; InputError naming the file when it is missing or not such a file."""
+    provenance dict and ``image``: the image ids, nested as the ranks (``{"test": {lang:
+    {direction: ids}}, "c2c": {pair: ids}}``); InputError naming the file when it is missing,
+    not such a file, or written without image ids (before they were kept: rerun the run)."""
     path = Path(path)
     arrays = read_npz(path, "the per-query outcomes of a run (queries.npz)")
     if "folds" not in arrays:
@@ -72,13 +92,23 @@ def read_outcomes(path: str | Path) -> dict:
         "test": {},
         "c2c": {},
         "sts": {},
+        "image": {"test": {}, "c2c": {}},
     }
     for name, array in arrays.items():
         parts = name.split("/")
-        if parts[0] == "test" and len(parts) == 3:
-            out["test"].setdefault(parts[1], {})[parts[2]] = array.astype(np.int64)
-        elif parts[0] == "c2c" and len(parts) == 2:
-            out["c2c"][parts[1]] = array.astype(np.int64)
+        if parts[0] in ("test", "c2c") and len(parts) == (3 if parts[0] == "test" else 2):
+            ids = arrays.get(f"image/{name}")
+            if ids is None or len(ids) != len(array):
+                raise InputError(
+                    path, f"the image id of every query beside {name!r} (image/{name})",
+                    "none: written before image ids were kept; rerun the run",
+                    key=f"image/{name}",
+                )  # fmt: skip
+            target = out[parts[0]], out["image"][parts[0]]
+            if parts[0] == "test":
+                target = target[0].setdefault(parts[1], {}), target[1].setdefault(parts[1], {})
+            target[0][parts[-1]] = array.astype(np.int64)
+            target[1][parts[-1]] = ids.astype(np.int64)
         elif parts[0] == "sts" and len(parts) == 3:
             out["sts"].setdefault(parts[1], {})[parts[2]] = array
     return out

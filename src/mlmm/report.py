@@ -14,29 +14,17 @@ mapped onto it; rows the papers only quote (earlier work) stay in as references.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from mlmm.catalogue import TABLES, TableSpec
-from mlmm.claims import BOOTSTRAP_NOTE, add_intervals
 from mlmm.errors import InputError
+from mlmm.intervals import BOOTSTRAP_NOTE, Run, add_intervals
 from mlmm.io import parse_json, read_json, read_yaml, save_figure
 from mlmm.origin import Origin, backbone_name, stamp_figure
 from mlmm.tables import KEYS, beside_paper, load_paper_table, summarise_runs, write_table
-
-
-@dataclass
-class Run:
-    variant: str
-    seed: int
-    metrics: dict
-    paper_rows: list[dict]
-    protocol: list[str] = field(default_factory=list)  # retrieval.config.protocol_notes
-    path: Path | None = None  # its metrics.json (queries.npz lies beside it)
-
 
 # ----------------------------------------------------------------------------------------
 # reading runs

@@ -1,39 +1,48 @@
 """Bootstrap intervals for a table cell and for the difference of two systems: pure numpy.
 
 A cell of ours is the mean over seeds of a metric of per-query outcomes (``mlmm.outcomes``);
-its uncertainty has two sources, the test queries drawn and the seeds run. One bootstrap
-replicate (``replicates``) draws both:
+its uncertainty has two sources, the test set drawn and the seeds run. One bootstrap replicate
+(``replicates``) draws both:
 
-1. the test queries, ``n`` of them with replacement (within each fold when the metric is a
-   mean over folds, so every fold keeps its size), one draw shared by every seed and every
-   system compared on the same queries (paired);
+1. the test images, with replacement, each drawn image bringing all of its queries (an image
+   and its five captions; ``groups``: each query's image id, kept in queries.npz), within
+   each fold when the metric is a mean over folds, so every fold keeps its size; one draw
+   shared by every seed and every system compared on the same queries (paired). Captions of
+   one image share the image's difficulty: drawn one at a time they would pass for
+   independent evidence and the interval would be too narrow (``benchmarks/bootstrap_null.py``);
 2. the seeds, ``S`` of them with replacement from the ``S`` run (a two-level bootstrap; with
-   one seed only the queries vary),
+   one seed only the test set varies, and a seed-level effect is invisible),
 
 and averages the metric of the drawn queries over the drawn seeds. The 95 % interval is the
 2.5th and 97.5th percentile of 1,000 replicates (percentile bootstrap, Efron & Tibshirani 1993,
 ch. 13); numpy's ``default_rng(seed)`` makes it deterministic.
 
-The difference of two systems on the same queries (``paired_difference``) uses the same query
-draw for both and their own seed draws; its two-sided p-value is ``(1 + #{|d* - mean d*| >=
-|d|}) / (B + 1)``, the share of centred replicates ``d*`` at least as far from zero as the
-observed difference ``d`` (Koehn 2004's paired bootstrap; sacrebleu's
+The difference of two systems on the same queries (``paired_difference``) uses the same draw
+of images for both and their own seed draws. Its two-sided p-value is the recentred paired
+bootstrap test (Efron & Tibshirani 1993, ch. 16; Berg-Kirkpatrick et al. 2012):
+``(1 + #{|d* - mean d*| >= |d|}) / (B + 1)``, the share of replicates, shifted to mean 0, at
+least as far from zero as the observed difference ``d`` (sacrebleu's
 ``sacrebleu.significance`` draws the same sentences for the same seed, tests/test_uncertainty.py,
 but centres the absolute differences, ``|d*| - mean |d*| > |d|``; ours keeps the sign so
-that the interval and the test use one distribution). ``holm`` adjusts a paper's p-values
-together (Holm 1979).
+that the interval and the test use one distribution). A parity claim ("competitive", "no
+detrimental effect") is a one-sided non-inferiority test with a margin ``M``:
+``(1 + #{d* - mean d* >= d + M}) / (B + 1)``, small when ``d`` is well above ``-M``.
+``minimal_detectable_effect`` is the effect the test finds with 80 % power, from the
+bootstrap standard error of the difference. ``holm`` adjusts a paper's p-values together
+(Holm 1979) and ``holm_levels`` gives the interval levels that go with them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 RESAMPLES = 1000
 LEVEL = 0.95
 ALPHA = 0.05
+POWER = 0.8
 # A statistic maps outcomes with the queries on axis 1, shape (replicates, n, ...), to one
 # number per replicate.
 Statistic = Callable[[np.ndarray], np.ndarray]
@@ -98,16 +107,53 @@ def macro_f1_statistic(decisions: np.ndarray) -> np.ndarray:
 # resampling
 
 
-def query_draws(
-    n: int, resamples: int, rng: np.random.Generator, folds: int = 1
-) -> np.ndarray:
-    """``(resamples, n)`` query indices drawn with replacement within each of ``folds`` equal
-    consecutive folds."""
+def image_members(groups: np.ndarray, folds: int = 1) -> np.ndarray:
+    """``(images, k)`` query indices of every image (``groups``: each query's image id), the
+    images in order of first appearance; ValueError unless every image has the same number
+    of queries and lies in one of ``folds`` equal consecutive folds."""
+    groups = np.asarray(groups)
+    n = len(groups)
     if n < 1 or folds < 1 or n % folds:
         raise ValueError(f"{n} queries cannot be cut into {folds} equal folds")
-    size = n // folds
-    draws = rng.integers(0, size, size=(resamples, n))
-    return draws + np.repeat(np.arange(folds) * size, size)[None, :]
+    _, first, inverse, counts = np.unique(
+        groups, return_index=True, return_inverse=True, return_counts=True
+    )
+    if len(set(counts.tolist())) != 1:
+        raise ValueError(f"images hold unequal numbers of queries: {sorted(set(counts))}")
+    position = np.empty(len(first), dtype=np.int64)
+    position[np.argsort(first, kind="stable")] = np.arange(len(first))
+    members = np.argsort(position[inverse.ravel()], kind="stable").reshape(len(first), -1)
+    fold_of = members // (n // folds)
+    if (fold_of != fold_of[:, :1]).any():
+        raise ValueError("an image's queries fall in more than one fold")
+    return members
+
+
+def query_draws(
+    n: int,
+    resamples: int,
+    rng: np.random.Generator,
+    folds: int = 1,
+    groups: np.ndarray | None = None,
+) -> np.ndarray:
+    """``(resamples, n)`` query indices: images drawn with replacement within each of
+    ``folds`` equal consecutive folds, each drawn image bringing all its queries (``groups``:
+    each query's image id; None: every query its own image)."""
+    if n < 1 or folds < 1 or n % folds:
+        raise ValueError(f"{n} queries cannot be cut into {folds} equal folds")
+    if groups is None:
+        members = np.arange(n)[:, None]
+    else:
+        if len(groups) != n:
+            raise ValueError(f"{len(groups)} image ids for {n} queries")
+        members = image_members(groups, folds)
+    images = len(members)
+    if images % folds:
+        raise ValueError(f"{images} images cannot be cut into {folds} equal folds")
+    size = images // folds
+    picks = rng.integers(0, size, size=(resamples, images))
+    picks += np.repeat(np.arange(folds) * size, size)[None, :]
+    return members[picks].reshape(resamples, n)
 
 
 def _stacked(per_seed: Sequence[np.ndarray]) -> np.ndarray:
@@ -179,23 +225,68 @@ def cell_interval(
     resamples: int = RESAMPLES,
     seed: int = 0,
     level: float = LEVEL,
+    groups: np.ndarray | None = None,
 ) -> Interval:
-    """A cell's value (mean over seeds) and its percentile interval over test queries and
+    """A cell's value (mean over seeds) and its percentile interval over test images and
     seeds (module docstring)."""
     rng = np.random.default_rng(seed)
     n = _stacked(per_seed).shape[1]
-    values = replicates(per_seed, statistic, query_draws(n, resamples, rng, folds), rng)
+    draws = query_draws(n, resamples, rng, folds, groups)
+    values = replicates(per_seed, statistic, draws, rng)
     return Interval(point(per_seed, statistic), *percentile_interval(values, level))
 
 
 @dataclass(frozen=True)
 class Difference:
-    """System A minus system B on the same queries."""
+    """System A minus system B on the same queries: the observed difference, its percentile
+    interval, the p-value (two-sided; one-sided non-inferiority where a margin was given),
+    the bootstrap standard error and the replicates themselves (for intervals at other
+    levels, ``percentile_interval``)."""
 
     value: float
     low: float
     high: float
     p: float
+    se: float = np.nan
+    replicates: np.ndarray | None = field(default=None, compare=False, repr=False)
+
+
+def paired_replicates(
+    a: Sequence[np.ndarray],
+    b: Sequence[np.ndarray],
+    statistic: Statistic,
+    folds: int = 1,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+    groups: np.ndarray | None = None,
+) -> tuple[float, np.ndarray]:
+    """A minus B (each the mean over its seeds) and its ``resamples`` bootstrap replicates,
+    one draw of images for both. The same ``seed`` draws the same images for every cell with
+    the same number of images and folds (an image's i2t and t2i queries, or its captions in
+    several languages), so replicates of several cells can be averaged into one claim's."""
+    n = _stacked(a).shape[1]
+    if _stacked(b).shape[1:] != _stacked(a).shape[1:]:
+        raise ValueError("the two systems were not scored on the same queries")
+    rng = np.random.default_rng(seed)
+    draws = query_draws(n, resamples, rng, folds, groups)
+    diffs = replicates(a, statistic, draws, rng) - replicates(b, statistic, draws, rng)
+    return point(a, statistic) - point(b, statistic), diffs
+
+
+def difference_of(
+    observed: float, diffs: np.ndarray, level: float = LEVEL, margin: float | None = None
+) -> Difference:
+    """The interval, p-value and standard error of an observed difference from its bootstrap
+    replicates (module docstring: two-sided, or non-inferiority with ``margin``)."""
+    diffs = np.asarray(diffs, dtype=np.float64)
+    resamples = len(diffs)
+    shifted = diffs - np.nanmean(diffs)
+    if margin is None:
+        p = (1 + np.sum(np.abs(shifted) >= abs(observed))) / (resamples + 1)
+    else:
+        p = (1 + np.sum(shifted >= observed + margin)) / (resamples + 1)
+    se = float(np.nanstd(diffs, ddof=1)) if resamples > 1 else np.nan
+    return Difference(float(observed), *percentile_interval(diffs, level), float(p), se, diffs)
 
 
 def paired_difference(
@@ -206,19 +297,25 @@ def paired_difference(
     resamples: int = RESAMPLES,
     seed: int = 0,
     level: float = LEVEL,
+    groups: np.ndarray | None = None,
+    margin: float | None = None,
 ) -> Difference:
-    """A minus B (each the mean over its seeds) with a paired percentile interval (one query
-    draw for both) and a two-sided paired bootstrap p-value."""
-    n = _stacked(a).shape[1]
-    if _stacked(b).shape[1:] != _stacked(a).shape[1:]:
-        raise ValueError("the two systems were not scored on the same queries")
-    rng = np.random.default_rng(seed)
-    draws = query_draws(n, resamples, rng, folds)
-    diffs = replicates(a, statistic, draws, rng) - replicates(b, statistic, draws, rng)
-    observed = point(a, statistic) - point(b, statistic)
-    centred = np.abs(diffs - np.nanmean(diffs))
-    p = (1 + np.sum(centred >= abs(observed))) / (resamples + 1)
-    return Difference(observed, *percentile_interval(diffs, level), float(p))
+    """A minus B (each the mean over its seeds) with a paired percentile interval (one draw
+    of images for both) and a paired bootstrap p-value: two-sided for "A differs from B", or,
+    with ``margin``, one-sided for "A is not worse than B by ``margin`` or more"."""
+    observed, diffs = paired_replicates(a, b, statistic, folds, resamples, seed, groups)
+    return difference_of(observed, diffs, level, margin)
+
+
+def minimal_detectable_effect(
+    se: float, alpha: float = ALPHA, power: float = POWER
+) -> float:
+    """The smallest true difference a two-sided test at ``alpha`` finds with ``power``, for a
+    difference whose sampling standard error is ``se``: ``(z_{1-alpha/2} + z_power) * se``
+    (2.80 se at 0.05 and 80 %)."""
+    from scipy.stats import norm
+
+    return float((norm.ppf(1 - alpha / 2) + norm.ppf(power)) * se)
 
 
 def holm(pvalues: Sequence[float]) -> np.ndarray:
@@ -232,4 +329,20 @@ def holm(pvalues: Sequence[float]) -> np.ndarray:
     for i, index in enumerate(order):
         running = max(running, min(1.0, (m - i) * p[index]))
         out[index] = running
+    return out
+
+
+def holm_levels(pvalues: Sequence[float], alpha: float = ALPHA) -> np.ndarray:
+    """The interval level that goes with each Holm-adjusted p-value: ``1 - alpha * p /
+    p_holm`` with ``p_holm`` uncapped (the claim's step-down factor, running maximum
+    included), so that an interval excludes 0 where its adjusted p is under ``alpha``; the
+    95 % level where a family has one member. NaN where ``p`` is."""
+    p = np.asarray(pvalues, dtype=np.float64)
+    out = np.full_like(p, np.nan)
+    present = np.flatnonzero(~np.isnan(p))
+    order = present[np.argsort(p[present], kind="stable")]
+    m, running = len(order), 0.0
+    for i, index in enumerate(order):
+        running = max(running, (m - i) * p[index])
+        out[index] = 1 - alpha * p[index] / running if running > 0 else 1 - alpha
     return out

@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 
 from mlmm.catalogue import NMT_TABLE_LANGUAGE
-from mlmm.claims import BOOTSTRAP_NOTE, add_intervals, nmt_runs
 from mlmm.errors import InputError
+from mlmm.intervals import BOOTSTRAP_NOTE, Run, add_intervals
 from mlmm.io import read_json, read_json_object
 from mlmm.origin import Origin
 from mlmm.tables import beside_paper, load_paper_table, summarise_runs, write_table
@@ -83,3 +83,18 @@ def table3(
     write_table(table, stem, "Calixto & Liu 2017, Table 3: NMT 20-best reranking", notes,
                 Origin.of_runs([*records, *runs]))  # fmt: skip
     return notes
+
+
+def nmt_runs(paths) -> list[Run]:
+    """``mlmm mt-score`` metrics.json files as runs of Calixto & Liu's Table 3 rows (their
+    ``system`` and ``variant_note``), each with its sentences.npz beside it."""
+    runs = []
+    for path in map(Path, paths):
+        record = read_json_object(
+            path, ("system", "variant_note"), "a metrics JSON written by `mlmm mt-score`"
+        )
+        row = {"paper": "calixto2017", "table": 3, "system": record["system"],
+               "variant_note": record["variant_note"], "languages": None}  # fmt: skip
+        seed = (record.get("provenance") or {}).get("seed") or 0
+        runs.append(Run(path.parent.name, int(seed), record, [row], [], path))
+    return runs

@@ -255,7 +255,7 @@ def write_test_ranks(metrics_path: Path, language: str, test_ranks: dict, record
     """The MIC test ranks of a run (``evaluate.ranks``) as queries.npz beside its metrics.json
     (``mlmm.outcomes``: one fold, keyed by the caption language of its Table 5 row: en for the
     En-Image CorrNet, empty for Random)."""
-    outcomes = {"folds": 1, "test": {language: test_ranks}}
+    outcomes = {"folds": 1, "images": len(test_ranks["i2t"]), "test": {language: test_ranks}}
     write_outcomes(queries_path(metrics_path), outcomes, record)
 
 

@@ -199,7 +199,7 @@ def table5(
     paper = load_paper_table(paper_tables, PAPER, 5)
     if paper is not None:
         paper = paper.replace({"system": {PAPER_MT_SYSTEM: SYSTEMS["mt"]}})
-    from mlmm.claims import BOOTSTRAP_NOTE, add_intervals, pivot_runs
+    from mlmm.intervals import BOOTSTRAP_NOTE, add_intervals
 
     frame = beside_paper(summarise_runs(ours(chosen)), paper)
     frame = add_intervals(frame, pivot_runs(records), PAPER, 5)
@@ -224,3 +224,23 @@ def table5(
     write_table(frame, stem, "Rajendran et al. 2016, Table 5 (pivot image-caption retrieval)", text,
                 Origin.of_runs(records))  # fmt: skip
     return frame
+
+
+def pivot_runs(records: list[dict]) -> list:
+    """Table 5 runs (``read_runs``) as runs of its rows: the run chosen per model, language and
+    direction (``choose``), its recalls as fractions of 1, its MIC test ranks in queries.npz
+    beside its metrics.json."""
+    from mlmm.intervals import Run
+
+    runs = []
+    for (model, language, direction), record in choose(records).items():
+        note, lang = _row_keys(model, language)
+        systems = [SYSTEMS[model]] + ([PAPER_MT_SYSTEM] if model == "mt" else [])
+        rows = [
+            {"paper": PAPER, "table": 5, "system": system, "variant_note": note,
+             "languages": [lang], "directions": [direction]}
+            for system in systems
+        ]  # fmt: skip
+        metrics = {"test": {lang: {direction: record["test"][direction]}}, "recall_scale": 0.01}
+        runs.append(Run(f"{model}_{lang}_{direction}", 0, metrics, rows, [], Path(record["path"])))
+    return runs

@@ -437,7 +437,8 @@ class Run:
         metrics, texts = self.evaluate(data, self.langs, folds)
         out = {"test": metrics}
         # per-query outcomes of every test number (queries.npz, mlmm.outcomes)
-        self.outcomes = {"folds": folds, "test": dict(self.ranks), "c2c": {}, "sts": {}}
+        self.outcomes = {"folds": folds, "images": n_images, "test": dict(self.ranks),
+                         "c2c": {}, "sts": {}}  # fmt: skip
         if folds > 1:  # COCO: 1K folds in "test", the whole 5K set beside them
             out["test_full"], _ = self.evaluate(data, self.langs)
         c2c = {}

@@ -87,14 +87,14 @@ def _present(paper: pd.DataFrame | None, languages: set[str]) -> pd.DataFrame | 
 
 def with_intervals(frame: pd.DataFrame, cldc: list[Path], nb: Path | None, table: int):
     """The cells' 95 % bootstrap intervals over test documents and ``within_noise``, from the
-    per-document decisions kept beside each result (``mlmm.claims.add_intervals``)."""
-    from mlmm.claims import add_intervals, ted_runs
+    per-document decisions kept beside each result (``mlmm.intervals.add_intervals``)."""
+    from mlmm.intervals import add_intervals
 
     return add_intervals(frame, ted_runs(cldc, nb), PAPER, table)
 
 
 def interval_notes() -> list[str]:
-    from mlmm.claims import BOOTSTRAP_NOTE
+    from mlmm.intervals import BOOTSTRAP_NOTE
 
     return [
         BOOTSTRAP_NOTE,
@@ -299,3 +299,26 @@ def neighbours(
             notes.append(f"Paper query words not in our English vocabulary: {', '.join(absent)}.")
     write_table(frame, Path(out_dir) / f"{PAPER}_table4", "Rajendran et al. 2016, Table 4", notes)
     return frame
+
+
+def ted_runs(cldc: list, nb=None) -> list:
+    """``mlmm ted-classify`` results (and the ``ted-nb`` one) as runs of Rajendran et al.'s
+    Tables 1 and 3: one run per (training, test language) cell, mapped onto the paper's row,
+    its per-document decisions beside the result JSON."""
+    from mlmm.intervals import Run
+    from mlmm.io import read_json_object
+
+    results = [(SYSTEM, Path(p)) for p in cldc] + ([(NB_SYSTEM, Path(nb))] if nb else [])
+    runs = []
+    for system, path in results:
+        record = read_json_object(path, ("f1",), "a result JSON of ted-classify or ted-nb")
+        for target in record["f1"]:
+            source = record.get("source", target)  # ted-nb: one language, tested on itself
+            if target == source:
+                row = {"table": 3, "variant_note": mono_note(source)}
+            else:
+                row = {"table": 1, "variant_note": f"test={target}"}
+            row |= {"paper": PAPER, "system": system, "languages": [source]}
+            metrics = {"ted": {"source": source, "test": target}, "f1": record["f1"][target]}
+            runs.append(Run(f"{path.stem}:{target}", 0, metrics, [row], [], path))
+    return runs
