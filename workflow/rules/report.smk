@@ -64,10 +64,9 @@ rule retrieval_figures:
         "--out {params.out:q} > {log:q} 2>&1"
 
 
-# Each paper's claims (resources/claims/<paper>.yaml) tested on the runs: mlmm.claims
-CLAIM_REGISTRIES = [
-    REPOSITORY / "resources/claims" / f"{paper}.yaml" for paper in CLAIM_PAPERS
-]
+# Each paper's claims (resources/claims/<paper>.yaml, package data: mlmm.shipped) tested on the
+# runs: mlmm.claims
+CLAIM_REGISTRIES = [shipped.claims_registry(paper) for paper in CLAIM_PAPERS]
 CLAIM_FILES = [
     path
     for paper in CLAIM_PAPERS
