@@ -33,7 +33,8 @@ DOWNLOADS = Path(config["downloads"])
 def repository_path(path):
     """A local copy of a file of the workflow's source (e.g. a manifest) named relative to the
     repository root (this file is workflow/rules/common.smk): the file itself for a local
-    source, Snakemake's cached download for a remote one. An absolute path stays as it is."""
+    source, Snakemake's cached download for a remote one. An absolute path stays as it is.
+    """
     if os.path.isabs(path):
         return Path(path)
     return Path(workflow.source_path(f"../../{path}"))
