@@ -20,6 +20,7 @@ except ImportError as error:
         f" ({error}): pip install the workflow's source (docs/workflow.md, 'Installing')"
     )
 from mlmm.config import validate_or_exit
+from mlmm.deployment import ENV_SOURCE, pip_source
 from mlmm.origin import environment as origin_environment
 
 # Every file of the workflow's own source (schema, config.yaml, manifests, paper tables,
@@ -27,6 +28,10 @@ from mlmm.origin import environment as origin_environment
 # (`workflow.source_path`, relative to the file that calls it): a local path, an HTTP URL or
 # github(...) alike, also when the workflow is a module of another one.
 WORKFLOW_SOURCE = workflow.current_basedir.get_path_or_uri(secret_free=True)
+# The envs' post-deploy scripts install mlmm from this workflow's own source (a pip requirement
+# from where the workflow came from), unless MLMM_SOURCE is set already (mlmm.deployment).
+if not os.environ.get(ENV_SOURCE):
+    os.environ[ENV_SOURCE] = pip_source(workflow.current_basedir) or ""
 
 min_version("8.20")
 

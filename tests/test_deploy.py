@@ -56,7 +56,7 @@ def test_the_catalogue_bridges_include_the_workflow_and_copy_nothing():
     assert link.is_symlink() and link.resolve() == (REPO / "config.yaml").resolve()
 
 
-def test_the_shipped_tables_and_registries_are_package_data_with_one_copy():
+def test_the_shipped_tables_registries_and_schema_are_package_data_with_one_copy():
     import mlmm.shipped as shipped
 
     tables = shipped.paper_tables()
@@ -64,6 +64,11 @@ def test_the_shipped_tables_and_registries_are_package_data_with_one_copy():
     assert len(list(tables.glob("*_table*.csv"))) >= 20
     registry = shipped.claims_registry("kadar2018")
     assert registry.is_file() and registry.resolve().parent == (REPO / "resources/claims")
+    import mlmm.schema
+
+    schema = REPO / "src/mlmm/config.schema.yaml"
+    assert schema == mlmm.schema.SCHEMA_PATH and schema.is_symlink()
+    assert schema.resolve() == REPO / "workflow/schemas/config.schema.yaml"
     pyproject = (REPO / "pyproject.toml").read_text()
     assert '"paper_tables/*"' in pyproject and '"claims/*"' in pyproject
 
@@ -76,6 +81,7 @@ def test_a_wheel_holds_the_paper_tables_and_claims_registries(tmp_path):
         shutil.copy2(REPO / name, source / name)
     shutil.copytree(REPO / "src", source / "src", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(REPO / "resources", source / "resources")
+    shutil.copytree(REPO / "workflow/schemas", source / "workflow/schemas")
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
          "-w", str(tmp_path / "dist"), str(source)],
@@ -88,6 +94,7 @@ def test_a_wheel_holds_the_paper_tables_and_claims_registries(tmp_path):
         assert f"mlmm/paper_tables/{csv.name}" in names, csv.name
     for registry in (REPO / "resources/claims").glob("*.yaml"):
         assert f"mlmm/claims/{registry.name}" in names, registry.name
+    assert "mlmm/config.schema.yaml" in names
 
 
 @pytest.mark.slow  # snakedeploy and three dry runs: about 30 s

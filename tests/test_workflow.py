@@ -124,7 +124,7 @@ def test_post_deploy_installs_the_package_without_dependencies(tmp_path):
     proc = subprocess.run(
         ["bash", str(scripts[0])],
         cwd=tmp_path,
-        env={**tool_env(env / "bin"), "MLMM_ROOT": str(REPO)},
+        env={**tool_env(env / "bin"), "MLMM_SOURCE": str(REPO)},
         capture_output=True,
         text=True,
     )

@@ -1,7 +1,9 @@
-"""Files the package ships beside its code: the papers' own tables (``paper_tables/``) and the
-claims registries (``claims/``). In the repository they are links to ``resources/``, their one
-copy; an installed package (wheel, sdist, a conda env's pip install) holds the files
-themselves, so a workflow deployed from any source finds them in the mlmm it imports.
+"""Files the package ships beside its code: the papers' own tables (``paper_tables/``), the
+claims registries (``claims/``) and the config schema (``config.schema.yaml``, which every
+subcommand's options are checked against: mlmm.schema). In the repository they are links to
+``resources/`` and ``workflow/schemas/``, their one copy; an installed package (wheel, sdist,
+a conda env's pip install) holds the files themselves, so a workflow deployed from any source
+finds them in the mlmm it imports.
 Standard library only: the Snakefile reads these paths while it is parsed."""
 
 from __future__ import annotations
