@@ -22,6 +22,7 @@ except ImportError as error:
 from mlmm.config import validate_or_exit
 from mlmm.deployment import ENV_SOURCE, pip_source
 from mlmm.origin import environment as origin_environment
+from mlmm.slurm import ENV_REQUIRE_GPU, gpu_requirement, nvidia_present
 
 # Every file of the workflow's own source (schema, config.yaml, manifests, paper tables,
 # captions, claims registries, envs) is found with Snakemake's source-path API
@@ -32,6 +33,16 @@ WORKFLOW_SOURCE = workflow.current_basedir.get_path_or_uri(secret_free=True)
 # from where the workflow came from), unless MLMM_SOURCE is set already (mlmm.deployment).
 if not os.environ.get(ENV_SOURCE):
     os.environ[ENV_SOURCE] = pip_source(workflow.current_basedir) or ""
+
+# A GPU rule's job that sees no GPU stops at its start with one line (device `auto`:
+# mlmm.slurm.auto_device; `cuda`: always), under any executor, as a module, whatever resources
+# a profile or --set-resources gave it; `device: cpu` in the config runs it on the CPU. Only the
+# local executor on a machine without an NVIDIA device runs `auto` on the CPU (saying so).
+_GPU_REQUIRED = gpu_requirement(
+    workflow.local_exec, workflow.remote_exec, nvidia_present()
+)
+if _GPU_REQUIRED and not os.environ.get(ENV_REQUIRE_GPU):
+    os.environ[ENV_REQUIRE_GPU] = _GPU_REQUIRED
 
 min_version("8.20")
 

@@ -33,14 +33,19 @@ def bare_snakemake(tmp_path_factory) -> Path:
     )  # fmt: skip
     if pip.returncode != 0:
         pytest.skip(f"pip could not install snakemake: {pip.stderr.strip().splitlines()[-1:]}")
-    probe = subprocess.run([str(venv / "bin/python"), "-c", "import mlmm"], capture_output=True)
+    probe = subprocess.run(
+        [str(venv / "bin/python"), "-c", "import mlmm"], env=CLEAN_ENV, capture_output=True
+    )
     assert probe.returncode != 0, "the bare venv must not see mlmm"
     return venv / "bin"
 
 
+# a fresh shell: no PYTHONPATH, no project venv on PATH
+CLEAN_ENV = {"PATH": "/usr/bin:/bin", "HOME": str(Path.home())}
+
+
 def _bare(bin_dir: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
-    # a fresh shell: no PYTHONPATH, no project venv on PATH
-    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(Path.home())}
+    env = {**CLEAN_ENV, "PATH": f"{bin_dir}:/usr/bin:/bin"}
     return subprocess.run(
         [str(bin_dir / "snakemake"), *args], cwd=cwd, env=env, capture_output=True, text=True
     )
@@ -57,7 +62,7 @@ def snakemake_with_mlmm(bare_snakemake, tmp_path_factory) -> Path:
         shutil.copytree(REPO / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
     pip = subprocess.run(
         [str(bare_snakemake / "pip"), "install", "-q", "--no-deps", str(source)],
-        capture_output=True, text=True,
+        env=CLEAN_ENV, capture_output=True, text=True,
     )  # fmt: skip
     assert pip.returncode == 0, pip.stderr[-3000:]
     return bare_snakemake
