@@ -108,6 +108,8 @@ rule all:
 
 
 onstart:
+    # (The guard that holds everywhere is in each GPU job: MLMM_REQUIRE_GPU above. This one, run
+    # only for the main Snakefile, refuses early, before anything is submitted.)
     # Under a cluster executor (SLURM or any other that submits jobs), before the first
     # submission: every job of a GPU rule (the rules whose resources call gpu_need) requests a
     # GPU, whatever profile (a site-wide one, profiles/default) or --set-resources set its
@@ -127,7 +129,11 @@ onstart:
                 for job in workflow.dag.needrun_jobs()
                 if job.rule.name in GPU_RULES
             ],
-            sinfo=workflow.executor_plugin.name == "slurm",
+            # partitions are checked with sinfo unless the plugin picks them itself from a
+            # partition file (--slurm-partition-config, $SNAKEMAKE_SLURM_PARTITIONS)
+            sinfo=workflow.executor_plugin.name == "slurm"
+            and not getattr(workflow.executor_settings, "partition_config", None)
+            and not os.environ.get("SNAKEMAKE_SLURM_PARTITIONS"),
         )
         if problems:
             sys.exit("GPU rules: " + "\n".join(problems))

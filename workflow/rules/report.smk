@@ -34,6 +34,9 @@ rule retrieval_tables:
         reported(RETRIEVAL_TABLE_FILES),
     log:
         LOGS / "report/retrieval_tables.log",
+    resources:
+        mem_mb=4000,
+        runtime=60,
     conda:
         "../../envs/core.yaml"
     params:
@@ -54,6 +57,9 @@ rule retrieval_figures:
         reported(RETRIEVAL_FIGURE_FILES),
     log:
         LOGS / "report/retrieval_figures.log",
+    resources:
+        mem_mb=4000,
+        runtime=60,
     conda:
         "../../envs/core.yaml"
     params:
@@ -99,6 +105,9 @@ rule claims:
         LOGS / "report/claims.log",
     benchmark:
         BENCHMARKS / "report/claims.tsv"
+    resources:
+        mem_mb=4000,
+        runtime=60,
     conda:
         "../../envs/core.yaml"
     params:
