@@ -421,3 +421,30 @@ def test_an_env_installs_the_package_and_its_jobs_run_the_compiled_mira_loop(tmp
         capture_output=True, text=True,
     )  # fmt: skip
     assert Path(which.stdout.strip()).is_relative_to(site), which.stdout + which.stderr
+
+
+def test_container_runs_mlmm_without_its_entrypoint():
+    """`apptainer exec IMAGE mlmm ...` (Snakemake's --sdm apptainer) skips the entrypoint that
+    would activate the env: the env's bin is on the image's PATH itself; the package is
+    installed with the files src/mlmm links to (its package data)."""
+    lines = [
+        line.strip()
+        for line in (REPO / "Dockerfile").read_text().splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+    assert not [line for line in lines if line.startswith(("ENTRYPOINT", "CMD"))]
+    env = dict(
+        line.removeprefix("ENV ").split("=", 1) for line in lines if line.startswith("ENV ")
+    )
+    prefix = env["MAMBA_ROOT_PREFIX"]
+    assert env["PATH"].split(":")[0] == f"{prefix}/bin"
+    copied = {
+        line.split()[-2]
+        for line in lines
+        if line.startswith("COPY") and line.split()[-1].startswith("/opt/mlmm")
+    }
+    for link in (p for p in (SRC / "mlmm").iterdir() if p.is_symlink()):
+        target = link.resolve().relative_to(REPO)
+        assert any(target.is_relative_to(c) for c in copied), f"{target} is not copied"
+    install = next(line for line in lines if "pip install" in line)
+    assert "/opt/mlmm" in install and "--no-deps" in install and "mlmm --version" in install
