@@ -34,11 +34,11 @@ rule retrieval_tables:
         reported(RETRIEVAL_TABLE_FILES),
     log:
         LOGS / "report/retrieval_tables.log",
+    conda:
+        "../../envs/core.yaml"
     resources:
         mem_mb=4000,
         runtime=60,
-    conda:
-        "../../envs/core.yaml"
     params:
         section=REPORT_SECTION,
         paper_tables=(
@@ -57,11 +57,11 @@ rule retrieval_figures:
         reported(RETRIEVAL_FIGURE_FILES),
     log:
         LOGS / "report/retrieval_figures.log",
+    conda:
+        "../../envs/core.yaml"
     resources:
         mem_mb=4000,
         runtime=60,
-    conda:
-        "../../envs/core.yaml"
     params:
         section=REPORT_SECTION,
         out=REPORT_FIGURES,
@@ -105,11 +105,11 @@ rule claims:
         LOGS / "report/claims.log",
     benchmark:
         BENCHMARKS / "report/claims.tsv"
+    conda:
+        "../../envs/core.yaml"
     resources:
         mem_mb=4000,
         runtime=60,
-    conda:
-        "../../envs/core.yaml"
     params:
         section=REPORT_SECTION,
         paper_tables=(
