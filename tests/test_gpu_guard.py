@@ -56,3 +56,62 @@ def test_a_gpu_stage_job_without_a_gpu_stops_with_one_line(tmp_path):
     # device: cpu, the config's explicit choice, runs on the CPU under the same marking
     cpu = subprocess.run([*argv[:-1], "cpu"], env=env, capture_output=True, text=True)
     assert cpu.returncode == 0, cpu.stderr[-2000:]
+
+
+MODULE_SNAKEFILE = """
+configfile: "config/config.yaml"
+
+
+module mlmm:
+    snakefile:
+        {snakefile!r}
+    config:
+        config
+
+
+use rule * from mlmm
+"""
+
+
+@pytest.mark.slow  # the demo world and a features job through the SLURM plugin: about 60 s
+def test_as_a_module_under_slurm_a_gpu_job_without_a_gpu_stops_at_its_start(
+    tmp_path, monkeypatch
+):
+    """No onstart runs for a module, and --set-resources took the job's GPU away: the job
+    itself stops, with the one line in its log (fake sbatch: the job runs here, no GPU)."""
+    import shutil
+    import sys
+    from pathlib import Path
+
+    import slurm_stub
+    import yaml
+    from conftest import REPO
+
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("CUDA sees a device here: the job would run on it")
+    monkeypatch.setenv("MLMM_SLURM_STUB", str(tmp_path / "stub/state"))
+    slurm_stub.install(tmp_path / "stub/bin")
+    user = tmp_path / "deployment"
+    (user / "config").mkdir(parents=True)
+    shutil.copy(REPO / "config.yaml", user / "config/config.yaml")
+    (user / "Snakefile").write_text(
+        MODULE_SNAKEFILE.format(snakefile=str(REPO / "workflow/Snakefile"))
+    )
+    (user / "small.yaml").write_text(yaml.safe_dump({"demo_world": {"images": 30}}))
+    target = "results/multi30k/features/efficientnet_lite0/val.npy"
+    proc = subprocess.run(
+        [str(Path(sys.executable).parent / "snakemake"), target, "--configfile", "small.yaml",
+         "--workflow-profile", str(REPO / "profiles/slurm"), "--retries", "0",
+         "--set-resources", "extract_features:gpu=0",
+         "--slurm-init-seconds-before-status-checks", "1"],
+        cwd=user, env=tool_env(tmp_path / "stub/bin"), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, timeout=900,
+    )  # fmt: skip
+    assert proc.returncode != 0, proc.stdout[-3000:]
+    assert not (user / target).exists()
+    log = user / "results/logs/features/multi30k_efficientnet_lite0_val.log"
+    assert log.is_file(), proc.stdout[-3000:]
+    errors = [line for line in log.read_text().splitlines() if ": error: " in line]
+    assert len(errors) == 1, log.read_text()[-3000:]
+    assert "expected a visible CUDA GPU for device 'auto' (a job on a cluster node" in errors[0]
