@@ -17,5 +17,13 @@ RUN micromamba install --yes --name base --file /tmp/envs/core.yaml --file /tmp/
 ARG MAMBA_DOCKERFILE_ACTIVATE=1
 COPY --chown=$MAMBA_USER:$MAMBA_USER pyproject.toml setup.py README.md LICENSE /opt/mlmm/
 COPY --chown=$MAMBA_USER:$MAMBA_USER src /opt/mlmm/src
+# the package data that src/mlmm links to (the papers' tables, claims registries, the schema)
+COPY --chown=$MAMBA_USER:$MAMBA_USER resources /opt/mlmm/resources
+COPY --chown=$MAMBA_USER:$MAMBA_USER workflow/schemas /opt/mlmm/workflow/schemas
 # without dependencies: those are the conda pins above (pip must not pull torch from PyPI)
 RUN python -m pip install --no-deps --no-build-isolation /opt/mlmm && mlmm --version
+# `apptainer exec` (what Snakemake's --sdm apptainer runs) and `docker run <image> CMD` skip
+# the image's entrypoint, which activates the environment: the environment's bin is on PATH
+# by itself, so `mlmm`, `python` and `java` are found either way. No ENTRYPOINT of our own.
+ENV PATH=/opt/conda/bin:$PATH
+ENV MAMBA_ROOT_PREFIX=/opt/conda

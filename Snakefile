@@ -6,44 +6,43 @@ Every rule is a thin call into the `mlmm` package; see README.md.
 
 import os
 import sys
-from pathlib import Path
 
 from snakemake.utils import min_version
 
-# This workflow's own directory: the Snakefile being parsed, not `workflow.basedir` (used as a
-# module, `module mlmm: snakefile: ...`, that is the importing workflow's). Every repository
-# file (schema, config.yaml, manifests, paper tables, captions, src/) is found from here.
-WORKFLOW_ROOT = Path(workflow.current_basedir.get_path_or_uri(secret_free=True))
-# This source tree's mlmm, ahead of any other installed copy (another checkout, an env built
-# by another copy of the workflow): first on sys.path for the parsing (the rules files read
-# its standard-library modules and mlmm.config), and on PYTHONPATH for every job, so that the
-# `mlmm` of a conda env, the container or the PATH runs this code (docs/workflow.md).
-sys.path.insert(0, str(WORKFLOW_ROOT / "src"))
-os.environ.update(
-    PYTHONPATH=os.pathsep.join(
-        dict.fromkeys(  # once, also when a cluster job parses the Snakefile again
-            [
-                str(WORKFLOW_ROOT / "src"),
-                *os.environ.get("PYTHONPATH", "").split(os.pathsep),
-            ]
-        )
-    ).rstrip(os.pathsep)
-)
-# envs/*.post-deploy.sh install this source tree's package into each new conda env; Snakemake
-# runs them from a copy under .snakemake/conda/, so they find the tree through the environment.
-os.environ.update(MLMM_ROOT=str(WORKFLOW_ROOT))
-
-import mlmm
-from mlmm.config import validate_or_exit
-from mlmm.origin import environment as origin_environment
-
-# (a tree without src/, e.g. the tests' copies of the workflow files: the installed mlmm)
-OWN_PACKAGE = WORKFLOW_ROOT / "src/mlmm"
-if OWN_PACKAGE.is_dir() and Path(mlmm.__file__).parent != OWN_PACKAGE:
+# The workflow imports the installed mlmm package while it is parsed (the configuration's
+# schema check, the catalogue of data sets and variants) and its jobs run the `mlmm` command of
+# their environment: the Python that runs Snakemake needs the package (docs/workflow.md).
+try:
+    import mlmm
+except ImportError as error:
     sys.exit(
-        f"mlmm: the workflow at {WORKFLOW_ROOT} imported another mlmm package,"
-        f" {Path(mlmm.__file__).parent}: remove it from sys.path or import this one first"
+        f"mlmm: the workflow needs the mlmm package in the Python that runs Snakemake"
+        f" ({error}): pip install the workflow's source (docs/workflow.md, 'Installing')"
     )
+from mlmm.config import validate_or_exit
+from mlmm.deployment import ENV_SOURCE, pip_source
+from mlmm.origin import environment as origin_environment
+from mlmm.slurm import ENV_REQUIRE_GPU, gpu_requirement, nvidia_present
+
+# Every file of the workflow's own source (schema, config.yaml, manifests, paper tables,
+# captions, claims registries, envs) is found with Snakemake's source-path API
+# (`workflow.source_path`, relative to the file that calls it): a local path, an HTTP URL or
+# github(...) alike, also when the workflow is a module of another one.
+WORKFLOW_SOURCE = workflow.current_basedir.get_path_or_uri(secret_free=True)
+# The envs' post-deploy scripts install mlmm from this workflow's own source (a pip requirement
+# from where the workflow came from), unless MLMM_SOURCE is set already (mlmm.deployment).
+if not os.environ.get(ENV_SOURCE):
+    os.environ[ENV_SOURCE] = pip_source(workflow.current_basedir) or ""
+
+# A GPU rule's job that sees no GPU stops at its start with one line (device `auto`:
+# mlmm.slurm.auto_device; `cuda`: always), under any executor, as a module, whatever resources
+# a profile or --set-resources gave it; `device: cpu` in the config runs it on the CPU. Only the
+# local executor on a machine without an NVIDIA device runs `auto` on the CPU (saying so).
+_GPU_REQUIRED = gpu_requirement(
+    workflow.local_exec, workflow.remote_exec, nvidia_present()
+)
+if _GPU_REQUIRED and not os.environ.get(ENV_REQUIRE_GPU):
+    os.environ[ENV_REQUIRE_GPU] = _GPU_REQUIRED
 
 min_version("8.20")
 
@@ -51,7 +50,7 @@ min_version("8.20")
 # config.yaml of this checkout, wherever the working directory is (`snakemake -d DIR`); used
 # as a module with `config: config`, Snakemake skips it and the importing workflow's config
 # (defaults filled in below) is the configuration.
-configfile: str(WORKFLOW_ROOT / "config.yaml")
+configfile: workflow.source_path("config.yaml")
 
 
 # The config files that made the configuration, base first, then each --configfile.
@@ -62,7 +61,7 @@ CONFIG_FILES = [
 # One line naming the failing key and what set it (config.yaml, each --configfile, --config)
 validate_or_exit(
     config,
-    WORKFLOW_ROOT / "workflow/schemas/config.schema.yaml",
+    workflow.source_path("workflow/schemas/config.schema.yaml"),
     CONFIG_FILES,
     dict(workflow.config_settings.config),
 )
@@ -72,7 +71,7 @@ validate_or_exit(
 os.environ.update(
     origin_environment(
         config,
-        str(WORKFLOW_ROOT),
+        WORKFLOW_SOURCE,
         CONFIG_FILES,
         bool(workflow.config_settings.config),
     )
@@ -109,6 +108,8 @@ rule all:
 
 
 onstart:
+    # (The guard that holds everywhere is in each GPU job: MLMM_REQUIRE_GPU above. This one, run
+    # only for the main Snakefile, refuses early, before anything is submitted.)
     # Under a cluster executor (SLURM or any other that submits jobs), before the first
     # submission: every job of a GPU rule (the rules whose resources call gpu_need) requests a
     # GPU, whatever profile (a site-wide one, profiles/default) or --set-resources set its
@@ -128,7 +129,11 @@ onstart:
                 for job in workflow.dag.needrun_jobs()
                 if job.rule.name in GPU_RULES
             ],
-            sinfo=workflow.executor_plugin.name == "slurm",
+            # partitions are checked with sinfo unless the plugin picks them itself from a
+            # partition file (--slurm-partition-config, $SNAKEMAKE_SLURM_PARTITIONS)
+            sinfo=workflow.executor_plugin.name == "slurm"
+            and not getattr(workflow.executor_settings, "partition_config", None)
+            and not os.environ.get("SNAKEMAKE_SLURM_PARTITIONS"),
         )
         if problems:
             sys.exit("GPU rules: " + "\n".join(problems))

@@ -354,3 +354,97 @@ def test_every_rule_env_holds_what_its_command_imports(workflows, config, capsys
 def test_container_installs_every_env_file():
     """The image is built from the same pins: every env file, nothing else."""
     assert container_env_files() == sorted((REPO / "envs").glob("*.yaml"))
+
+
+# --------------------------------------------------------------------------- the package in envs
+
+MIRA_SNAKEFILE = """
+rule mira:
+    input:
+        nbest="nbest.txt",
+        ref="ref.txt",
+    output:
+        "weights.txt",
+    log:
+        "mira.log",
+    shell:
+        "mlmm mira --nbest {input.nbest} --ref {input.ref} --iters 3 --out {output} > {log} 2>&1"
+"""
+
+
+@pytest.mark.slow  # installs the package into a bare env (compiles the MIRA loop): about 30 s
+def test_an_env_installs_the_package_and_its_jobs_run_the_compiled_mira_loop(tmp_path):
+    """The post-deploy script installs mlmm from MLMM_SOURCE (here the checkout, as the
+    Snakefile exports it) with the env's compiler; a job of that env, with no PYTHONPATH
+    override, runs the installed package and its compiled loop (read from the job log)."""
+    import shutil
+    import sysconfig
+
+    env = tmp_path / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
+    site = Path(sysconfig.get_path("purelib", vars={"base": str(env), "platbase": str(env)}))
+    (site / "tools.pth").write_text(sysconfig.get_path("purelib") + "\n")  # pip, setuptools
+    bare = {k: v for k, v in tool_env(env / "bin").items() if k != "PYTHONPATH"}
+    install = subprocess.run(
+        ["bash", str(REPO / "envs/core.post-deploy.sh")], cwd=tmp_path,
+        env={**bare, "MLMM_SOURCE": str(REPO)}, capture_output=True, text=True,
+    )  # fmt: skip
+    assert install.returncode == 0, install.stdout[-3000:] + install.stderr[-3000:]
+    unset = subprocess.run(
+        ["bash", str(REPO / "envs/core.post-deploy.sh")], cwd=tmp_path,
+        env={**bare, "MLMM_SOURCE": ""}, capture_output=True, text=True,
+    )  # fmt: skip
+    assert unset.returncode != 0 and "set MLMM_SOURCE" in unset.stderr
+    # the package data came along: the papers' tables and the claims registries
+    assert (site / "mlmm/paper_tables/kadar2018_table1.csv").is_file()
+    assert (site / "mlmm/claims/kadar2018.yaml").is_file()
+
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "Snakefile").write_text(MIRA_SNAKEFILE)
+    (work / "nbest.txt").write_text(
+        "0 ||| a b ||| A= 1 B= 0 ||| 1\n0 ||| a c ||| A= 0 B= 1 ||| 1\n"
+        "1 ||| c d ||| A= 0 B= 1 ||| 1\n1 ||| c e ||| A= 1 B= 0 ||| 1\n"
+    )
+    (work / "ref.txt").write_text("a b\nc d\n")
+    job = subprocess.run(
+        [str(Path(sys.executable).parent / "snakemake"), "--cores", "1"], cwd=work, env=bare,
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert job.returncode == 0, job.stdout[-3000:] + job.stderr[-3000:]
+    log = (work / "mira.log").read_text()
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    loop = "compiled epoch loop" if compiler else "numpy epoch loop"
+    assert loop in log, log
+    which = subprocess.run(
+        [str(env / "bin/python"), "-c", "import mlmm; print(mlmm.__file__)"], env=bare,
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert Path(which.stdout.strip()).is_relative_to(site), which.stdout + which.stderr
+
+
+def test_container_runs_mlmm_without_its_entrypoint():
+    """`apptainer exec IMAGE mlmm ...` (Snakemake's --sdm apptainer) skips the entrypoint that
+    would activate the env: the env's bin is on the image's PATH itself; the package is
+    installed with the files src/mlmm links to (its package data)."""
+    lines = [
+        line.strip()
+        for line in (REPO / "Dockerfile").read_text().splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+    assert not [line for line in lines if line.startswith(("ENTRYPOINT", "CMD"))]
+    env = dict(
+        line.removeprefix("ENV ").split("=", 1) for line in lines if line.startswith("ENV ")
+    )
+    prefix = env["MAMBA_ROOT_PREFIX"]
+    assert env["PATH"].split(":")[0] == f"{prefix}/bin"
+    copied = {
+        line.split()[-2]
+        for line in lines
+        if line.startswith("COPY") and line.split()[-1].startswith("/opt/mlmm")
+    }
+    for link in (p for p in (SRC / "mlmm").iterdir() if p.is_symlink()):
+        target = link.resolve().relative_to(REPO)
+        assert any(target.is_relative_to(c) for c in copied), f"{target} is not copied"
+    install = next(line for line in lines if "pip install" in line)
+    assert "/opt/mlmm" in install and "--no-deps" in install and "mlmm --version" in install

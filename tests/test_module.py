@@ -1,8 +1,9 @@
 """The workflow used as a Snakemake module (issue 30): another workflow imports it with
 `module mlmm: snakefile: <path>/Snakefile  config: config` and `use rule * from mlmm`, as
-snakedeploy's deployed Snakefile does. Its repository files are found from its own Snakefile,
-not from the importing workflow's directory, and its jobs run the mlmm of its own source tree,
-not the one installed in the environment (here: the venv's, another checkout)."""
+snakedeploy's deployed Snakefile does. Its repository files are found through Snakemake's
+source-path API (from its own Snakefile, not from the importing workflow's directory), and its
+jobs run the mlmm installed in their environment: no PYTHONPATH override puts the workflow's
+src/ first (tests/test_deploy.py: snakedeploy and a module from an HTTP URL)."""
 
 from __future__ import annotations
 
@@ -76,7 +77,9 @@ def test_the_workflow_runs_as_a_module_from_a_local_path(tmp_path):
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert (user / "results/demo/world/MANIFEST.sha256").is_file()
     imported = Path((user / "which_mlmm.txt").read_text().strip())
-    assert imported == source / "src/mlmm/__init__.py"
+    import mlmm  # the environment's (here PYTHONPATH or the venv's), as the job's
+
+    assert imported == Path(mlmm.__file__) and not imported.is_relative_to(source)
 
 
 def test_the_version_is_one_and_has_a_changelog_section():

@@ -658,9 +658,9 @@ def guard_outputs(
     claim_output_files([out for out in outs if not out.is_dir()], bool(force))
 
 
-# The papers' numbers shipped in the checkout: an input of every table command (the default of
-# paper_tables), whatever --paper-tables says.
-SHIPPED_PAPER_TABLES = Path(__file__).resolve().parents[2] / "resources" / "paper_tables"
+# The papers' numbers shipped with the package (mlmm.shipped): an input of every table command
+# (the default of paper_tables), whatever --paper-tables says.
+SHIPPED_PAPER_TABLES = (Path(__file__).parent / "paper_tables").resolve()
 
 
 TABLE_SUFFIXES = (".csv", ".md", ".tex", ".html")  # mlmm.tables.write_table

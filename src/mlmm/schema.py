@@ -21,7 +21,8 @@ from typing import Any
 from mlmm.errors import InputError
 from mlmm.io import read_yaml
 
-SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+# workflow/schemas/config.schema.yaml, package data (a link to it in the repository: mlmm.shipped)
+SCHEMA_PATH = Path(__file__).parent / "config.schema.yaml"
 CHECKS = "_schema_checks"  # the parser default holding {dest: (option, pointer)}
 
 

@@ -19,10 +19,51 @@ Standard library only (imported by the Snakefile).
 
 from __future__ import annotations
 
+import os
 import subprocess
-from collections.abc import Iterable
+import sys
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+# Set by the Snakefile for every job it runs or submits where a GPU rule's job must see a GPU
+# (any cluster executor, a job on a cluster node, or this machine has an NVIDIA device); its
+# value says why. mlmm.features.extraction.resolve_device then refuses `device: auto` without a
+# visible CUDA device instead of running on the CPU; `device: cpu` still runs on the CPU.
+ENV_REQUIRE_GPU = "MLMM_REQUIRE_GPU"
+
+
+def gpu_requirement(local_exec: bool, remote_exec: bool, nvidia: bool) -> str | None:
+    """Why a GPU rule's job must see a GPU (the value of MLMM_REQUIRE_GPU), or None where the
+    local executor runs the jobs on a machine without an NVIDIA device (they run on its CPU:
+    the GPU rules take no `gpu` there, workflow/rules/common.smk)."""
+    if remote_exec:
+        return "a job on a cluster node, where its GPU rule requested a GPU"
+    if not local_exec:
+        return "a cluster executor submits the GPU rules with a GPU"
+    if nvidia:
+        return "this machine has an NVIDIA device"
+    return None
+
+
+def auto_device(cuda_available: bool, environ: Mapping[str, str] = os.environ) -> str:
+    """What `device: auto` runs on: ``cuda`` when CUDA sees a device; without one ``cpu``,
+    said on stderr, unless the workflow marked this job as one that must see a GPU
+    (MLMM_REQUIRE_GPU): then one InputError, before any work (docs/gpu.md)."""
+    if cuda_available:
+        return "cuda"
+    why = environ.get(ENV_REQUIRE_GPU)
+    if why:
+        from mlmm.errors import InputError
+
+        raise InputError(
+            "device",
+            f"a visible CUDA GPU for device 'auto' ({why})",
+            "none (CUDA sees no device); to run this stage on the CPU, configure `device: cpu`",
+        )
+    print("device auto: no CUDA device visible, running on the CPU", file=sys.stderr)
+    return "cpu"
+
 
 # sinfo: partition name (the default one marked with "*") and its generic resources (GRES).
 SINFO_COMMAND = ["sinfo", "--noheader", "--format=%P %G"]

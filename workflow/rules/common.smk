@@ -1,11 +1,13 @@
 """Paths and helpers shared by every rules file; each stage appends its finished products to
 FINAL_TARGETS, which `rule all` requests.
 
-Repository files (manifests, shipped paper tables, the workflow's own `src/`) are found from
-the Snakefile's directory, so the workflow runs from any working directory (`snakemake -d`);
-outputs go under `results` relative to the working directory.
+Repository files (manifests, shipped paper tables, report captions, claims registries) are
+found with Snakemake's source-path API, so the workflow runs from any working directory
+(`snakemake -d`) and from any source (a path, an HTTP URL, github(...), as a module); outputs
+go under `results` relative to the working directory.
 """
 
+import os
 from pathlib import Path
 from shlex import (
     quote,
@@ -14,13 +16,11 @@ from shlex import (
 from snakemake.exceptions import WorkflowError
 
 import mlmm.local_data as local_data
+import mlmm.shipped as shipped
 from mlmm.slurm import nvidia_present
 
-# The Snakefile's own directory (WORKFLOW_ROOT: this workflow's, also when it is a module).
-REPOSITORY = WORKFLOW_ROOT
-# The rules files read plain data of the package (mlmm.catalogue, mlmm.retrieval.config: no
-# imports beyond the standard library) while they are parsed, from this checkout's src/, which
-# the Snakefile puts first on sys.path (a Snakemake from conda or pipx has no mlmm of its own).
+# The rules files read plain data of the installed package (mlmm.catalogue,
+# mlmm.retrieval.config: no imports beyond the standard library) while they are parsed.
 
 RESULTS = Path(config["results"])
 LOGS = RESULTS / "logs"
@@ -31,9 +31,13 @@ DOWNLOADS = Path(config["downloads"])
 
 
 def repository_path(path):
-    """A relative path of a repository file (e.g. a manifest), from the repository root."""
-    path = Path(path)
-    return path if path.is_absolute() else REPOSITORY / path
+    """A local copy of a file of the workflow's source (e.g. a manifest) named relative to the
+    repository root (this file is workflow/rules/common.smk): the file itself for a local
+    source, Snakemake's cached download for a remote one. An absolute path stays as it is.
+    """
+    if os.path.isabs(path):
+        return Path(path)
+    return Path(workflow.source_path(f"../../{path}"))
 
 
 # Every local data set the configuration reads (copies that cannot be downloaded), declared by
@@ -80,8 +84,9 @@ def gpu_slots(device):
     return lambda wildcards: int(NVIDIA_PRESENT and device(wildcards) != "cpu")
 
 
-# null: the papers' tables shipped in resources/paper_tables
-PAPER_TABLES = Path(config["paper_tables"] or REPOSITORY / "resources/paper_tables")
+# null: the papers' tables the package ships (resources/paper_tables in the repository; package
+# data of the installed mlmm, so any deployment of the workflow has them: mlmm.shipped)
+PAPER_TABLES = Path(config["paper_tables"] or shipped.paper_tables())
 if not PAPER_TABLES.is_dir():
     raise WorkflowError(
         f"config paper_tables: expected a directory of <paper>_table<N>.csv, "
@@ -96,8 +101,9 @@ for _csv in sorted(PAPER_TABLES.glob("*_table*.csv")):
 FINAL_TARGETS = []
 
 # The report (`snakemake --report`) shows every paper table as its HTML page and every figure as
-# its PNG, each with the caption workflow/report/<stem>.rst, grouped by paper.
-REPORT_CAPTIONS = REPOSITORY / "workflow/report"
+# its PNG, each with the caption workflow/report/<stem>.rst, grouped by paper (a caption path
+# is relative to the rules file that defines the rule: Snakemake reads it as a source file).
+REPORT_CAPTIONS = Path("../report")
 PAPER_NAMES = {
     "kadar2018": "Kádár et al. 2018",
     "calixto2017": "Calixto & Liu 2017",

@@ -102,7 +102,7 @@ rule extract_features:
     # Minutes: one GPU needs a few for the 29k training images; a CPU node hours for resnet152.
     resources:
         mem_mb=8000,
-        runtime=360,
+        runtime=720,
         gpu=gpu_need("extract_features", lambda w: FEATURES["device"]),
     params:
         images=lambda wildcards: FEATURE_SOURCES[wildcards.dataset][1],

@@ -24,7 +24,7 @@ rule train_nmt:
     threads: NMT["threads"]
     resources:
         mem_mb=4000,
-        runtime=600,
+        runtime=1440,
         gpu=gpu_need("train_nmt", lambda w: NMT["device"]),
     params:
         data=NMT_TOK,

@@ -116,7 +116,7 @@ rule pivot_train:
     # Paper scale: 118K images x 5 captions x 20 epochs; 2-CorrNet trains two networks.
     resources:
         mem_mb=16000,
-        runtime=720,
+        runtime=1440,
         gpu=gpu_need("pivot_train", lambda w: PIVOT["device"]),
     params:
         job=lambda w: PIVOT_JOBS[w.pivot_job][0],
@@ -181,7 +181,7 @@ rule pivot_train_nmt:
     threads: PIVOT["threads"]
     resources:
         mem_mb=8000,
-        runtime=720,
+        runtime=1440,
         gpu=gpu_need("pivot_train_nmt", lambda w: PIVOT["device"]),
     params:
         data=lambda w: PIVOT_MT_DIR / w.language / "data",
@@ -223,7 +223,7 @@ rule pivot_translate:
     threads: PIVOT["threads"]
     resources:
         mem_mb=4000,
-        runtime=120,
+        runtime=240,
         gpu=gpu_need("pivot_translate", lambda w: PIVOT["device"]),
     params:
         coco=COCO_ROOT,

@@ -36,6 +36,9 @@ rule retrieval_tables:
         LOGS / "report/retrieval_tables.log",
     conda:
         "../../envs/core.yaml"
+    resources:
+        mem_mb=4000,
+        runtime=60,
     params:
         section=REPORT_SECTION,
         paper_tables=(
@@ -56,6 +59,9 @@ rule retrieval_figures:
         LOGS / "report/retrieval_figures.log",
     conda:
         "../../envs/core.yaml"
+    resources:
+        mem_mb=4000,
+        runtime=60,
     params:
         section=REPORT_SECTION,
         out=REPORT_FIGURES,
@@ -64,10 +70,9 @@ rule retrieval_figures:
         "--out {params.out:q} > {log:q} 2>&1"
 
 
-# Each paper's claims (resources/claims/<paper>.yaml) tested on the runs: mlmm.claims
-CLAIM_REGISTRIES = [
-    REPOSITORY / "resources/claims" / f"{paper}.yaml" for paper in CLAIM_PAPERS
-]
+# Each paper's claims (resources/claims/<paper>.yaml, package data: mlmm.shipped) tested on the
+# runs: mlmm.claims
+CLAIM_REGISTRIES = [shipped.claims_registry(paper) for paper in CLAIM_PAPERS]
 CLAIM_FILES = [
     path
     for paper in CLAIM_PAPERS
@@ -102,6 +107,9 @@ rule claims:
         BENCHMARKS / "report/claims.tsv"
     conda:
         "../../envs/core.yaml"
+    resources:
+        mem_mb=4000,
+        runtime=60,
     params:
         section=REPORT_SECTION,
         paper_tables=(

@@ -121,7 +121,7 @@ rule ted_train:
     threads: TED["threads"]
     resources:
         mem_mb=4000,
-        runtime=240,
+        runtime=480,
         gpu=gpu_need("ted_train", lambda w: TED["device"]),
     params:
         bow=TED_DIR / "bow",

@@ -46,6 +46,7 @@ from mlmm.io import (
 )
 from mlmm.logs import progress as progress_bar
 from mlmm.provenance import Timer, provenance
+from mlmm.slurm import auto_device
 
 DTYPES = ("float32", "float16")
 PRECISIONS = ("float32", "float16")  # of the model's arithmetic; DTYPES: of the stored array
@@ -84,8 +85,8 @@ def feature_inputs(names: list[str], split: str | Path) -> dict[str, str]:
 
 
 def resolve_device(device: str) -> torch.device:
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "auto":  # a GPU rule's job stops here without a GPU (mlmm.slurm)
+        return torch.device(auto_device(torch.cuda.is_available()))
     if device == "cuda" and not torch.cuda.is_available():
         raise InputError("device", "a visible CUDA GPU for device 'cuda'", "none (use auto or cpu)")
     if device not in ("cpu", "cuda"):

@@ -72,8 +72,10 @@ class Paths:
 
 
 def pick_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "auto":  # a GPU rule's job stops here without a GPU (mlmm.slurm)
+        from mlmm.slurm import auto_device
+
+        return torch.device(auto_device(torch.cuda.is_available()))
     return torch.device(name)
 
 
