@@ -1,0 +1,388 @@
+"""LaTeX tables a paper can ``\\input``: compact cells, short row labels, fit by design.
+
+Every table the workflow writes (``mlmm.tables.write_table``) gets three LaTeX files beside its
+CSV, Markdown and HTML:
+
+- ``<stem>.tex``: the paper-sized table as ``table*``, within ``\\textwidth`` of an ACL/EMNLP
+  two-column page (455 pt);
+- ``<stem>.column.tex``: the same numbers as ``table`` within ``\\columnwidth`` (219 pt), sliced
+  into panels along the first header level (mostly one panel per language);
+- ``<stem>.intervals.tex`` (tables with 95 % intervals): the companion table of intervals and of
+  whether the paper's number lies inside ours, which a paper can leave out.
+
+A table fits by design, not by scaling: each cell of ours is "mean ± sd", the paper's number
+has its own column, a long row label (the paper's row description, a long text cell) becomes a
+numbered table note, and the columns are split into stacked panels (row labels repeated) where
+they would not fit the width. The caption is the table's title; where the numbers come from
+(data, configuration, backbones) and the run notes go to a comment block at the top of the
+file and to ``<stem>.notes.txt``.
+
+The files compile with the standard pdfLaTeX preamble ``PREAMBLE`` (booktabs, array; T1 and
+T2A font encodings with babel's russian for Cyrillic words, which are wrapped in
+``\\foreignlanguage{russian}``). Japanese (CJK) text needs the LuaLaTeX variant
+``LUALATEX_PREAMBLE`` (luatexja); docs/latex.md says how to use both.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+TEXT_WIDTH = 455.0  # pt: \textwidth of an ACL/EMNLP page (16 cm)
+COLUMN_WIDTH = 219.0  # pt: \columnwidth of the same page (7.7 cm)
+TABCOLSEP = 4.0  # pt, set in every table: \setlength{\tabcolsep}{4pt}
+CHAR = 4.4  # pt: a generous average width of a \footnotesize character (8 pt Computer Modern)
+LABEL_WIDTH = {TEXT_WIDTH: 96.0, COLUMN_WIDTH: 62.0}  # pt: the widest row-label column
+LONG_LABEL = 28  # characters: a longer row label or text cell becomes a numbered table note
+
+PREAMBLE = r"""\documentclass[11pt,twocolumn]{article}
+\usepackage[T2A,T1]{fontenc}
+\usepackage[utf8]{inputenc}
+\usepackage[russian,english]{babel}
+\usepackage{booktabs,array}"""
+LUALATEX_PREAMBLE = r"""\documentclass[11pt,twocolumn]{article}
+\usepackage[T2A,T1]{fontenc}
+\usepackage[russian,english]{babel}
+\usepackage{luatexja}
+\usepackage{booktabs,array}"""
+
+
+@dataclass
+class Grid:
+    """A table as LaTeX will show it: row-label columns, then number/text columns each with a
+    header path (one label per header level) and its cells (plain text, not yet escaped)."""
+
+    label_names: list[str]
+    labels: list[list[str]]  # one list per row-label column
+    headers: list[tuple[str, ...]]  # one per data column, all of one length
+    cells: list[list[str]]  # one list per data column
+    notes: list[str] = field(default_factory=list)  # numbered table notes, in order
+
+    @property
+    def rows(self) -> int:
+        return len(self.labels[0]) if self.labels else len(self.cells[0]) if self.cells else 0
+
+
+WIDE = set("+=±≈≠→−%@&#mwMW")
+NARROW = set(" .,;:il[]()|!'")
+
+
+def _width(text: str) -> float:
+    """A generous estimate of ``text``'s width in pt at \\footnotesize (Computer Modern)."""
+    return sum(
+        7.4 if c.isupper() or c in WIDE else 2.6 if c in NARROW else CHAR for c in str(text)
+    )
+
+
+def note_marker(notes: list[str], text: str) -> str:
+    """The number of ``text`` among the table's numbered notes (added when new)."""
+    if text not in notes:
+        notes.append(text)
+    return f"[{notes.index(text) + 1}]"
+
+
+def shorten(text: str, notes: list[str]) -> str:
+    """A cell or label longer than LONG_LABEL characters as a numbered note."""
+    text = str(text)
+    return note_marker(notes, text) if len(text) > LONG_LABEL else text
+
+
+# ----------------------------------------------------------------------------------------
+# escaping
+
+
+def latex_text(text) -> str:
+    """``text`` as LaTeX that typesets it literally (``mlmm.tables.latex_text``)."""
+    from mlmm.tables import latex_text as escape
+
+    return escape(text)
+
+
+def comment_block(lines: list[str]) -> str:
+    """``lines`` as LaTeX comments (every line of a multi-line text commented)."""
+    out = []
+    for line in lines:
+        out += [f"% {part}".rstrip() for part in str(line).splitlines() or [""]]
+    return "\n".join(out) + "\n"
+
+
+# ----------------------------------------------------------------------------------------
+# panels
+
+
+def _column_width(header: tuple[str, ...], cells: list[str]) -> float:
+    return max([_width(header[-1]) if header else 0.0, *map(_width, cells)]) + 2 * TABCOLSEP
+
+
+def _label_widths(grid: Grid, budget: float) -> list[float]:
+    """The p{} width of each row-label column (its widest label, at most LABEL_WIDTH)."""
+    most = LABEL_WIDTH.get(budget, budget * 0.28)
+    widths = []
+    for name, values in zip(grid.label_names, grid.labels, strict=True):
+        texts = [name, *values]
+        word = max(_width(w) for t in texts for w in [*str(t).split(), ""])  # cannot break
+        widths.append(max(word, min(most, max(map(_width, texts)))) + 4.0)
+    return widths
+
+
+def panels(grid: Grid, budget: float) -> list[list[int]]:
+    """The data columns split into panels that each fit ``budget`` (pt) beside the row
+    labels: whole groups of the first header level where they fit, else of the next level,
+    else single columns; consecutive groups share a panel while they fit."""
+    labels = sum(w + 2 * TABCOLSEP for w in _label_widths(grid, budget))
+    room = budget - labels
+    widths = [_column_width(h, c) for h, c in zip(grid.headers, grid.cells, strict=True)]
+
+    def groups(indices: list[int], level: int) -> list[list[int]]:
+        out: list[list[int]] = []
+        for i in indices:
+            key = grid.headers[i][: level + 1]
+            if out and grid.headers[out[-1][-1]][: level + 1] == key:
+                out[-1].append(i)
+            else:
+                out.append([i])
+        return out
+
+    def group_width(indices: list[int], level: int) -> float:
+        spans = sum(widths[i] for i in indices)
+        # a header label above the columns wider than they are widens them
+        heads = [
+            _width(label) + 2 * TABCOLSEP
+            for label in {grid.headers[i][level] for i in indices} if label
+        ]  # fmt: skip
+        return max([spans, *heads])
+
+    def split(indices: list[int], level: int) -> list[list[int]]:
+        depth = len(grid.headers[indices[0]]) if indices else 0
+        if level >= depth:
+            return [[i] for i in indices]
+        out: list[list[int]] = []
+        for group in groups(indices, level):
+            parts = [group] if group_width(group, level) <= room else split(group, level + 1)
+            for part in parts:
+                if out and group_width(out[-1] + part, level) <= room and _same_parent(
+                    grid, out[-1] + part, level
+                ):
+                    out[-1] += part
+                else:
+                    out.append(list(part))
+        return out
+
+    return split(list(range(len(grid.headers))), 0) if grid.headers else [[]]
+
+
+def _same_parent(grid: Grid, indices: list[int], level: int) -> bool:
+    return len({grid.headers[i][:level] for i in indices}) == 1
+
+
+# ----------------------------------------------------------------------------------------
+# rendering
+
+
+def _header_rows(grid: Grid, columns: list[int], first: int) -> list[str]:
+    """Header lines of one panel: a level with one label over all its columns is shown once
+    above, as multicolumns with cmidrules under them; the last level labels each column."""
+    depth = len(grid.headers[columns[0]]) if columns else 0
+    lines = []
+    for level in range(depth):
+        last = level == depth - 1
+        runs: list[tuple[str, int]] = []
+        for i in columns:
+            key = grid.headers[i][: level + 1]
+            if runs and not last and runs[-1][0] == key:
+                runs[-1] = (key, runs[-1][1] + 1)
+            else:
+                runs.append((key, 1))
+        if not last and all(not key[-1] for key, _ in runs):
+            continue
+        names = [latex_text(n) for n in grid.label_names] if last else [""] * first
+        cells, rules, position = [], [], first + 1
+        for key, span in runs:
+            text = latex_text(key[-1])
+            if span > 1 or not last:
+                cells.append(f"\\multicolumn{{{span}}}{{c}}{{{text}}}")
+                if text:
+                    rules.append(f"\\cmidrule(lr){{{position}-{position + span - 1}}}")
+            else:
+                cells.append(text)
+            position += span
+        lines.append(" & ".join(names + cells) + " \\\\")
+        if rules and not last:
+            lines.append(" ".join(rules))
+    return lines
+
+
+def _panel(grid: Grid, columns: list[int], budget: float) -> str:
+    widths = _label_widths(grid, budget)
+    spec = "".join(f">{{\\raggedright\\arraybackslash}}p{{{w:.0f}pt}}" for w in widths)
+    spec += "".join("l" if _is_text(grid.cells[i]) else "r" for i in columns)
+    lines = [f"\\begin{{tabular}}{{@{{}}{spec}@{{}}}}", "\\toprule"]
+    lines += _header_rows(grid, columns, len(widths))
+    lines.append("\\midrule")
+    previous: list[str] = [""] * len(grid.labels)
+    for row in range(grid.rows):
+        labels = []
+        for level, values in enumerate(grid.labels):
+            value = values[row]
+            # a repeated outer label once, on the first row of its group
+            same = value == previous[level] and all(
+                grid.labels[k][row] == previous[k] for k in range(level)
+            )
+            labels.append("" if same and level < len(grid.labels) - 1 else latex_text(value))
+            previous[level] = value
+        cells = [latex_text(grid.cells[i][row]) for i in columns]
+        line = " & ".join(labels + cells)
+        # a row starting with '[' would be read as the previous row's \\[<space>]
+        lines.append(("{}" if line.startswith("[") else "") + line + " \\\\")
+    lines += ["\\bottomrule", "\\end{tabular}"]
+    return "\n".join(lines) + "\n"
+
+
+NUMBERISH = re.compile(r"^[\s\d.,±−+\-–%/\[\]≈≠()]*$")
+
+
+def _is_text(cells: list[str]) -> bool:
+    return not all(NUMBERISH.match(str(c)) for c in cells)
+
+
+def render(grid: Grid, caption: str, label: str, comments: list[str], wide: bool) -> str:
+    """One float (``table*`` when ``wide``, else ``table``) with the grid's panels stacked, its
+    numbered notes under them, and ``caption``; ``comments`` as a comment block on top."""
+    budget = TEXT_WIDTH if wide else COLUMN_WIDTH
+    env = "table*" if wide else "table"
+    body = "\\par\\medskip\n".join(_panel(grid, p, budget) for p in panels(grid, budget))
+    notes = ""
+    if grid.notes:
+        items = " ".join(
+            f"[{n}]\\enspace {latex_text(text)}" + ("." if not text.rstrip().endswith(".") else "")
+            for n, text in enumerate(grid.notes, start=1)
+        )
+        notes = (
+            "\\par\\smallskip\n\\begin{minipage}{\\linewidth}\\raggedright\\scriptsize\n"
+            f"{items}\n\\end{{minipage}}\n"
+        )
+    return (
+        comment_block(comments)
+        + f"\\begin{{{env}}}[t]\n\\centering\\footnotesize\\setlength{{\\tabcolsep}}{{4pt}}\n"
+        + body
+        + notes
+        + f"\\caption{{{latex_text(caption)}}}\n\\label{{{label}}}\n\\end{{{env}}}\n"
+    )
+
+
+# ----------------------------------------------------------------------------------------
+# grids from the tables
+
+
+def paper_grids(frame: pd.DataFrame, stem: str) -> tuple[Grid, Grid | None]:
+    """The main grid (ours ± sd, the paper's number in its own column under each of the
+    paper's columns) and the companion grid of intervals (None without intervals) of a tidy
+    table beside a paper's, in the paper's shape (``mlmm.tables.shape_keys``)."""
+    from mlmm.tables import BLANK, decimals, format_number, shape_keys
+
+    frame, rows, columns = shape_keys(frame, stem)
+    notes: list[str] = []
+    std = frame["ours_std"] if "ours_std" in frame else pd.Series(0.0, index=frame.index)
+    runs = frame["runs"] if "runs" in frame else pd.Series(1.0, index=frame.index)
+    metric = frame["metric"] if "metric" in frame else pd.Series(None, index=frame.index)
+    ours = []
+    for value, spread, count, m in zip(frame["ours"], std, runs, metric, strict=True):
+        text = format_number(value, m, stem)
+        if text and not pd.isna(count) and count > 1 and not pd.isna(spread):
+            text += f" ± {spread:.{max(decimals(m, stem), 1)}f}"
+        ours.append(text or BLANK)
+    frame["_ours"] = ours
+    frame["_paper"] = [
+        format_number(v, m, stem) or BLANK for v, m in zip(frame["paper"], metric, strict=True)
+    ]
+    has_intervals = "ours_low" in frame and frame["ours_low"].notna().any()
+    if has_intervals:
+        marks = {True: " ≈", False: " ≠"}
+        frame["_interval"] = [
+            BLANK
+            if pd.isna(low)
+            else f"{format_number(low, m, stem)}–{format_number(high, m, stem)}"
+            + marks.get(inside, "")
+            for low, high, inside, m in zip(
+                frame["ours_low"], frame["ours_high"], frame["within_noise"], metric, strict=True
+            )
+        ]
+    row_keys = list(dict.fromkeys(zip(*[frame[r] for r in rows], strict=True)))
+    col_keys = list(dict.fromkeys(zip(*[frame[c] for c in columns], strict=True)))
+    lookup = frame.groupby([*rows, *columns], sort=False).first()
+    shown_rows = [r for r in rows if r != "variant_note"]
+    if not shown_rows:
+        shown_rows = rows[:1]
+    label_names = [_row_name(r) for r in shown_rows]
+    labels: list[list[str]] = [[] for _ in shown_rows]
+    for key in row_keys:
+        values = dict(zip(rows, key, strict=True))
+        for n, name in enumerate(shown_rows):
+            text = shorten(values[name], notes)
+            if name == shown_rows[-1] and values.get("variant_note") and name != "variant_note":
+                text += note_marker(notes, values["variant_note"])
+            labels[n].append(text)
+
+    def cell(row_key, col_key, column: str) -> str:
+        key = (*row_key, *col_key)
+        key = key[0] if len(key) == 1 else key
+        return str(lookup[column].get(key, BLANK)) if key in lookup.index else BLANK
+
+    def grid(parts: list[tuple[str, str]]) -> Grid:
+        headers, cells = [], []
+        for col_key in col_keys:
+            shown = tuple(_direction(v) for v in col_key)
+            for column, name in parts:
+                headers.append((*shown, name) if len(parts) > 1 else shown)
+                cells.append([cell(r, col_key, column) for r in row_keys])
+        return Grid(label_names, [list(x) for x in labels], headers, cells, notes)
+
+    main = grid([("_ours", "ours"), ("_paper", "paper")])
+    companion = grid([("_interval", "95 % interval")]) if has_intervals else None
+    return main, companion
+
+
+def _row_name(key: str) -> str:
+    from mlmm.tables import ROW_HEADERS
+
+    return ROW_HEADERS.get(key, key)
+
+
+def _direction(value: str) -> str:
+    from mlmm.tables import DIRECTION_NAMES
+
+    return DIRECTION_NAMES.get(str(value), str(value))
+
+
+def plain_grid(shown: pd.DataFrame) -> Grid:
+    """A table not beside a paper's (text cells already formatted, ``mlmm.tables``): its first
+    column labels the rows, every cell longer than LONG_LABEL characters is a numbered note."""
+    notes: list[str] = []
+    columns = list(shown.columns)
+    first, rest = (columns[0], columns[1:]) if columns else (None, [])
+    labels = [[shorten(v, notes) for v in shown[first]]] if first is not None else []
+    cells = [[shorten(v, notes) for v in shown[c]] for c in rest]
+    headers = [(shorten(c, notes),) for c in rest]
+    return Grid([str(first)] if first is not None else [], labels, headers, cells, notes)
+
+
+def write_latex(
+    grid: Grid,
+    companion: Grid | None,
+    stem,
+    title: str,
+    comments: list[str],
+) -> dict[str, str]:
+    """The LaTeX texts of a table: suffix ('.tex', '.column.tex', '.intervals.tex') -> text."""
+    name = stem.name
+    label = f"tab:{name}"
+    out = {
+        ".tex": render(grid, title, label, comments, wide=True),
+        ".column.tex": render(grid, title, f"{label}-column", comments, wide=False),
+    }
+    if companion is not None:
+        caption = f"{title}: 95 % intervals of ours (≈: the paper's number inside, ≠: outside)"
+        out[".intervals.tex"] = render(companion, caption, f"{label}-intervals", comments, True)
+    return out
