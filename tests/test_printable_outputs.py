@@ -25,6 +25,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.legend import Legend  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
+import mlmm.claims  # noqa: E402
 import mlmm.pivot.examples  # noqa: E402
 import mlmm.ted.report  # noqa: E402
 from mlmm import catalogue, report  # noqa: E402
@@ -81,6 +82,9 @@ def retrieval_outputs(root: Path, tables: Path, figures: Path) -> None:
     runs = report.load_runs([root], section)
     report.build_tables(runs, PAPER_TABLES, tables)
     report.build_figures(runs, figures)
+    for paper in catalogue.CLAIM_PAPERS:  # each paper's claims table, through the same writer
+        registry = REPO / "resources" / "claims" / f"{paper}.yaml"
+        mlmm.claims.write_claims(runs, registry, PAPER_TABLES, tables, figures)
 
 
 def kadar_table1(root: Path, tables: Path, figures: Path) -> None:
@@ -198,7 +202,10 @@ def pivot_outputs(root: Path, tables: Path, figures: Path) -> None:
 # figures with the workflow's own functions; together they cover the catalogue (checked below).
 BUILDERS = [retrieval_outputs, kadar_table1, calixto_table3, ted_outputs, pivot_outputs]
 # the modules that save figures (mlmm.io.save_figure): each figure is kept to be checked
-FIGURE_MODULES = [report, mlmm.ted.report, mlmm.pivot.examples]
+FIGURE_MODULES = [report, mlmm.ted.report, mlmm.pivot.examples, mlmm.claims]
+# the claims tables (mlmm.claims, written with mlmm.tables.write_table) and their figures
+CLAIMS_TABLES = [f"{paper}_claims" for paper in catalogue.CLAIM_PAPERS]
+LATEX_TABLES = catalogue.ALL_TABLES + CLAIMS_TABLES
 
 
 # ----------------------------------------------------------------------------------------
@@ -296,13 +303,69 @@ def test_every_catalogued_table_and_figure_is_built(outputs):
     for stem in catalogue.ALL_TABLES:
         for suffix in (".csv", ".md", ".tex", ".html"):
             assert (tables / stem).with_suffix(suffix).is_file(), f"{stem}{suffix}"
-    assert set(figures) == set(catalogue.ALL_FIGURES)
+    for stem in CLAIMS_TABLES:
+        assert (tables / stem).with_suffix(".tex").is_file(), stem
+    assert set(figures) == set(catalogue.ALL_FIGURES) | set(CLAIMS_TABLES)
 
 
 @pytest.mark.parametrize("stem", catalogue.ALL_FIGURES)
 def test_figure_texts_neither_overlap_nor_leave_the_canvas(outputs, stem):
     fig = outputs[1][stem]
     assert not text_problems(fig), "\n".join(text_problems(fig))
+
+
+def figure_level_texts(fig: Figure) -> list[str]:
+    """Texts drawn in the image outside the axes and legends: a title, a footer, a note (the
+    axes' own texts, their titles as panel labels, ticks, labels and legends are allowed)."""
+    allowed = set()
+    for ax in fig.axes:
+        allowed |= {ax.title, ax._left_title, ax._right_title, ax.xaxis.label, ax.yaxis.label}
+        allowed |= set(ax.texts)
+        allowed |= {t for t in ax.get_xticklabels() + ax.get_yticklabels()}
+        allowed |= {t for t in ax.xaxis.get_ticklabels(minor=True)}
+        allowed |= {t for t in ax.yaxis.get_ticklabels(minor=True)}
+        allowed.add(ax.xaxis.get_offset_text())
+        allowed.add(ax.yaxis.get_offset_text())
+    legends = list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend()]
+    for legend in legends:
+        allowed |= set(legend.texts) | {legend.get_title()}
+    return [text for text, artist, _ in drawn_boxes(fig)
+            if text != "<legend>" and artist not in allowed]  # fmt: skip
+
+
+@pytest.mark.parametrize("stem", catalogue.ALL_FIGURES)
+def test_figures_draw_no_title_or_provenance_in_the_image(outputs, stem):
+    """Title and origin are kept for the file's metadata and caption, not drawn."""
+    from mlmm.origin import figure_caption
+
+    fig = outputs[1][stem]
+    assert not figure_level_texts(fig), figure_level_texts(fig)
+    caption = figure_caption(fig)
+    assert caption.get("title") and "Produced from DEMO WORLD" in caption.get("origin", "")
+    assert fig.get_figwidth() <= 6.3 + 1e-6, "wider than a two-column page"
+
+
+def test_saved_figures_carry_their_caption_in_metadata_and_a_file(tmp_path):
+    from PIL import Image
+
+    from mlmm.figures import figure_size, paper_style
+    from mlmm.io import save_figure
+    from mlmm.origin import Origin, stamp_figure
+
+    with paper_style():
+        fig = Figure(figsize=figure_size(1, 2.0))
+        ax = fig.subplots()
+        ax.plot([0, 1], [1, 2])
+        fig.suptitle("A figure")
+    assert figure_level_texts(fig) == ["A figure"]  # what the check finds
+    stamp_figure(fig, Origin({"multi30k": "demo"}, ["config.yaml"]), "Bars: sd over seeds.")
+    png, pdf = save_figure(fig, tmp_path / "figure")
+    info = Image.open(png).text
+    assert info["Title"] == "A figure [demo world]" and "DEMO WORLD" in info["Description"]
+    assert b"/Title (A figure [demo world])" in pdf.read_bytes()
+    caption = (tmp_path / "figure.caption.txt").read_text(encoding="utf-8")
+    assert caption.startswith("A figure [demo world]") and "Bars: sd over seeds." in caption
+    assert not figure_level_texts(fig)
 
 
 def _tabular(tex: str) -> tuple[list[list[str]], list[list[str]]]:
@@ -330,7 +393,7 @@ def _comment_block(tex: str) -> str:
     return "\n".join(line for line in tex.splitlines() if line.startswith("%"))
 
 
-@pytest.mark.parametrize("stem", catalogue.ALL_TABLES)
+@pytest.mark.parametrize("stem", LATEX_TABLES)
 def test_latex_is_escaped_headed_and_captioned(outputs, stem):
     """The caption is the title; the origin (data, configuration, backbones) and the run
     notes are in the comment block on top and in the notes file, not in the typeset table."""
@@ -457,7 +520,7 @@ def compile_problems(tex: Path, work: Path, engine: str = "pdflatex") -> list[st
 
 
 @pytest.mark.skipif(shutil.which("pdflatex") is None, reason="no pdflatex on this machine")
-@pytest.mark.parametrize("stem", catalogue.ALL_TABLES)
+@pytest.mark.parametrize("stem", LATEX_TABLES)
 def test_every_latex_table_compiles_and_fits_both_layouts(outputs, stem, tmp_path):
     """The paper-sized table* within the text width, the one-column version within the
     column width, and the intervals companion where there is one: no error, no overfull box
@@ -469,4 +532,67 @@ def test_every_latex_table_compiles_and_fits_both_layouts(outputs, stem, tmp_pat
     files = [path for path in files if path.is_file()]
     assert len(files) >= 2, "a layout is missing"
     problems = [p for tex in files for p in compile_problems(tex, tmp_path)]
+    assert not problems, "\n".join(problems)
+
+
+def _wide_table() -> pd.DataFrame:
+    """A paper table as wide as the widest of the papers' (two languages x two directions x
+    four metrics), with long row labels, Cyrillic and accented words, and 95 % intervals."""
+    rng = np.random.default_rng(3)
+    records = []
+    systems = [
+        ("Monolingual", "trained on the English captions only, as in the paper's first row"),
+        ("Bilingual + c2c (рынок, café, Kraków)", "both languages, caption-caption ranking"),
+        ("Multilingual", ""),
+    ]
+    for system, note in systems:
+        for language in ("en", "de"):
+            for direction in ("i2t", "t2i"):
+                for metric in ("R@1", "R@5", "R@10", "medr"):
+                    ours = float(rng.uniform(10, 90))
+                    records.append(dict(
+                        system=system, variant_note=note, language=language,
+                        direction=direction, metric=metric, paper=ours + 1.5, ours=ours,
+                        ours_std=1.25, runs=3.0, diff=-1.5, ours_low=ours - 8.0,
+                        ours_high=ours + 8.0, within_noise=True,
+                    ))  # fmt: skip
+    return pd.DataFrame.from_records(records)
+
+
+@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="no pdflatex on this machine")
+def test_a_wide_table_with_long_labels_and_cyrillic_fits_both_layouts(tmp_path):
+    from mlmm.tables import write_table
+
+    write_table(_wide_table(), tmp_path / "kadar2018_table4", "A wide table", ["n"])
+    tex = sorted(tmp_path.glob("*.tex"))
+    assert {p.name for p in tex} == {
+        "kadar2018_table4.tex", "kadar2018_table4.column.tex", "kadar2018_table4.intervals.tex",
+    }  # fmt: skip
+    text = (tmp_path / "kadar2018_table4.tex").read_text(encoding="utf-8")
+    assert "\\foreignlanguage{russian}{рынок}" in text and "\\begin{table*}" in text
+    notes = (tmp_path / "kadar2018_table4.notes.txt").read_text(encoding="utf-8")
+    assert "as in the paper's first row" in notes and "as in the paper" not in text.split(
+        "\\begin{table*}")[1].split("\\begin{minipage}")[0]  # a long label: a numbered note
+    work = tmp_path / "tex"
+    work.mkdir()
+    problems = [p for path in tex for p in compile_problems(path, work)]
+    assert not problems, "\n".join(problems)
+
+
+def _luatexja() -> bool:
+    if shutil.which("lualatex") is None or shutil.which("kpsewhich") is None:
+        return False
+    found = subprocess.run(["kpsewhich", "luatexja.sty", "luaotfload.sty"], capture_output=True)
+    return len(found.stdout.split()) == 2
+
+
+@pytest.mark.skipif(not _luatexja(), reason="no LuaLaTeX with luatexja on this machine")
+def test_japanese_text_compiles_with_the_lualatex_preamble(tmp_path):
+    from mlmm.tables import write_table
+
+    frame = pd.DataFrame({"word": ["市場", "рынок", "marché"], "rank": [1.0, 2.0, 3.0]})
+    write_table(frame, tmp_path / "words", "Nearest words", [])
+    work = tmp_path / "tex"
+    work.mkdir()
+    problems = compile_problems(tmp_path / "words.tex", work, engine="lualatex")
     assert not problems, "\n".join(problems)

@@ -33,9 +33,11 @@ import pandas as pd
 TEXT_WIDTH = 455.0  # pt: \textwidth of an ACL/EMNLP page (16 cm)
 COLUMN_WIDTH = 219.0  # pt: \columnwidth of the same page (7.7 cm)
 TABCOLSEP = 4.0  # pt, set in every table: \setlength{\tabcolsep}{4pt}
-CHAR = 4.4  # pt: a generous average width of a \footnotesize character (8 pt Computer Modern)
+FONT = 9.0  # pt: \footnotesize of an 11 pt page (ACL), the tables' type
+CHAR = 0.53 * FONT  # pt: a generous average width of a character (Computer Modern)
 LABEL_WIDTH = {TEXT_WIDTH: 96.0, COLUMN_WIDTH: 62.0}  # pt: the widest row-label column
-LONG_LABEL = 28  # characters: a longer row label or text cell becomes a numbered table note
+LONG_LABEL = 28  # characters: a longer text cell or header becomes a numbered table note
+LONG_ROW_LABEL = 40  # characters: a longer row label (wrapped in its column up to this) too
 
 PREAMBLE = r"""\documentclass[11pt,twocolumn]{article}
 \usepackage[T2A,T1]{fontenc}
@@ -70,9 +72,10 @@ NARROW = set(" .,;:il[]()|!'")
 
 
 def _width(text: str) -> float:
-    """A generous estimate of ``text``'s width in pt at \\footnotesize (Computer Modern)."""
+    """A generous estimate of ``text``'s width in pt in the tables' type (``FONT``)."""
     return sum(
-        7.4 if c.isupper() or c in WIDE else 2.6 if c in NARROW else CHAR for c in str(text)
+        0.8 * FONT if c.isupper() or c in WIDE else 0.3 * FONT if c in NARROW else CHAR
+        for c in str(text)
     )
 
 
@@ -122,7 +125,8 @@ def _label_widths(grid: Grid, budget: float) -> list[float]:
     widths = []
     for name, values in zip(grid.label_names, grid.labels, strict=True):
         texts = [name, *values]
-        word = max(_width(w) for t in texts for w in [*str(t).split(), ""])  # cannot break
+        words = [w for t in texts for w in re.split(r"[\s_]+", str(t))]  # no break inside
+        word = max(map(_width, [*words, ""]))
         widths.append(max(word, min(most, max(map(_width, texts)))) + 4.0)
     return widths
 
@@ -247,6 +251,11 @@ def _is_text(cells: list[str]) -> bool:
     return not all(NUMBERISH.match(str(c)) for c in cells)
 
 
+def _breakable(text: str) -> str:
+    """A note's long tokens (paths, 'a/b/c') may break after a slash in a narrow column."""
+    return text.replace("/", "/\\allowbreak{}")
+
+
 def render(grid: Grid, caption: str, label: str, comments: list[str], wide: bool) -> str:
     """One float (``table*`` when ``wide``, else ``table``) with the grid's panels stacked, its
     numbered notes under them, and ``caption``; ``comments`` as a comment block on top."""
@@ -256,7 +265,8 @@ def render(grid: Grid, caption: str, label: str, comments: list[str], wide: bool
     notes = ""
     if grid.notes:
         items = " ".join(
-            f"[{n}]\\enspace {latex_text(text)}" + ("." if not text.rstrip().endswith(".") else "")
+            f"[{n}]\\enspace {_breakable(latex_text(text))}"
+            + ("." if not text.rstrip().endswith(".") else "")
             for n, text in enumerate(grid.notes, start=1)
         )
         notes = (
@@ -320,9 +330,13 @@ def paper_grids(frame: pd.DataFrame, stem: str) -> tuple[Grid, Grid | None]:
     for key in row_keys:
         values = dict(zip(rows, key, strict=True))
         for n, name in enumerate(shown_rows):
-            text = shorten(values[name], notes)
-            if name == shown_rows[-1] and values.get("variant_note") and name != "variant_note":
-                text += note_marker(notes, values["variant_note"])
+            text = str(values[name])
+            extra = values.get("variant_note") if name == shown_rows[-1] else ""
+            extra = "" if name == "variant_note" else extra
+            if len(text) > LONG_ROW_LABEL:  # the label and the paper's description: one note
+                text = note_marker(notes, f"{text}: {extra}" if extra else text)
+            elif extra:
+                text += note_marker(notes, extra)
             labels[n].append(text)
 
     def cell(row_key, col_key, column: str) -> str:

@@ -277,7 +277,7 @@ LATEX_TEXT = {
     "%": r"\%",
     "$": r"\$",
     "#": r"\#",
-    "_": r"\_",
+    "_": r"\_\allowbreak{}",  # snake_case ids may wrap in a narrow column
     "{": r"\{",
     "}": r"\}",
     "~": r"\textasciitilde{}",
@@ -326,7 +326,9 @@ def _plain_cells(frame: pd.DataFrame) -> pd.DataFrame:
     return shown.map(lambda v: BLANK if str(v).strip() == "" else str(v))
 
 
-def notes_text(title: str, notes: list[str], numbered: list[str], stem: Path) -> str:
+def notes_text(
+    title: str, notes: list[str], numbered: list[str], stem: Path, intervals: bool = False
+) -> str:
     """``stem``.notes.txt: everything the LaTeX table leaves out, for the paper's author."""
     from mlmm.latex import LUALATEX_PREAMBLE, PREAMBLE
 
@@ -337,8 +339,7 @@ def notes_text(title: str, notes: list[str], numbered: list[str], stem: Path) ->
     lines += [
         "",
         f"LaTeX: {stem.name}.tex (table*, two-column page), {stem.name}.column.tex (one column)"
-        + (f", {stem.name}.intervals.tex (95 % intervals)" if stem.with_suffix(".intervals.tex")
-           .exists() else "")  # fmt: skip
+        + (f", {stem.name}.intervals.tex (95 % intervals)" if intervals else "")
         + "; they compile with this pdfLaTeX preamble:",
         PREAMBLE,
         "or, for Japanese text, with LuaLaTeX:",
@@ -364,7 +365,9 @@ def write_table(
 
     ``origin`` (default: this job's, `Origin.current`) is said in all of them: '[demo world]'
     in the title and a first note naming data, configuration and backbones; the CSV's columns
-    ``data``, ``configs``, ``backbone``."""
+    ``data``, ``configs``, ``backbone``. Returns the four files every table has (a rule's
+    declared outputs, ``mlmm.io.TABLE_SUFFIXES``); the other LaTeX files and the notes file
+    lie beside them."""
     from mlmm.latex import PREAMBLE, paper_grids, plain_grid, write_latex
 
     origin = origin or Origin.current()
@@ -400,13 +403,9 @@ def write_table(
         "Preamble (pdfLaTeX):",
         *PREAMBLE.splitlines(),
     ]
-    extra = []
     for suffix, text in write_latex(grid, companion, stem, title, comments).items():
-        path = stem.with_suffix(suffix)
-        write_text(path, text)
-        if path != tex_path:
-            extra.append(path)
+        write_text(stem.with_suffix(suffix), text)
     write_text(html_path, _html_page(title, html, notes))
-    notes_path = stem.with_suffix(".notes.txt")
-    write_text(notes_path, notes_text(title, notes, grid.notes, stem))
-    return paths + extra + [notes_path]
+    notes_file = notes_text(title, notes, grid.notes, stem, companion is not None)
+    write_text(stem.with_suffix(".notes.txt"), notes_file)
+    return paths
