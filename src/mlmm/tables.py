@@ -261,7 +261,8 @@ def _html_page(title: str, table_html: str, notes: list[str]) -> str:
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{escape(title)}</title><style>"
-        "body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse;font-size:90%}"
+        "body{font-family:sans-serif;margin:1em}"
+        "table{border-collapse:collapse;font-size:90%;width:100%}"
         "th,td{border:1px solid #ccc;padding:.25em .5em;text-align:right}"
         "th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}"
         f"</style></head><body><h1>{escape(title)}</h1>\n{table_html}\n<ul>{items}</ul>"
