@@ -493,23 +493,25 @@ OVERFULL = re.compile(r"Overfull \\hbox \(([\d.]+)pt too wide\)")
 def compile_problems(tex: Path, work: Path, engine: str = "pdflatex") -> list[str]:
     """What is wrong with ``tex`` \\input in the documented preamble (mlmm.latex) on an ACL
     page (16 cm text width, 0.6 cm between the columns): errors, overfull boxes over 1 pt,
-    missing glyphs."""
+    missing glyphs, a float taller than the page."""
     from mlmm.latex import LUALATEX_PREAMBLE, PREAMBLE
 
     preamble = PREAMBLE if engine == "pdflatex" else LUALATEX_PREAMBLE
     name = tex.name.replace(".", "_")
     (work / f"{name}.tex").write_text(
-        f"{preamble}\n\\setlength{{\\textwidth}}{{16cm}}\\setlength{{\\columnsep}}{{0.6cm}}\n"
+        f"{preamble}\n\\setlength{{\\textwidth}}{{16cm}}\\setlength{{\\columnsep}}{{0.6cm}}"
+        "\\setlength{\\textheight}{24.7cm}\\setlength{\\topmargin}{-1.5cm}\n"
         f"\\tracinglostchars=3\n\\begin{{document}}\n\\input{{{tex}}}\n\\end{{document}}\n",
         encoding="utf-8",
     )
     run = subprocess.run(
         [engine, "-interaction=nonstopmode", "-halt-on-error", f"{name}.tex"],
-        cwd=work, capture_output=True, text=True, timeout=300,
+        cwd=work, capture_output=True, encoding="utf-8", errors="replace", timeout=300,
     )  # fmt: skip
     log = (work / f"{name}.log").read_text(encoding="utf-8", errors="replace")
     problems = [f"{tex.name}: {line}" for line in re.findall(r"^! .*", log, re.M)]
     problems += [f"{tex.name}: {m}" for m in re.findall(r"Missing character.*", log)]
+    problems += [f"{tex.name}: {m}" for m in re.findall(r"Float too large for page.*", log)]
     problems += [
         f"{tex.name}: overfull by {width} pt" for width in OVERFULL.findall(log)
         if float(width) > 1.0

@@ -5,15 +5,16 @@ CSV, Markdown and HTML:
 
 - ``<stem>.tex``: the paper-sized table as ``table*``, within ``\\textwidth`` of an ACL/EMNLP
   two-column page (455 pt);
-- ``<stem>.column.tex``: the same numbers as ``table`` within ``\\columnwidth`` (219 pt), sliced
-  into panels along the first header level (mostly one panel per language);
+- ``<stem>.column.tex``: the same numbers within ``\\columnwidth`` (219 pt), one ``table`` per
+  slice of the first header level (mostly one per language or direction);
 - ``<stem>.intervals.tex`` (tables with 95 % intervals): the companion table of intervals and of
   whether the paper's number lies inside ours, which a paper can leave out.
 
 A table fits by design, not by scaling: each cell of ours is "mean ± sd", the paper's number
 has its own column, a long row label (the paper's row description, a long text cell) becomes a
 numbered table note, and the columns are split into stacked panels (row labels repeated) where
-they would not fit the width. The caption is the table's title; where the numbers come from
+they would not fit the width (and into floats "(part 1 of 2)" where those would be taller than
+a page). The caption is the table's title; where the numbers come from
 (data, configuration, backbones) and the run notes go to a comment block at the top of the
 file and to ``<stem>.notes.txt``.
 
@@ -32,10 +33,22 @@ import pandas as pd
 
 TEXT_WIDTH = 455.0  # pt: \textwidth of an ACL/EMNLP page (16 cm)
 COLUMN_WIDTH = 219.0  # pt: \columnwidth of the same page (7.7 cm)
-TABCOLSEP = 4.0  # pt, set in every table: \setlength{\tabcolsep}{4pt}
-FONT = 9.0  # pt: \footnotesize of an 11 pt page (ACL), the tables' type
-CHAR = 0.53 * FONT  # pt: a generous average width of a character (Computer Modern)
-LABEL_WIDTH = {TEXT_WIDTH: 96.0, COLUMN_WIDTH: 62.0}  # pt: the widest row-label column
+
+
+@dataclass(frozen=True)
+class Page:
+    """Where a table goes: its width, its type (size in pt of an 11 pt page, as ACL's, and
+    the command), the space between columns and the widest row-label column (pt)."""
+
+    width: float
+    font: float
+    size: str
+    tabcolsep: float
+    label_width: float
+
+
+TWO_COLUMNS = Page(TEXT_WIDTH, 9.0, "\\footnotesize", 4.0, 96.0)  # table*
+ONE_COLUMN = Page(COLUMN_WIDTH, 8.0, "\\scriptsize", 3.0, 56.0)  # table
 LONG_LABEL = 28  # characters: a longer text cell or header becomes a numbered table note
 LONG_ROW_LABEL = 40  # characters: a longer row label (wrapped in its column up to this) too
 
@@ -71,11 +84,10 @@ WIDE = set("+=±≈≠→−%@&#mwMW")
 NARROW = set(" .,;:il[]()|!'")
 
 
-def _width(text: str) -> float:
-    """A generous estimate of ``text``'s width in pt in the tables' type (``FONT``)."""
-    return sum(
-        0.8 * FONT if c.isupper() or c in WIDE else 0.3 * FONT if c in NARROW else CHAR
-        for c in str(text)
+def _width(text: str, font: float) -> float:
+    """A generous estimate of ``text``'s width in pt in Computer Modern of ``font`` pt."""
+    return font * sum(
+        0.8 if c.isupper() or c in WIDE else 0.3 if c in NARROW else 0.53 for c in str(text)
     )
 
 
@@ -115,29 +127,30 @@ def comment_block(lines: list[str]) -> str:
 # panels
 
 
-def _column_width(header: tuple[str, ...], cells: list[str]) -> float:
-    return max([_width(header[-1]) if header else 0.0, *map(_width, cells)]) + 2 * TABCOLSEP
+def _column_width(header: tuple[str, ...], cells: list[str], page: Page) -> float:
+    texts = [header[-1] if header else "", *cells]
+    return max(_width(t, page.font) for t in texts) + 2 * page.tabcolsep
 
 
-def _label_widths(grid: Grid, budget: float) -> list[float]:
-    """The p{} width of each row-label column (its widest label, at most LABEL_WIDTH)."""
-    most = LABEL_WIDTH.get(budget, budget * 0.28)
+def _label_widths(grid: Grid, page: Page) -> list[float]:
+    """The p{} width of each row-label column (its widest label, at most the page's)."""
     widths = []
     for name, values in zip(grid.label_names, grid.labels, strict=True):
         texts = [name, *values]
         words = [w for t in texts for w in re.split(r"[\s_]+", str(t))]  # no break inside
-        word = max(map(_width, [*words, ""]))
-        widths.append(max(word, min(most, max(map(_width, texts)))) + 4.0)
+        word = max(_width(w, page.font) for w in [*words, ""])
+        widest = max(_width(t, page.font) for t in texts)
+        widths.append(max(word, min(page.label_width, widest)) + 4.0)
     return widths
 
 
-def panels(grid: Grid, budget: float) -> list[list[int]]:
-    """The data columns split into panels that each fit ``budget`` (pt) beside the row
+def panels(grid: Grid, page: Page) -> list[list[int]]:
+    """The data columns split into panels that each fit the ``page`` width beside the row
     labels: whole groups of the first header level where they fit, else of the next level,
     else single columns; consecutive groups share a panel while they fit."""
-    labels = sum(w + 2 * TABCOLSEP for w in _label_widths(grid, budget))
-    room = budget - labels
-    widths = [_column_width(h, c) for h, c in zip(grid.headers, grid.cells, strict=True)]
+    labels = sum(w + 2 * page.tabcolsep for w in _label_widths(grid, page))
+    room = page.width - labels
+    widths = [_column_width(h, c, page) for h, c in zip(grid.headers, grid.cells, strict=True)]
 
     def groups(indices: list[int], level: int) -> list[list[int]]:
         out: list[list[int]] = []
@@ -153,7 +166,7 @@ def panels(grid: Grid, budget: float) -> list[list[int]]:
         spans = sum(widths[i] for i in indices)
         # a header label above the columns wider than they are widens them
         heads = [
-            _width(label) + 2 * TABCOLSEP
+            _width(label, page.font) + 2 * page.tabcolsep
             for label in {grid.headers[i][level] for i in indices} if label
         ]  # fmt: skip
         return max([spans, *heads])
@@ -218,8 +231,8 @@ def _header_rows(grid: Grid, columns: list[int], first: int) -> list[str]:
     return lines
 
 
-def _panel(grid: Grid, columns: list[int], budget: float) -> str:
-    widths = _label_widths(grid, budget)
+def _panel(grid: Grid, columns: list[int], page: Page) -> str:
+    widths = _label_widths(grid, page)
     spec = "".join(f">{{\\raggedright\\arraybackslash}}p{{{w:.0f}pt}}" for w in widths)
     spec += "".join("l" if _is_text(grid.cells[i]) else "r" for i in columns)
     lines = [f"\\begin{{tabular}}{{@{{}}{spec}@{{}}}}", "\\toprule"]
@@ -256,30 +269,112 @@ def _breakable(text: str) -> str:
     return text.replace("/", "/\\allowbreak{}")
 
 
-def render(grid: Grid, caption: str, label: str, comments: list[str], wide: bool) -> str:
-    """One float (``table*`` when ``wide``, else ``table``) with the grid's panels stacked, its
-    numbered notes under them, and ``caption``; ``comments`` as a comment block on top."""
-    budget = TEXT_WIDTH if wide else COLUMN_WIDTH
-    env = "table*" if wide else "table"
-    body = "\\par\\medskip\n".join(_panel(grid, p, budget) for p in panels(grid, budget))
-    notes = ""
-    if grid.notes:
-        items = " ".join(
-            f"[{n}]\\enspace {_breakable(latex_text(text))}"
-            + ("." if not text.rstrip().endswith(".") else "")
-            for n, text in enumerate(grid.notes, start=1)
+def render(grid: Grid, caption: str, label: str, comments: list[str], page: Page) -> str:
+    """One float (``table*`` on the two-column page, else ``table``) with the grid's panels
+    stacked, its numbered notes under them, and ``caption``; ``comments`` on top."""
+    env = "table*" if page.width > COLUMN_WIDTH else "table"
+    return comment_block(comments) + _float(grid, caption, label, page, env)
+
+
+def _float(grid: Grid, caption: str, label: str, page: Page, env: str) -> str:
+    """The grid's panels in as few floats as fit the page's height (``PAGE_HEIGHT``): one
+    float where they fit, else parts captioned '(part 2 of 3)', the notes under the last."""
+    parts: list[list[list[int]]] = []
+    height = 0.0
+    notes = _notes_height(grid, page)
+    for columns in panels(grid, page):
+        tall = _panel_height(grid, columns, page)
+        if parts and height + tall + notes > PAGE_HEIGHT:
+            parts.append([columns])
+            height = tall
+        elif parts:
+            parts[-1].append(columns)
+            height += tall
+        else:
+            parts.append([columns])
+            height = tall
+    out = []
+    for n, chunk in enumerate(parts, start=1):
+        body = "\\par\\medskip\n".join(_panel(grid, columns, page) for columns in chunk)
+        title = caption if len(parts) == 1 else f"{caption} (part {n} of {len(parts)})"
+        name = label if n == 1 else f"{label}-part{n}"
+        out.append(
+            f"\\begin{{{env}}}[t]\n\\centering{page.size}"
+            f"\\setlength{{\\tabcolsep}}{{{page.tabcolsep:g}pt}}\n"
+            + body
+            + (_notes(grid) if n == len(parts) else "")
+            + f"\\caption{{{latex_text(title)}}}\n\\label{{{name}}}\n\\end{{{env}}}\n"
         )
-        notes = (
-            "\\par\\smallskip\n\\begin{minipage}{\\linewidth}\\raggedright\\scriptsize\n"
-            f"{items}\n\\end{{minipage}}\n"
-        )
-    return (
-        comment_block(comments)
-        + f"\\begin{{{env}}}[t]\n\\centering\\footnotesize\\setlength{{\\tabcolsep}}{{4pt}}\n"
-        + body
-        + notes
-        + f"\\caption{{{latex_text(caption)}}}\n\\label{{{label}}}\n\\end{{{env}}}\n"
+    return "".join(out)
+
+
+PAGE_HEIGHT = 560.0  # pt: the most a float may take of an ACL page's 700 pt text height
+
+
+def _lines(text: str, width: float, font: float) -> int:
+    return max(1, -(-int(_width(text, font)) // max(int(width), 1)))
+
+
+def _panel_height(grid: Grid, columns: list[int], page: Page) -> float:
+    """A generous estimate of a panel's height (pt): header, rows (wrapped labels), rules."""
+    line = page.font * 1.25
+    widths = _label_widths(grid, page)
+    rows = 0
+    for row in range(grid.rows):
+        rows += max(
+            _lines(values[row], width, page.font)
+            for values, width in zip(grid.labels, widths, strict=True)
+        ) if grid.labels else 1  # fmt: skip
+    depth = len(grid.headers[columns[0]]) if columns else 1
+    return (rows + depth) * line + 6 * 3.0 + 2 * page.font  # rules, the skip between panels
+
+
+def _notes_height(grid: Grid, page: Page) -> float:
+    """The numbered notes' and the caption's height (pt)."""
+    text = " ".join(f"[{n}] {t}." for n, t in enumerate(grid.notes, start=1))
+    lines = _lines(text, page.width, 7.0) if grid.notes else 0
+    return lines * 8.5 + 3 * 13.6 + 12.0
+
+
+def _notes(grid: Grid) -> str:
+    if not grid.notes:
+        return ""
+    items = " ".join(
+        f"[{n}]\\enspace {_breakable(latex_text(text))}"
+        + ("." if not text.rstrip().endswith(".") else "")
+        for n, text in enumerate(grid.notes, start=1)
     )
+    return (
+        "\\par\\smallskip\n\\begin{minipage}{\\linewidth}\\raggedright\\scriptsize\n"
+        f"{items}\n\\end{{minipage}}\n"
+    )
+
+
+def slices(grid: Grid) -> list[tuple[str, Grid]]:
+    """The grid cut along its first header level (a language, a direction) where that level
+    has several values: (its label, the grid of its columns, with only the notes it uses)."""
+    firsts = list(dict.fromkeys(h[0] for h in grid.headers)) if grid.headers else []
+    if len(firsts) < 2 or len(grid.headers[0]) < 2:
+        return [("", grid)]
+    out = []
+    for first in firsts:
+        columns = [i for i, h in enumerate(grid.headers) if h[0] == first]
+        part = Grid(
+            grid.label_names, grid.labels, [grid.headers[i][1:] for i in columns],
+            [grid.cells[i] for i in columns], grid.notes,
+        )  # fmt: skip
+        out.append((first, part))
+    return out
+
+
+def render_slices(grid: Grid, caption: str, label: str, comments: list[str]) -> str:
+    """The one-column version: a ``table`` per slice of the first header level (mostly one
+    per language), each within ``\\columnwidth``, captioned with the title and the slice."""
+    floats = []
+    for n, (name, part) in enumerate(slices(grid), start=1):
+        title = f"{caption} ({name})" if name else caption
+        floats.append(_float(part, title, f"{label}-{n}" if name else label, ONE_COLUMN, "table"))
+    return comment_block(comments) + "".join(floats)
 
 
 # ----------------------------------------------------------------------------------------
@@ -393,10 +488,12 @@ def write_latex(
     name = stem.name
     label = f"tab:{name}"
     out = {
-        ".tex": render(grid, title, label, comments, wide=True),
-        ".column.tex": render(grid, title, f"{label}-column", comments, wide=False),
+        ".tex": render(grid, title, label, comments, TWO_COLUMNS),
+        ".column.tex": render_slices(grid, title, f"{label}-column", comments),
     }
     if companion is not None:
         caption = f"{title}: 95 % intervals of ours (≈: the paper's number inside, ≠: outside)"
-        out[".intervals.tex"] = render(companion, caption, f"{label}-intervals", comments, True)
+        out[".intervals.tex"] = render(
+            companion, caption, f"{label}-intervals", comments, TWO_COLUMNS
+        )
     return out
