@@ -179,8 +179,10 @@ def panels(grid: Grid, page: Page) -> list[list[int]]:
         for group in groups(indices, level):
             parts = [group] if group_width(group, level) <= room else split(group, level + 1)
             for part in parts:
-                if out and group_width(out[-1] + part, level) <= room and _same_parent(
-                    grid, out[-1] + part, level
+                if (
+                    out
+                    and group_width(out[-1] + part, level) <= room
+                    and _same_parent(grid, out[-1] + part, level)
                 ):
                     out[-1] += part
                 else:
