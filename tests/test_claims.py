@@ -249,7 +249,7 @@ def test_cells_show_their_interval_and_mark(tmp_path):
     markdown = (tmp_path / "kadar2018_table2.md").read_text()
     assert "51.0 (50.0, +1.0) [48.0, 54.0] ≈" in markdown  # Kádár: one decimal
     assert "60.0 (70.0, −10.0) [57.5, 62.5] ≠" in markdown
-    latex = (tmp_path / "kadar2018_table2.tex").read_text()
+    latex = (tmp_path / "kadar2018_table2.intervals.tex").read_text()  # the companion table
     assert r"$\approx$" in latex and r"$\neq$" in latex
     assert pd.read_csv(tmp_path / "kadar2018_table2.csv").within_noise.tolist() == [True, False]
 

@@ -276,13 +276,14 @@ def _stamp_runs(runs: Path, source: str) -> None:
 
 
 def _figure_texts(monkeypatch) -> dict[str, list[str]]:
-    """Every text of the figures the report draws (title, footer), by file stem."""
+    """The title and caption each figure the report draws keeps for its metadata and caption
+    file (mlmm.origin.stamp_figure), by file stem."""
+    from mlmm.origin import figure_caption
+
     drawn: dict[str, list[str]] = {}
 
     def save(fig, stem):
-        texts = [t.get_text() for t in fig.texts]
-        texts += [label.get_text() for label in (fig._suptitle, fig._supxlabel) if label]
-        drawn[Path(stem).name] = texts
+        drawn[Path(stem).name] = list(figure_caption(fig).values())
         return []
 
     monkeypatch.setattr(report, "save_figure", save)

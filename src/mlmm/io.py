@@ -382,14 +382,26 @@ def write_npz(target: str | Path, arrays: dict[str, np.ndarray]) -> None:
 
 def save_figure(fig, stem: str | Path) -> list[Path]:
     """`stem`.png and .pdf of a matplotlib figure, atomically; the PDF without a creation
-    date, so that two runs write the same bytes."""
+    date, so that two runs write the same bytes. The title and provenance that
+    `mlmm.origin.stamp_figure` kept go into the files' metadata and `stem`.caption.txt."""
+    from mlmm.origin import caption_text, figure_caption
+
+    caption = figure_caption(fig)
+    text = " ".join(v for v in (caption.get("note"), caption.get("origin")) if v)
     paths = []
     for suffix in (".png", ".pdf"):
         path = Path(stem).with_suffix(suffix)
-        metadata = {"CreationDate": None} if suffix == ".pdf" else None
+        if suffix == ".pdf":
+            metadata = {"CreationDate": None, "Title": caption.get("title"), "Subject": text}
+            metadata = {k: v for k, v in metadata.items() if v or k == "CreationDate"}
+        else:
+            metadata = {"Title": caption.get("title"), "Description": text}
+            metadata = {k: v for k, v in metadata.items() if v} or None
         with atomic_path(path) as tmp:
-            fig.savefig(tmp, format=suffix[1:], dpi=150, bbox_inches="tight", metadata=metadata)
+            fig.savefig(tmp, format=suffix[1:], dpi=200, bbox_inches="tight", metadata=metadata)
         paths.append(path)
+    if caption:
+        write_text(Path(stem).with_suffix(".caption.txt"), caption_text(caption))
     return paths
 
 

@@ -196,14 +196,25 @@ def _backbones(config) -> list[str]:
 
 
 def stamp_figure(fig, origin: Origin, note: str = "") -> None:
-    """The origin sentence (after ``note``, a sentence on how to read the figure) under the
-    figure, and '[demo world]' in its title. The footer is the figure's supxlabel and the title
-    wraps, so that a layout engine (constrained layout, which this sets where the figure has
-    none) keeps both clear of the axes, their labels and the legends, inside the canvas."""
-    if fig.get_layout_engine() is None:
-        fig.set_layout_engine("constrained")
+    """Say where a figure comes from without drawing it: the figure's title (its suptitle,
+    '[demo world]' added) is taken out of the image, and the title, ``note`` (how to read the
+    figure) and the origin sentence are kept as ``fig.mlmm_caption``, which
+    ``mlmm.io.save_figure`` writes into the PNG's text chunks and the PDF's metadata and into a
+    caption file beside them. A paper's figure carries no title or provenance in the image."""
+    title = ""
     if fig._suptitle is not None:
-        fig._suptitle.set_text(origin.title(fig._suptitle.get_text()))
-        fig._suptitle.set_wrap(True)
-    footer = f"{note} {origin.note()}" if note else origin.note()
-    fig.supxlabel(footer, fontsize=6, wrap=True)
+        title = origin.title(fig._suptitle.get_text())
+        fig._suptitle.remove()
+        fig._suptitle = None
+    fig.mlmm_caption = {"title": title, "note": note, "origin": origin.note()}
+
+
+def figure_caption(fig) -> dict[str, str]:
+    """What ``stamp_figure`` kept of a figure ({} for a figure it did not see)."""
+    return dict(getattr(fig, "mlmm_caption", None) or {})
+
+
+def caption_text(caption: dict[str, str]) -> str:
+    """The caption file's text: title, how to read the figure, where it comes from."""
+    parts = [caption.get("title", ""), caption.get("note", ""), caption.get("origin", "")]
+    return "\n\n".join(p for p in parts if p) + "\n"

@@ -21,6 +21,7 @@ import pandas as pd
 
 from mlmm.catalogue import TABLES, TableSpec
 from mlmm.errors import InputError
+from mlmm.figures import figure_size, paper_style
 from mlmm.intervals import BOOTSTRAP_NOTE, Run, add_intervals
 from mlmm.io import parse_json, read_json, read_yaml, save_figure
 from mlmm.origin import Origin, backbone_name, stamp_figure
@@ -336,18 +337,35 @@ def kadar_figure3(runs: list[Run], out: Path, metric: str = "R@10") -> list[Path
     """Kádár et al. 2018, Figure 3: Monolingual vs Bilingual vs Multilingual, en and de.
 
     Grouped bars of ``metric`` (mean over seeds, error bar = std) for image-to-text and
-    text-to-image retrieval; the systems are the ``system`` names of the variants' rows with
-    ``figure: 3``, in the paper's order where they use its names.
+    text-to-image retrieval, two columns wide; the systems are the ``system`` names of the
+    variants' rows with ``figure: 3``, in the paper's order where they use its names.
     """
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     frame = runs_frame(runs, "kadar2018", 3, key="figure")
     frame = frame[frame.direction.isin(["i2t", "t2i"]) & (frame.metric == metric)]
     _require(frame, "kadar2018", 3, f"a run with {metric} of i2t or t2i")
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), sharey=True, layout="constrained")
+    with paper_style():
+        fig = _kadar_figure3(frame, metric)
+    single = frame.groupby(["direction", "language", "system"])["seed"].nunique().eq(1)
+    bars = (
+        "Error bars: standard deviation over seeds"
+        + ("; none on a bar of one seed." if single.any() else ".")
+        if not single.all()
+        else "No error bars: one seed per bar."
+    )
+    stamp_figure(fig, _figure_origin(runs, "kadar2018", 3), bars)
+    return _close(fig, save_figure(fig, Path(out) / "kadar2018_figure3"))
+
+
+def _kadar_figure3(frame: pd.DataFrame, metric: str):
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(
+        1, 2, figsize=figure_size(2, 2.4), sharey=True, layout="constrained"
+    )
     order = ["Monolingual", "Bilingual", "Multilingual"]
     systems = sorted(set(frame.system), key=lambda s: (order.index(s) if s in order else 9, s))
     languages = [la for la in ("en", "de") if la in set(frame.language)]  # the paper's panels
@@ -361,29 +379,22 @@ def kadar_figure3(runs: list[Run], out: Path, metric: str = "R@10") -> list[Path
             # the std of one seed is NaN: no error bar (not one of zero height)
             stds = np.array([stats["std"].get((direction, la, system), np.nan) for la in languages])
             x = np.arange(len(languages)) + (s - (len(systems) - 1) / 2) * width
-            spread = {"yerr": stds, "capsize": 3} if np.isfinite(stds).any() else {}
+            spread = {"yerr": stds, "capsize": 2} if np.isfinite(stds).any() else {}
             ax.bar(x, means, width, label=system, **spread)
         ax.set_xticks(np.arange(len(languages)), languages)
-        ax.set_title(title)
+        ax.set_title(title)  # the panel's label
         ax.grid(axis="y", alpha=0.3)
-    axes[0].set_ylabel(f"{metric} (mean over seeds)")
+    axes[0].set_ylabel(f"{metric} (%)")
     fig.legend(*axes[0].get_legend_handles_labels(), loc="outside right center", frameon=False)
     fig.suptitle("Kádár et al. 2018, Figure 3: one, two and four training languages")
-    single = frame.groupby(["direction", "language", "system"])["seed"].nunique().eq(1)
-    bars = (
-        "Error bars: standard deviation over seeds"
-        + ("; none on a bar of one seed." if single.any() else ".")
-        if not single.all()
-        else "No error bars: one seed per bar."
-    )
-    stamp_figure(fig, _figure_origin(runs, "kadar2018", 3), bars)
-    return _close(fig, save_figure(fig, Path(out) / "kadar2018_figure3"))
+    return fig
 
 
 def ame_figure2(runs: list[Run], out: Path) -> list[Path]:
     """AME 2019, Figure 2: alignment ratio and image-to-text R@1 at each validation step.
 
-    Curves from each mapped run's ``history`` (mean over seeds at each step).
+    Curves from each mapped run's ``history`` (mean over seeds at each step), one panel per
+    measure (each on its own scale), one column wide.
     """
     import matplotlib
 
@@ -407,18 +418,21 @@ def ame_figure2(runs: list[Run], out: Path) -> list[Path]:
     frame = pd.DataFrame(rows, columns=["system", "step", "seed", "alignment", "r1"])
     frame = frame.dropna(subset=["step"])
     _require(frame, "ame2019", 2, "a run with a validation history")
-    fig, ax = plt.subplots(figsize=(6, 3.6), layout="constrained")
-    right = ax.twinx()
-    for system, group in frame.groupby("system", sort=False):
-        curve = group.groupby("step")[["alignment", "r1"]].mean(numeric_only=True)
-        ax.plot(curve.index, curve["alignment"], "o-", c="C0", ms=3, label=f"{system} alignment")
-        right.plot(curve.index, curve["r1"], "s--", c="C1", ms=3, label=f"{system} R@1 i2t")
-    ax.set_xlabel("training step (validation points)")
-    ax.set_ylabel("alignment ratio (precision@1, %)")
-    right.set_ylabel("image-to-text R@1 (%)")
-    handles = ax.get_legend_handles_labels()[0] + right.get_legend_handles_labels()[0]
-    ax.legend(handles=handles, frameon=False, fontsize=8, loc="lower right")
-    fig.suptitle("AME 2019, Figure 2: alignment ratio and R@1 during training")
+    with paper_style():
+        fig, (top, bottom) = plt.subplots(
+            2, 1, figsize=figure_size(1, 3.6), sharex=True, layout="constrained"
+        )
+        for n, (system, group) in enumerate(frame.groupby("system", sort=False)):
+            curve = group.groupby("step")[["alignment", "r1"]].mean(numeric_only=True)
+            top.plot(curve.index, curve["alignment"], "o-", c=f"C{n}", ms=3, label=system)
+            bottom.plot(curve.index, curve["r1"], "s--", c=f"C{n}", ms=3, label=system)
+        top.set_ylabel("alignment ratio (%)")
+        bottom.set_ylabel("image-to-text R@1 (%)")
+        bottom.set_xlabel("training step")
+        for ax in (top, bottom):
+            ax.grid(alpha=0.3)
+        top.legend(frameon=False, loc="best")
+        fig.suptitle("AME 2019, Figure 2: alignment ratio and R@1 during training")
     stamp_figure(fig, _figure_origin(runs, "ame2019", 2))
     return _close(fig, save_figure(fig, Path(out) / "ame2019_figure2"))
 

@@ -14,6 +14,7 @@ using the table's ``mlmm.catalogue`` layout. Every table of the four papers goes
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -184,21 +185,9 @@ def paper_shape(frame: pd.DataFrame, stem: str) -> pd.DataFrame | None:
     """The tidy table in the paper's shape: one row per system (the layout's ``rows``), the
     paper's columns (``columns``: language, direction, metric, ...), one text cell each; None
     for a table with no numbers beside a paper's (e.g. Rajendran's Table 4 word lists)."""
-    from mlmm.catalogue import layout
-
     if not {"ours", "paper"} <= set(frame.columns) or frame.empty:
         return None
-    shape = layout(Path(stem).name)
-    frame = frame.copy()
-    keys = [c for c in dict.fromkeys((*shape.rows, *shape.columns, *KEYS)) if c in frame.columns]
-    for key in keys:
-        frame[key] = frame[key].fillna("").astype(str)
-    varies = {key: frame[key].nunique() > 1 for key in keys}
-    rows = [c for c in shape.rows if c in frame.columns and (varies[c] or c == "system")]
-    columns = [c for c in shape.columns if c in frame.columns and varies[c]] or ["metric"]
-    for key in KEYS:  # a layout never hides two cells behind one: add keys until unique
-        if frame.duplicated([*rows, *columns]).any() and key not in (*rows, *columns):
-            rows.append(key)
+    frame, rows, columns = shape_keys(frame, stem)
     std = frame["ours_std"] if "ours_std" in frame else pd.Series(np.nan, index=frame.index)
     runs = frame["runs"] if "runs" in frame else pd.Series(1.0, index=frame.index)
     metric = frame["metric"] if "metric" in frame else pd.Series(None, index=frame.index)
@@ -212,6 +201,27 @@ def paper_shape(frame: pd.DataFrame, stem: str) -> pd.DataFrame | None:
     ).fillna(BLANK)
     wide.columns = column_header(wide.columns, columns)
     return wide
+
+
+def shape_keys(frame: pd.DataFrame, stem: str) -> tuple[pd.DataFrame, list[str], list[str]]:
+    """The tidy table with its key columns as text, and which keys make the rows and which the
+    columns of the paper's shape (the table's ``mlmm.catalogue`` layout; a key with one value
+    in the whole table is left out, ``system`` stays; keys are added until no two cells share
+    a place)."""
+    from mlmm.catalogue import layout
+
+    shape = layout(Path(stem).name)
+    frame = frame.copy()
+    keys = [c for c in dict.fromkeys((*shape.rows, *shape.columns, *KEYS)) if c in frame.columns]
+    for key in keys:
+        frame[key] = frame[key].fillna("").astype(str)
+    varies = {key: frame[key].nunique() > 1 for key in keys}
+    rows = [c for c in shape.rows if c in frame.columns and (varies[c] or c == "system")]
+    columns = [c for c in shape.columns if c in frame.columns and varies[c]] or ["metric"]
+    for key in KEYS:  # a layout never hides two cells behind one: add keys until unique
+        if frame.duplicated([*rows, *columns]).any() and key not in (*rows, *columns):
+            rows.append(key)
+    return frame, rows, columns
 
 
 def column_header(keys: pd.Index, levels: list[str]) -> pd.MultiIndex:
@@ -251,7 +261,8 @@ def _html_page(title: str, table_html: str, notes: list[str]) -> str:
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{escape(title)}</title><style>"
-        "body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse;font-size:90%}"
+        "body{font-family:sans-serif;margin:1em}"
+        "table{border-collapse:collapse;font-size:90%;width:100%}"
         "th,td{border:1px solid #ccc;padding:.25em .5em;text-align:right}"
         "th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}"
         f"</style></head><body><h1>{escape(title)}</h1>\n{table_html}\n<ul>{items}</ul>"
@@ -267,7 +278,7 @@ LATEX_TEXT = {
     "%": r"\%",
     "$": r"\$",
     "#": r"\#",
-    "_": r"\_",
+    "_": r"\_\allowbreak{}",  # snake_case ids may wrap in a narrow column
     "{": r"\{",
     "}": r"\}",
     "~": r"\textasciitilde{}",
@@ -292,47 +303,15 @@ LATEX_TEXT = {
     "≠": r"$\neq$",
 }
 _LATEX_TABLE = str.maketrans(LATEX_TEXT)
+# A run of Cyrillic words: typeset in babel's russian (T2A), which the documented preamble loads
+CYRILLIC = re.compile(r"[\u0400-\u04ff](?:[\u0400-\u04ff\s-]*[\u0400-\u04ff])?")
 
 
 def latex_text(text) -> str:
-    """``text`` as LaTeX that typesets it literally (``log p(Y|X)``, ``R@10 (%)``, ``a_b``)."""
-    return str(text).translate(_LATEX_TABLE)
-
-
-def _latex_labels(index: pd.Index) -> pd.Index:
-    """Row or column labels escaped for LaTeX; a one-level MultiIndex as a plain Index."""
-    if isinstance(index, pd.MultiIndex) and index.nlevels > 1:
-        return pd.MultiIndex.from_tuples(
-            [tuple(latex_text(v) for v in key) for key in index],
-            names=[None if n is None else latex_text(n) for n in index.names],
-        )
-    name = index.names[0]
-    labels = index.get_level_values(0) if isinstance(index, pd.MultiIndex) else index
-    name = None if name is None else latex_text(name)
-    return pd.Index([latex_text(v) for v in labels], name=name)
-
-
-def latex_table(frame: pd.DataFrame, index: bool, title: str, notes: list[str]) -> str:
-    """A LaTeX table with everything escaped: ``title`` and the first note (the origin: data,
-    configuration, backbones) as its caption, the other notes in small type under the tabular,
-    so that all of it survives compilation."""
-    shown = frame.map(latex_text)
-    shown.columns = _latex_labels(shown.columns)
-    shown.index = _latex_labels(shown.index)
-    caption = latex_text(title) + (f". {latex_text(notes[0])}" if notes else "")
-    latex = shown.to_latex(
-        index=index,
-        caption=(caption, "{" + latex_text(title) + "}"),  # braced: a title may hold ']'
-        escape=False,
-        multicolumn=True,
-        multicolumn_format="c",
-        multirow=False,  # a repeated row label once, on its first row: booktabs is all it needs
-    )
-    if notes[1:]:
-        below = "".join(f"{latex_text(note)}\\par\n" for note in notes[1:])
-        below = f"\\begin{{flushleft}}\\footnotesize\n{below}\\end{{flushleft}}\n"
-        latex = latex.replace("\\end{table}", below + "\\end{table}")
-    return latex
+    """``text`` as LaTeX that typesets it literally (``log p(Y|X)``, ``R@10 (%)``, ``a_b``),
+    each run of Cyrillic words in ``\\foreignlanguage{russian}`` (``mlmm.latex.PREAMBLE``)."""
+    escaped = str(text).translate(_LATEX_TABLE)
+    return CYRILLIC.sub(lambda m: r"\foreignlanguage{russian}{" + m.group(0) + "}", escaped)
 
 
 def _plain_cells(frame: pd.DataFrame) -> pd.DataFrame:
@@ -348,6 +327,28 @@ def _plain_cells(frame: pd.DataFrame) -> pd.DataFrame:
     return shown.map(lambda v: BLANK if str(v).strip() == "" else str(v))
 
 
+def notes_text(
+    title: str, notes: list[str], numbered: list[str], stem: Path, intervals: bool = False
+) -> str:
+    """``stem``.notes.txt: everything the LaTeX table leaves out, for the paper's author."""
+    from mlmm.latex import LUALATEX_PREAMBLE, PREAMBLE
+
+    lines = [title, "", *[f"- {note}" for note in notes]]
+    if numbered:
+        lines += ["", "Numbered notes of the LaTeX table:"]
+        lines += [f"[{n}] {text}" for n, text in enumerate(numbered, start=1)]
+    lines += [
+        "",
+        f"LaTeX: {stem.name}.tex (table*, two-column page), {stem.name}.column.tex (one column)"
+        + (f", {stem.name}.intervals.tex (95 % intervals)" if intervals else "")
+        + "; they compile with this pdfLaTeX preamble:",
+        PREAMBLE,
+        "or, for Japanese text, with LuaLaTeX:",
+        LUALATEX_PREAMBLE,
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def write_table(
     frame: pd.DataFrame,
     stem: str | Path,
@@ -357,11 +358,19 @@ def write_table(
 ) -> list[Path]:
     """Write ``stem``.csv (tidy, for programs) and ``stem``.md, .tex, .html in the paper's shape
     (``paper_shape``; tables that are not beside a paper's are written as they are); the notes
-    go under the Markdown and HTML tables and under the LaTeX tabular.
+    go under the Markdown and HTML tables.
 
-    ``origin`` (default: this job's, `Origin.current`) is said in all four: '[demo world]' in
-    the title and a first note naming data, configuration and backbones (in the LaTeX caption);
-    the CSV's columns ``data``, ``configs``, ``backbone``."""
+    The LaTeX is compact, for a paper (``mlmm.latex``): ``stem``.tex (``table*``) and
+    ``stem``.column.tex (one column), ``stem``.intervals.tex where the cells have intervals;
+    their caption is the title, the notes go to a comment block and to ``stem``.notes.txt.
+
+    ``origin`` (default: this job's, `Origin.current`) is said in all of them: '[demo world]'
+    in the title and a first note naming data, configuration and backbones; the CSV's columns
+    ``data``, ``configs``, ``backbone``. Returns the four files every table has (a rule's
+    declared outputs, ``mlmm.io.TABLE_SUFFIXES``); the other LaTeX files and the notes file
+    lie beside them."""
+    from mlmm.latex import PREAMBLE, paper_grids, plain_grid, write_latex
+
     origin = origin or Origin.current()
     title, notes = origin.title(title), [origin.note(), *notes]
     stem = Path(stem)
@@ -371,13 +380,15 @@ def write_table(
     wide = paper_shape(frame, stem.name)
     if wide is None:
         shown = _plain_cells(frame)
-        flat, latex_frame, html = shown, shown, shown.to_html(index=False)
+        flat, html = shown, shown.to_html(index=False)
+        grid, companion = plain_grid(shown), None
     else:
         notes = [notes[0], CELL_NOTE, *notes[1:]]
         # the paper's label of a row (the key to its cells), not a description of our run
         wide.index.names = [ROW_HEADERS.get(n, n) for n in wide.index.names]
-        flat, latex_frame = _flat(wide), wide
+        flat = _flat(wide)
         html = wide.to_html(sparsify=True)
+        grid, companion = paper_grids(frame, stem.name)
     markdown = [
         f"# {title}",
         "",
@@ -386,6 +397,16 @@ def write_table(
     ]
     markdown += [f"- {note}" for note in notes]
     write_text(md_path, "\n".join(markdown) + "\n")
-    write_text(tex_path, latex_table(latex_frame, wide is not None, title, notes))
+    comments = [
+        title,
+        *notes,
+        f"Notes and numbered notes: {stem.name}.notes.txt; every number: {stem.name}.csv.",
+        "Preamble (pdfLaTeX):",
+        *PREAMBLE.splitlines(),
+    ]
+    for suffix, text in write_latex(grid, companion, stem, title, comments).items():
+        write_text(stem.with_suffix(suffix), text)
     write_text(html_path, _html_page(title, html, notes))
+    notes_file = notes_text(title, notes, grid.notes, stem, companion is not None)
+    write_text(stem.with_suffix(".notes.txt"), notes_file)
     return paths

@@ -123,6 +123,7 @@ def reported(paths):
     for path in map(Path, paths):
         if path.suffix in (".html", ".png"):
             kind = "Tables" if path.suffix == ".html" else "Figures"
+            kind = "Claims" if path.stem.endswith("_claims") else kind
             paper, item = path.stem.split("_", 1)  # kadar2018, table2 / table1_heatmap
             path = report(
                 path,

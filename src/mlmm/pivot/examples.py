@@ -23,6 +23,7 @@ import pandas as pd
 from mlmm.data.coco import tokenise_mic
 from mlmm.data.multi30k import image_list
 from mlmm.errors import InputError
+from mlmm.figures import figure_size, paper_style
 from mlmm.fingerprint import check_directory
 from mlmm.io import atomic_path, read_npz, save_figure
 from mlmm.origin import Origin, stamp_figure
@@ -159,56 +160,58 @@ def plot(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    queries = list(frame.groupby(["language", "query_number"], sort=False))
-    if table == 6:
-        fig, axes = plt.subplots(
-            len(queries), 2, figsize=(11, 2.3 * len(queries)), width_ratios=[1, 3.4], squeeze=False,
-            layout="constrained",
-        )  # fmt: skip
-        for (key, group), (left, right) in zip(queries, axes, strict=True):
-            _thumbnail(left, images_root / group["query_image"].iloc[0])
-            left.set_title(f"{LANGUAGE_NAMES[key[0]]}, {group['query_choice'].iloc[0]}", fontsize=8)
-            lines = [
-                f"{r.rank}. {'* ' if r.relevant else ''}{_wrap(r.text, 90)}"
-                for r in group.itertuples()
-            ]
-            right.text(0, 0.5, "\n".join(lines), va="center", ha="left", fontsize=8, wrap=True)
-            right.axis("off")
-        title = "Images and their top-5 nearest captions (* = one of the image's own captions)"
-    else:
-        fig, axes = plt.subplots(
-            len(queries), TOP + 1, figsize=(12, 2.2 * len(queries)), squeeze=False,
-            width_ratios=[1.3] + [1] * TOP, layout="constrained",
-        )  # fmt: skip
-        for (key, group), row in zip(queries, axes, strict=True):
-            row[0].text(
-                0,
-                0.5,
-                f"{LANGUAGE_NAMES[key[0]]} ({group['query_choice'].iloc[0]}):\n"
-                + _wrap(group["query_text"].iloc[0], 28),
-                va="center",
-                ha="left",
-                fontsize=8,
+    with paper_style():
+        queries = list(frame.groupby(["language", "query_number"], sort=False))
+        if table == 6:
+            fig, axes = plt.subplots(
+                len(queries), 2, figsize=figure_size(2, 1.5 * len(queries)),
+                width_ratios=[1, 3.4], squeeze=False, layout="constrained",
+            )  # fmt: skip
+            for (key, group), (left, right) in zip(queries, axes, strict=True):
+                _thumbnail(left, images_root / group["query_image"].iloc[0])
+                choice = group["query_choice"].iloc[0]
+                left.set_title(f"{LANGUAGE_NAMES[key[0]]}, {choice}", fontsize=7)
+                lines = [
+                    f"{r.rank}. {'* ' if r.relevant else ''}{_wrap(r.text, 64)}"
+                    for r in group.itertuples()
+                ]
+                right.text(0, 0.5, "\n".join(lines), va="center", ha="left", fontsize=7, wrap=True)
+                right.axis("off")
+            title = "Images and their top-5 nearest captions (* = one of the image's own captions)"
+        else:
+            fig, axes = plt.subplots(
+                len(queries), TOP + 1, figsize=figure_size(2, 1.4 * len(queries)), squeeze=False,
+                width_ratios=[1.3] + [1] * TOP, layout="constrained",
+            )  # fmt: skip
+            for (key, group), row in zip(queries, axes, strict=True):
+                row[0].text(
+                    0,
+                    0.5,
+                    f"{LANGUAGE_NAMES[key[0]]} ({group['query_choice'].iloc[0]}):\n"
+                    + _wrap(group["query_text"].iloc[0], 18),
+                    va="center",
+                    ha="left",
+                    fontsize=7,
+                )
+                row[0].axis("off")
+                hits = list(group.itertuples())  # fewer than TOP when the test set is smaller
+                for ax in row[1 + len(hits) :]:
+                    ax.axis("off")
+                for ax, r in zip(row[1:], hits, strict=False):
+                    _thumbnail(ax, images_root / r.image)
+                    ax.set_title(f"{r.rank}{' (its image)' if r.relevant else ''}", fontsize=7)
+                    if r.relevant:
+                        for spine in ax.spines.values():
+                            spine.set_edgecolor("green")
+                            spine.set_linewidth(3)
+            title = (
+                "Captions and their top-5 nearest images (green frame = the caption's own image)"
             )
-            row[0].axis("off")
-            hits = list(group.itertuples())  # fewer than TOP when the test set is smaller
-            for ax in row[1 + len(hits) :]:
-                ax.axis("off")
-            for ax, r in zip(row[1:], hits, strict=False):
-                _thumbnail(ax, images_root / r.image)
-                ax.set_title(f"{r.rank}{' (its image)' if r.relevant else ''}", fontsize=8)
-                if r.relevant:
-                    for spine in ax.spines.values():
-                        spine.set_edgecolor("green")
-                        spine.set_linewidth(3)
-        title = "Captions and their top-5 nearest images (green frame = the caption's own image)"
-    lam = ", ".join(
-        f"{LANGUAGE_NAMES[lang]} lambda {value:g}"
-        for lang, value in frame.groupby("language", sort=False)["lambda"].first().items()
-    )
-    fig.suptitle(
-        f"Rajendran et al. 2016, Table {table}: Bridge CorrNet. {title}; {lam}", fontsize=9
-    )
+        lam = ", ".join(
+            f"{LANGUAGE_NAMES[lang]} lambda {value:g}"
+            for lang, value in frame.groupby("language", sort=False)["lambda"].first().items()
+        )
+        fig.suptitle(f"Rajendran et al. 2016, Table {table}: Bridge CorrNet. {title}; {lam}")
     stamp_figure(fig, origin or Origin.current())  # demo world or real data, config, backbone
     paths = save_figure(fig, stem)
     plt.close(fig)

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from mlmm.errors import InputError
+from mlmm.figures import figure_size, paper_style
 from mlmm.io import read_csv, read_json, read_json_object, save_figure
 from mlmm.origin import Origin, stamp_figure
 from mlmm.tables import (
@@ -170,7 +171,18 @@ def heatmap(table1_csv: Path, stem: Path) -> list[Path]:
     ours = ours.reindex(index=languages, columns=languages)
     diff = frame.pivot_table(index="language", columns="test", values="diff", dropna=False)
     diff = diff.reindex(index=languages, columns=languages)
-    fig, axes = plt.subplots(1, 2, figsize=(13, 5.5), constrained_layout=True)
+    with paper_style():
+        fig = _heatmaps(ours, diff, languages)
+    stamp_figure(fig, Origin.of_table(frame))
+    paths = save_figure(fig, stem)
+    plt.close(fig)
+    return paths
+
+
+def _heatmaps(ours: pd.DataFrame, diff: pd.DataFrame, languages: list[str]):
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=figure_size(2, 3.2), constrained_layout=True)
     limit = max(float(np.nanmax(np.abs(diff.to_numpy()))) if diff.notna().any().any() else 0, 0.05)
     panels = [
         (ours, "ours: F1", "viridis", 0.0, 1.0),
@@ -184,15 +196,13 @@ def heatmap(table1_csv: Path, stem: Path) -> list[Path]:
         ax.set_ylabel("training language")
         ax.set_title(title)
         for (i, j), value in np.ndenumerate(matrix.to_numpy(dtype=float)):
-            if not np.isnan(value):
+            # the numbers of a small grid in its cells; the 11 x 11 grid's are in the table
+            if not np.isnan(value) and len(languages) <= 6:
                 text = format_number(value, "F1")  # the tables' (and the paper's) decimals
                 ax.text(j, i, text, ha="center", va="center", fontsize=6)
         fig.colorbar(image, ax=ax, shrink=0.8)
     fig.suptitle("TED CLDC cross-lingual F1 (Rajendran et al. 2016, Table 1)")
-    stamp_figure(fig, Origin.of_table(frame))
-    paths = save_figure(fig, stem)
-    plt.close(fig)
-    return paths
+    return fig
 
 
 def paper_neighbours(paper_tables: str | Path | None) -> dict[tuple[str, str], list[str]]:

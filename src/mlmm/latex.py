@@ -1,0 +1,501 @@
+"""LaTeX tables a paper can ``\\input``: compact cells, short row labels, fit by design.
+
+Every table the workflow writes (``mlmm.tables.write_table``) gets three LaTeX files beside its
+CSV, Markdown and HTML:
+
+- ``<stem>.tex``: the paper-sized table as ``table*``, within ``\\textwidth`` of an ACL/EMNLP
+  two-column page (455 pt);
+- ``<stem>.column.tex``: the same numbers within ``\\columnwidth`` (219 pt), one ``table`` per
+  slice of the first header level (mostly one per language or direction);
+- ``<stem>.intervals.tex`` (tables with 95 % intervals): the companion table of intervals and of
+  whether the paper's number lies inside ours, which a paper can leave out.
+
+A table fits by design, not by scaling: each cell of ours is "mean ± sd", the paper's number
+has its own column, a long row label (the paper's row description, a long text cell) becomes a
+numbered table note, and the columns are split into stacked panels (row labels repeated) where
+they would not fit the width (and into floats "(part 1 of 2)" where those would be taller than
+a page). The caption is the table's title; where the numbers come from
+(data, configuration, backbones) and the run notes go to a comment block at the top of the
+file and to ``<stem>.notes.txt``.
+
+The files compile with the standard pdfLaTeX preamble ``PREAMBLE`` (booktabs, array; T1 and
+T2A font encodings with babel's russian for Cyrillic words, which are wrapped in
+``\\foreignlanguage{russian}``). Japanese (CJK) text needs the LuaLaTeX variant
+``LUALATEX_PREAMBLE`` (luatexja); docs/latex.md says how to use both.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+TEXT_WIDTH = 455.0  # pt: \textwidth of an ACL/EMNLP page (16 cm)
+COLUMN_WIDTH = 219.0  # pt: \columnwidth of the same page (7.7 cm)
+
+
+@dataclass(frozen=True)
+class Page:
+    """Where a table goes: its width, its type (size in pt of an 11 pt page, as ACL's, and
+    the command), the space between columns and the widest row-label column (pt)."""
+
+    width: float
+    font: float
+    size: str
+    tabcolsep: float
+    label_width: float
+
+
+TWO_COLUMNS = Page(TEXT_WIDTH, 9.0, "\\footnotesize", 4.0, 96.0)  # table*
+ONE_COLUMN = Page(COLUMN_WIDTH, 8.0, "\\scriptsize", 3.0, 56.0)  # table
+LONG_LABEL = 28  # characters: a longer text cell or header becomes a numbered table note
+LONG_ROW_LABEL = 40  # characters: a longer row label (wrapped in its column up to this) too
+
+PREAMBLE = r"""\documentclass[11pt,twocolumn]{article}
+\usepackage[T2A,T1]{fontenc}
+\usepackage[utf8]{inputenc}
+\usepackage[russian,english]{babel}
+\usepackage{booktabs,array}"""
+LUALATEX_PREAMBLE = r"""\documentclass[11pt,twocolumn]{article}
+\usepackage[T2A,T1]{fontenc}
+\usepackage[russian,english]{babel}
+\usepackage{luatexja}
+\usepackage{booktabs,array}"""
+
+
+@dataclass
+class Grid:
+    """A table as LaTeX will show it: row-label columns, then number/text columns each with a
+    header path (one label per header level) and its cells (plain text, not yet escaped)."""
+
+    label_names: list[str]
+    labels: list[list[str]]  # one list per row-label column
+    headers: list[tuple[str, ...]]  # one per data column, all of one length
+    cells: list[list[str]]  # one list per data column
+    notes: list[str] = field(default_factory=list)  # numbered table notes, in order
+
+    @property
+    def rows(self) -> int:
+        return len(self.labels[0]) if self.labels else len(self.cells[0]) if self.cells else 0
+
+
+WIDE = set("+=±≈≠→−%@&#mwMW")
+NARROW = set(" .,;:il[]()|!'")
+
+
+def _width(text: str, font: float) -> float:
+    """A generous estimate of ``text``'s width in pt in Computer Modern of ``font`` pt."""
+    return font * sum(
+        0.8 if c.isupper() or c in WIDE else 0.3 if c in NARROW else 0.53 for c in str(text)
+    )
+
+
+def note_marker(notes: list[str], text: str) -> str:
+    """The number of ``text`` among the table's numbered notes (added when new)."""
+    if text not in notes:
+        notes.append(text)
+    return f"[{notes.index(text) + 1}]"
+
+
+def shorten(text: str, notes: list[str]) -> str:
+    """A cell or label longer than LONG_LABEL characters as a numbered note."""
+    text = str(text)
+    return note_marker(notes, text) if len(text) > LONG_LABEL else text
+
+
+# ----------------------------------------------------------------------------------------
+# escaping
+
+
+def latex_text(text) -> str:
+    """``text`` as LaTeX that typesets it literally (``mlmm.tables.latex_text``)."""
+    from mlmm.tables import latex_text as escape
+
+    return escape(text)
+
+
+def comment_block(lines: list[str]) -> str:
+    """``lines`` as LaTeX comments (every line of a multi-line text commented)."""
+    out = []
+    for line in lines:
+        out += [f"% {part}".rstrip() for part in str(line).splitlines() or [""]]
+    return "\n".join(out) + "\n"
+
+
+# ----------------------------------------------------------------------------------------
+# panels
+
+
+def _column_width(header: tuple[str, ...], cells: list[str], page: Page) -> float:
+    texts = [header[-1] if header else "", *cells]
+    return max(_width(t, page.font) for t in texts) + 2 * page.tabcolsep
+
+
+def _label_widths(grid: Grid, page: Page) -> list[float]:
+    """The p{} width of each row-label column (its widest label, at most the page's)."""
+    widths = []
+    for name, values in zip(grid.label_names, grid.labels, strict=True):
+        texts = [name, *values]
+        words = [w for t in texts for w in re.split(r"[\s_]+", str(t))]  # no break inside
+        word = max(_width(w, page.font) for w in [*words, ""])
+        widest = max(_width(t, page.font) for t in texts)
+        widths.append(max(word, min(page.label_width, widest)) + 4.0)
+    return widths
+
+
+def panels(grid: Grid, page: Page) -> list[list[int]]:
+    """The data columns split into panels that each fit the ``page`` width beside the row
+    labels: whole groups of the first header level where they fit, else of the next level,
+    else single columns; consecutive groups share a panel while they fit."""
+    labels = sum(w + 2 * page.tabcolsep for w in _label_widths(grid, page))
+    room = page.width - labels
+    widths = [_column_width(h, c, page) for h, c in zip(grid.headers, grid.cells, strict=True)]
+
+    def groups(indices: list[int], level: int) -> list[list[int]]:
+        out: list[list[int]] = []
+        for i in indices:
+            key = grid.headers[i][: level + 1]
+            if out and grid.headers[out[-1][-1]][: level + 1] == key:
+                out[-1].append(i)
+            else:
+                out.append([i])
+        return out
+
+    def group_width(indices: list[int], level: int) -> float:
+        spans = sum(widths[i] for i in indices)
+        # a header label above the columns wider than they are widens them
+        heads = [
+            _width(label, page.font) + 2 * page.tabcolsep
+            for label in {grid.headers[i][level] for i in indices} if label
+        ]  # fmt: skip
+        return max([spans, *heads])
+
+    def split(indices: list[int], level: int) -> list[list[int]]:
+        depth = len(grid.headers[indices[0]]) if indices else 0
+        if level >= depth:
+            return [[i] for i in indices]
+        out: list[list[int]] = []
+        for group in groups(indices, level):
+            parts = [group] if group_width(group, level) <= room else split(group, level + 1)
+            for part in parts:
+                if (
+                    out
+                    and group_width(out[-1] + part, level) <= room
+                    and _same_parent(grid, out[-1] + part, level)
+                ):
+                    out[-1] += part
+                else:
+                    out.append(list(part))
+        return out
+
+    return split(list(range(len(grid.headers))), 0) if grid.headers else [[]]
+
+
+def _same_parent(grid: Grid, indices: list[int], level: int) -> bool:
+    return len({grid.headers[i][:level] for i in indices}) == 1
+
+
+# ----------------------------------------------------------------------------------------
+# rendering
+
+
+def _header_rows(grid: Grid, columns: list[int], first: int) -> list[str]:
+    """Header lines of one panel: a level with one label over all its columns is shown once
+    above, as multicolumns with cmidrules under them; the last level labels each column."""
+    depth = len(grid.headers[columns[0]]) if columns else 0
+    lines = []
+    for level in range(depth):
+        last = level == depth - 1
+        runs: list[tuple[str, int]] = []
+        for i in columns:
+            key = grid.headers[i][: level + 1]
+            if runs and not last and runs[-1][0] == key:
+                runs[-1] = (key, runs[-1][1] + 1)
+            else:
+                runs.append((key, 1))
+        if not last and all(not key[-1] for key, _ in runs):
+            continue
+        names = [latex_text(n) for n in grid.label_names] if last else [""] * first
+        cells, rules, position = [], [], first + 1
+        for key, span in runs:
+            text = latex_text(key[-1])
+            if span > 1 or not last:
+                cells.append(f"\\multicolumn{{{span}}}{{c}}{{{text}}}")
+                if text:
+                    rules.append(f"\\cmidrule(lr){{{position}-{position + span - 1}}}")
+            else:
+                cells.append(text)
+            position += span
+        lines.append(" & ".join(names + cells) + " \\\\")
+        if rules and not last:
+            lines.append(" ".join(rules))
+    return lines
+
+
+def _panel(grid: Grid, columns: list[int], page: Page) -> str:
+    widths = _label_widths(grid, page)
+    spec = "".join(f">{{\\raggedright\\arraybackslash}}p{{{w:.0f}pt}}" for w in widths)
+    spec += "".join("l" if _is_text(grid.cells[i]) else "r" for i in columns)
+    lines = [f"\\begin{{tabular}}{{@{{}}{spec}@{{}}}}", "\\toprule"]
+    lines += _header_rows(grid, columns, len(widths))
+    lines.append("\\midrule")
+    previous: list[str] = [""] * len(grid.labels)
+    for row in range(grid.rows):
+        labels = []
+        for level, values in enumerate(grid.labels):
+            value = values[row]
+            # a repeated outer label once, on the first row of its group
+            same = value == previous[level] and all(
+                grid.labels[k][row] == previous[k] for k in range(level)
+            )
+            labels.append("" if same and level < len(grid.labels) - 1 else latex_text(value))
+            previous[level] = value
+        cells = [latex_text(grid.cells[i][row]) for i in columns]
+        line = " & ".join(labels + cells)
+        # a row starting with '[' would be read as the previous row's \\[<space>]
+        lines.append(("{}" if line.startswith("[") else "") + line + " \\\\")
+    lines += ["\\bottomrule", "\\end{tabular}"]
+    return "\n".join(lines) + "\n"
+
+
+NUMBERISH = re.compile(r"^[\s\d.,±−+\-–%/\[\]≈≠()]*$")
+
+
+def _is_text(cells: list[str]) -> bool:
+    return not all(NUMBERISH.match(str(c)) for c in cells)
+
+
+def _breakable(text: str) -> str:
+    """A note's long tokens (paths, 'a/b/c') may break after a slash in a narrow column."""
+    return text.replace("/", "/\\allowbreak{}")
+
+
+def render(grid: Grid, caption: str, label: str, comments: list[str], page: Page) -> str:
+    """One float (``table*`` on the two-column page, else ``table``) with the grid's panels
+    stacked, its numbered notes under them, and ``caption``; ``comments`` on top."""
+    env = "table*" if page.width > COLUMN_WIDTH else "table"
+    return comment_block(comments) + _float(grid, caption, label, page, env)
+
+
+def _float(grid: Grid, caption: str, label: str, page: Page, env: str) -> str:
+    """The grid's panels in as few floats as fit the page's height (``PAGE_HEIGHT``): one
+    float where they fit, else parts captioned '(part 2 of 3)', the notes under the last."""
+    parts: list[list[list[int]]] = []
+    height = 0.0
+    notes = _notes_height(grid, page)
+    for columns in panels(grid, page):
+        tall = _panel_height(grid, columns, page)
+        if parts and height + tall + notes > PAGE_HEIGHT:
+            parts.append([columns])
+            height = tall
+        elif parts:
+            parts[-1].append(columns)
+            height += tall
+        else:
+            parts.append([columns])
+            height = tall
+    out = []
+    for n, chunk in enumerate(parts, start=1):
+        body = "\\par\\medskip\n".join(_panel(grid, columns, page) for columns in chunk)
+        title = caption if len(parts) == 1 else f"{caption} (part {n} of {len(parts)})"
+        name = label if n == 1 else f"{label}-part{n}"
+        out.append(
+            f"\\begin{{{env}}}[t]\n\\centering{page.size}"
+            f"\\setlength{{\\tabcolsep}}{{{page.tabcolsep:g}pt}}\n"
+            + body
+            + (_notes(grid) if n == len(parts) else "")
+            + f"\\caption{{{latex_text(title)}}}\n\\label{{{name}}}\n\\end{{{env}}}\n"
+        )
+    return "".join(out)
+
+
+PAGE_HEIGHT = 560.0  # pt: the most a float may take of an ACL page's 700 pt text height
+
+
+def _lines(text: str, width: float, font: float) -> int:
+    return max(1, -(-int(_width(text, font)) // max(int(width), 1)))
+
+
+def _panel_height(grid: Grid, columns: list[int], page: Page) -> float:
+    """A generous estimate of a panel's height (pt): header, rows (wrapped labels), rules."""
+    line = page.font * 1.25
+    widths = _label_widths(grid, page)
+    rows = 0
+    for row in range(grid.rows):
+        rows += max(
+            _lines(values[row], width, page.font)
+            for values, width in zip(grid.labels, widths, strict=True)
+        ) if grid.labels else 1  # fmt: skip
+    depth = len(grid.headers[columns[0]]) if columns else 1
+    return (rows + depth) * line + 6 * 3.0 + 2 * page.font  # rules, the skip between panels
+
+
+def _notes_height(grid: Grid, page: Page) -> float:
+    """The numbered notes' and the caption's height (pt)."""
+    text = " ".join(f"[{n}] {t}." for n, t in enumerate(grid.notes, start=1))
+    lines = _lines(text, page.width, 7.0) if grid.notes else 0
+    return lines * 8.5 + 3 * 13.6 + 12.0
+
+
+def _notes(grid: Grid) -> str:
+    if not grid.notes:
+        return ""
+    items = " ".join(
+        f"[{n}]\\enspace {_breakable(latex_text(text))}"
+        + ("." if not text.rstrip().endswith(".") else "")
+        for n, text in enumerate(grid.notes, start=1)
+    )
+    return (
+        "\\par\\smallskip\n\\begin{minipage}{\\linewidth}\\raggedright\\scriptsize\n"
+        f"{items}\n\\end{{minipage}}\n"
+    )
+
+
+def slices(grid: Grid) -> list[tuple[str, Grid]]:
+    """The grid cut along its first header level (a language, a direction) where that level
+    has several values: (its label, the grid of its columns, with only the notes it uses)."""
+    firsts = list(dict.fromkeys(h[0] for h in grid.headers)) if grid.headers else []
+    if len(firsts) < 2 or len(grid.headers[0]) < 2:
+        return [("", grid)]
+    out = []
+    for first in firsts:
+        columns = [i for i, h in enumerate(grid.headers) if h[0] == first]
+        part = Grid(
+            grid.label_names, grid.labels, [grid.headers[i][1:] for i in columns],
+            [grid.cells[i] for i in columns], grid.notes,
+        )  # fmt: skip
+        out.append((first, part))
+    return out
+
+
+def render_slices(grid: Grid, caption: str, label: str, comments: list[str]) -> str:
+    """The one-column version: a ``table`` per slice of the first header level (mostly one
+    per language), each within ``\\columnwidth``, captioned with the title and the slice."""
+    floats = []
+    for n, (name, part) in enumerate(slices(grid), start=1):
+        title = f"{caption} ({name})" if name else caption
+        floats.append(_float(part, title, f"{label}-{n}" if name else label, ONE_COLUMN, "table"))
+    return comment_block(comments) + "".join(floats)
+
+
+# ----------------------------------------------------------------------------------------
+# grids from the tables
+
+
+def paper_grids(frame: pd.DataFrame, stem: str) -> tuple[Grid, Grid | None]:
+    """The main grid (ours ± sd, the paper's number in its own column under each of the
+    paper's columns) and the companion grid of intervals (None without intervals) of a tidy
+    table beside a paper's, in the paper's shape (``mlmm.tables.shape_keys``)."""
+    from mlmm.tables import BLANK, decimals, format_number, shape_keys
+
+    frame, rows, columns = shape_keys(frame, stem)
+    notes: list[str] = []
+    std = frame["ours_std"] if "ours_std" in frame else pd.Series(0.0, index=frame.index)
+    runs = frame["runs"] if "runs" in frame else pd.Series(1.0, index=frame.index)
+    metric = frame["metric"] if "metric" in frame else pd.Series(None, index=frame.index)
+    ours = []
+    for value, spread, count, m in zip(frame["ours"], std, runs, metric, strict=True):
+        text = format_number(value, m, stem)
+        if text and not pd.isna(count) and count > 1 and not pd.isna(spread):
+            text += f" ± {spread:.{max(decimals(m, stem), 1)}f}"
+        ours.append(text or BLANK)
+    frame["_ours"] = ours
+    frame["_paper"] = [
+        format_number(v, m, stem) or BLANK for v, m in zip(frame["paper"], metric, strict=True)
+    ]
+    has_intervals = "ours_low" in frame and frame["ours_low"].notna().any()
+    if has_intervals:
+        marks = {True: " ≈", False: " ≠"}
+        frame["_interval"] = [
+            BLANK
+            if pd.isna(low)
+            else f"{format_number(low, m, stem)}–{format_number(high, m, stem)}"
+            + marks.get(inside, "")
+            for low, high, inside, m in zip(
+                frame["ours_low"], frame["ours_high"], frame["within_noise"], metric, strict=True
+            )
+        ]
+    row_keys = list(dict.fromkeys(zip(*[frame[r] for r in rows], strict=True)))
+    col_keys = list(dict.fromkeys(zip(*[frame[c] for c in columns], strict=True)))
+    lookup = frame.groupby([*rows, *columns], sort=False).first()
+    shown_rows = [r for r in rows if r != "variant_note"]
+    if not shown_rows:
+        shown_rows = rows[:1]
+    label_names = [_row_name(r) for r in shown_rows]
+    labels: list[list[str]] = [[] for _ in shown_rows]
+    for key in row_keys:
+        values = dict(zip(rows, key, strict=True))
+        for n, name in enumerate(shown_rows):
+            text = str(values[name])
+            extra = values.get("variant_note") if name == shown_rows[-1] else ""
+            extra = "" if name == "variant_note" else extra
+            if len(text) > LONG_ROW_LABEL:  # the label and the paper's description: one note
+                text = note_marker(notes, f"{text}: {extra}" if extra else text)
+            elif extra:
+                text += note_marker(notes, extra)
+            labels[n].append(text)
+
+    def cell(row_key, col_key, column: str) -> str:
+        key = (*row_key, *col_key)
+        key = key[0] if len(key) == 1 else key
+        return str(lookup[column].get(key, BLANK)) if key in lookup.index else BLANK
+
+    def grid(parts: list[tuple[str, str]]) -> Grid:
+        headers, cells = [], []
+        for col_key in col_keys:
+            shown = tuple(_direction(v) for v in col_key)
+            for column, name in parts:
+                headers.append((*shown, name) if len(parts) > 1 else shown)
+                cells.append([cell(r, col_key, column) for r in row_keys])
+        return Grid(label_names, [list(x) for x in labels], headers, cells, notes)
+
+    main = grid([("_ours", "ours"), ("_paper", "paper")])
+    companion = grid([("_interval", "95 % interval")]) if has_intervals else None
+    return main, companion
+
+
+def _row_name(key: str) -> str:
+    from mlmm.tables import ROW_HEADERS
+
+    return ROW_HEADERS.get(key, key)
+
+
+def _direction(value: str) -> str:
+    from mlmm.tables import DIRECTION_NAMES
+
+    return DIRECTION_NAMES.get(str(value), str(value))
+
+
+def plain_grid(shown: pd.DataFrame) -> Grid:
+    """A table not beside a paper's (text cells already formatted, ``mlmm.tables``): its first
+    column labels the rows, every cell longer than LONG_LABEL characters is a numbered note."""
+    notes: list[str] = []
+    columns = list(shown.columns)
+    first, rest = (columns[0], columns[1:]) if columns else (None, [])
+    labels = [[shorten(v, notes) for v in shown[first]]] if first is not None else []
+    cells = [[shorten(v, notes) for v in shown[c]] for c in rest]
+    headers = [(shorten(c, notes),) for c in rest]
+    return Grid([str(first)] if first is not None else [], labels, headers, cells, notes)
+
+
+def write_latex(
+    grid: Grid,
+    companion: Grid | None,
+    stem,
+    title: str,
+    comments: list[str],
+) -> dict[str, str]:
+    """The LaTeX texts of a table: suffix ('.tex', '.column.tex', '.intervals.tex') -> text."""
+    name = stem.name
+    label = f"tab:{name}"
+    out = {
+        ".tex": render(grid, title, label, comments, TWO_COLUMNS),
+        ".column.tex": render_slices(grid, title, f"{label}-column", comments),
+    }
+    if companion is not None:
+        caption = f"{title}: 95 % intervals of ours (≈: the paper's number inside, ≠: outside)"
+        out[".intervals.tex"] = render(
+            companion, caption, f"{label}-intervals", comments, TWO_COLUMNS
+        )
+    return out
