@@ -343,8 +343,7 @@ def test_figures_draw_no_title_or_provenance_in_the_image(outputs, stem):
     assert not figure_level_texts(fig), figure_level_texts(fig)
     caption = figure_caption(fig)
     assert caption.get("title") and "Produced from DEMO WORLD" in caption.get("origin", "")
-    if stem in catalogue.ALL_FIGURES:  # the claims plots' size is the claims module's
-        assert fig.get_figwidth() <= 6.3 + 1e-6, "wider than a two-column page"
+    assert fig.get_figwidth() <= 6.3 + 1e-6, "wider than a two-column page"
 
 
 def test_saved_figures_carry_their_caption_in_metadata_and_a_file(tmp_path):

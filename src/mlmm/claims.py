@@ -47,6 +47,7 @@ import pandas as pd
 
 from mlmm import uncertainty
 from mlmm.errors import InputError
+from mlmm.figures import figure_size
 from mlmm.intervals import CellSamples, cell_samples, mapped_runs
 from mlmm.io import save_figure
 from mlmm.origin import Origin, stamp_figure
@@ -479,7 +480,7 @@ def verdict(
 # outputs
 
 
-def claims_figure(frame: pd.DataFrame, stem: Path, origin: Origin) -> list[Path]:
+def claims_figure(frame: pd.DataFrame, stem: Path, origin: Origin, title: str) -> list[Path]:
     """Our effect with the interval its verdict uses beside the paper's effect, one line a
     claim, one panel per metric (effects of different metrics are not on one scale)."""
     import matplotlib
@@ -493,7 +494,7 @@ def claims_figure(frame: pd.DataFrame, stem: Path, origin: Origin) -> list[Path]
     counts = [int((scale == m).sum()) for m in metrics]
     height = 0.6 * len(metrics) + 0.32 * max(1, len(frame))
     fig, axes = plt.subplots(
-        len(metrics), 1, figsize=(7, max(2.0, height)), squeeze=False,
+        len(metrics), 1, figsize=figure_size(2, max(2.0, height)), squeeze=False,
         height_ratios=[c + 1 for c in counts], layout="constrained",
     )  # fmt: skip
     for ax, metric in zip(axes[:, 0], metrics, strict=True):
@@ -518,6 +519,7 @@ def claims_figure(frame: pd.DataFrame, stem: Path, origin: Origin) -> list[Path]
         if ax.get_legend_handles_labels()[0]:
             ax.legend(frameon=False, fontsize=7, loc="best")
             break
+    fig.suptitle(title)  # kept for the caption file and metadata, not drawn (stamp_figure)
     stamp_figure(fig, origin)
     paths = save_figure(fig, stem)
     plt.close(fig)
@@ -567,5 +569,5 @@ def write_claims(
         f"registry: {registry.name}",
     ]
     paths = write_table(frame, Path(tables) / f"{paper}_claims", title, notes, origin)
-    paths += claims_figure(frame, Path(figures) / f"{paper}_claims", origin)
+    paths += claims_figure(frame, Path(figures) / f"{paper}_claims", origin, title)
     return paths
