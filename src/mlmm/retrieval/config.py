@@ -9,6 +9,8 @@ are merged key by key; lists (``train_data``, ``paper_rows``) replace.
 from __future__ import annotations
 
 import copy
+import functools
+from pathlib import Path
 from typing import Any
 
 from mlmm.errors import InputError
@@ -240,12 +242,42 @@ def languages(record: dict) -> list[str]:
     return out
 
 
+# A data file of the fidelity registry's directory, read without importing that package (the
+# registry reads this module to resolve the records it checks).
+READINGS = Path(__file__).resolve().parents[1] / "fidelity" / "readings.yaml"
+
+
+@functools.lru_cache(maxsize=1)
+def readings() -> dict[str, dict]:
+    """Per key, per value: whose reading it is (``by``: paper or the authors' code) and the
+    ``note`` the tables print when a run used it (src/mlmm/fidelity/readings.yaml)."""
+    from mlmm.io import read_yaml
+
+    return read_yaml(READINGS, "the readings of paper and code (readings.yaml)")
+
+
+def reading(key: str, value: Any) -> dict:
+    """``{"by": "paper" | <the code>, "note": ...}`` of ``value`` of record key ``key``."""
+    values = readings().get(key)
+    if values is None:
+        raise KeyError(f"{key}: no reading in {READINGS.name}")
+    for candidate, record in values.items():
+        if _same(candidate, value):
+            return record
+    raise KeyError(f"{key} = {value!r}: no reading in {READINGS.name}")
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal values of equal kinds (``True`` is not ``1``)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    return a == b
+
+
 def protocol_notes(record: dict) -> list[str]:
     """Which reading of Kádár's data protocol a variant ran, where the paper and the code that
     was run (mulisera master) disagree: the table notes say it beside the numbers, in the words
-    of the fidelity registry (``mlmm.fidelity.reading``), which docs/fidelity.md shows too."""
-    from mlmm.fidelity import reading
-
+    of ``reading`` (readings.yaml), which docs/fidelity.md shows beside the registry's sources."""
     notes = []
     subset, multi = record["image_subset"], len(languages(record)) > 1
     if subset["fraction"] < 1.0 and multi:
@@ -264,7 +296,7 @@ def protocol_notes(record: dict) -> list[str]:
 
 
 # Keys whose value other than the built-in default is a reading of an author's code; the note
-# names it (mlmm.fidelity registry), where the key acts on the record.
+# names it (readings.yaml), where the key acts on the record.
 READING_KEYS = {
     "tokens": lambda record: True,
     "count_words": lambda record: record["encoder"] == "shared" and len(languages(record)) > 1,
@@ -276,8 +308,6 @@ READING_KEYS = {
 
 
 def _reading_notes(record: dict) -> list[str]:
-    from mlmm.fidelity import reading
-
     notes = []
     for key, acts in READING_KEYS.items():
         value, default = record, DEFAULTS
@@ -292,8 +322,6 @@ def calixto_notes(record: dict) -> list[str]:
     """Which reading of Calixto & Liu 2017 a variant ran where the paper and the authors' code
     (iacercalixto/multilingual-multimodal-embedding) disagree: features, initialisation,
     dropout (docs/fidelity.md, "Calixto & Liu 2017, Tables 1-2")."""
-    from mlmm.fidelity import reading
-
     if not any(row.get("paper") == "calixto2017" for row in record["paper_rows"]):
         return []
     notes = []
@@ -322,8 +350,6 @@ def calixto_notes(record: dict) -> list[str]:
 
 def _ame_notes(record: dict) -> list[str]:
     """AME: where its paper and AME-CMR disagree on the RCSLS mapping, which reading ran."""
-    from mlmm.fidelity import reading
-
     alignment = record["alignment"]
     if record["word_embeddings"] != "ame":
         return []
