@@ -22,6 +22,7 @@ generated (``render``; ``python -m mlmm.fidelity``), so a changed value shows in
 from __future__ import annotations
 
 import copy
+import dataclasses
 import fnmatch
 import functools
 import importlib
@@ -132,10 +133,38 @@ def excluded() -> tuple[Pattern, ...]:
 
 
 # Protocol values that are constants of the code, not config keys: registered as ``code.<name>``
-# leaves beside the configuration's, read from (module, attribute).
+# leaves beside the configuration's, read from (module, attribute path); a dataclass is read as
+# its fields.
 CODE_CONSTANTS = {
+    "code.features.backbones": ("mlmm.features.backbones", "BACKBONES"),
     "code.nmt.bleu": ("mlmm.nmt.metrics", "BLEU_SETTINGS"),
+    "code.nmt.ter": ("mlmm.nmt.metrics", "TER_SETTINGS"),
+    "code.nmt.adadelta": ("mlmm.nmt.train", "ADADELTA"),
+    "code.nmt.clip": ("mlmm.nmt.train", "TrainConfig.clip"),
+    "code.nmt.length_limit": ("mlmm.nmt.search", "LENGTH_LIMIT"),
+    "code.nmt.mira.initial_weight": ("mlmm.rerank", "INITIAL_WEIGHT"),
+    "code.nmt.mira.shuffle": ("mlmm.rerank", "SHUFFLE"),
+    "code.pivot.mt.length_normalised": ("mlmm.pivot.mt", "LENGTH_NORMALISED"),
+    "code.pivot.models": ("mlmm.pivot", "MODELS"),
 }
+
+
+def code_constant(module: str, attribute: str) -> Any:
+    """The value of a code constant (``CODE_CONSTANTS``), dataclasses as dicts of their fields."""
+    value: Any = importlib.import_module(module)
+    for part in attribute.split("."):
+        value = getattr(value, part)
+
+    def plain(node: Any) -> Any:
+        if dataclasses.is_dataclass(node) and not isinstance(node, type):
+            return {f.name: plain(getattr(node, f.name)) for f in dataclasses.fields(node)}
+        if isinstance(node, dict):
+            return {k: plain(v) for k, v in node.items()}
+        if isinstance(node, tuple):
+            return [plain(v) for v in node]
+        return node
+
+    return plain(value)
 
 
 def protocol_leaves(config: dict) -> dict[str, Any]:
@@ -161,7 +190,7 @@ def protocol_leaves(config: dict) -> dict[str, Any]:
 
     walk(config, "")
     for name, (module, attribute) in CODE_CONSTANTS.items():
-        walk(copy.deepcopy(getattr(importlib.import_module(module), attribute)), name)
+        walk(copy.deepcopy(code_constant(module, attribute)), name)
     return out
 
 

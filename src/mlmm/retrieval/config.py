@@ -57,6 +57,9 @@ DEFAULTS: dict[str, Any] = {
     # image side
     "backbone": "efficientnet_lite0",
     "image_dropout": "features",  # dropout on the CNN features, or on their projection (Calixto)
+    # always: image embeddings l2-normalised in training and evaluation; evaluation: only the
+    # evaluation encoder normalises them (Kiros's VSE, model.py build_model vs build_image_encoder)
+    "image_norm": "always",
     # data set: multi30k (results/multi30k) or coco (MS-COCO Karpathy split, en/ja: results/coco)
     "dataset": "multi30k",
     # data: sources of (image, caption) pairs; captions_per_image null = all of them
@@ -143,6 +146,7 @@ CHOICES = {
     "similarity": ("cosine", "order"),
     "sentence_projection": ("per-encoder", "shared"),
     "image_dropout": ("features", "projection"),
+    "image_norm": ("always", "evaluation"),
     "select_by": ("rsum", "mean_rank"),
     "precision": ("fp32", "bf16"),
     "c2c_captions": ("shared", "redrawn"),
