@@ -258,3 +258,21 @@ def test_ter_is_computed_with_the_registered_settings():
     assert mt_metrics(["The Man"], ["the man"], "en")["TER"] == (
         0.0 if not TER_SETTINGS["case_sensitive"] else 100.0
     )
+
+
+def test_alignment_ratio_asks_only_words_with_vectors_and_divides_by_every_source_word():
+    """Row 'alignment ratio' (AME): AME-CMR model.py METRIC_SIMIL asks only the pairs whose both
+    words have a fastText vector, searches only such target words, and divides by every source
+    word of the (vocabulary-filtered) test lexicon; without ``known`` every word is asked."""
+    from mlmm.retrieval import align
+
+    src = torch.eye(4)
+    tgt = torch.tensor(
+        [[1.0, 0, 0, 0], [0, 1.0, 0, 0], [0, 0.9, 0.1, 0], [0, 0, 0, 1.0]]
+    )  # target 1 has no vector: unsearched, source 1 finds its translation 2 instead
+    gold = {0: {0}, 1: {2}, 2: {3}}  # source 2 has no vector: not asked, a miss
+    assert align.precision_at_1(src, tgt, gold, None) == pytest.approx(100 / 3)
+    known = align.precision_at_1(src, tgt, gold, None, known_src={0, 1}, known_tgt={0, 2, 3})
+    assert known == pytest.approx(200 / 3)
+    nothing_known = align.precision_at_1(src, tgt, gold, None, known_src=set(), known_tgt={0})
+    assert nothing_known == 0.0

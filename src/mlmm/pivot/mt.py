@@ -163,8 +163,8 @@ def translate_mic(
             raise InputError(path, f"{n} lines (one per image of {TEST_SPLIT})", f"{len(lines)}")
         outputs = []
         for line in tqdm(lines, desc=f"{path.name}", disable=not progress):
-            hypotheses = beam_search(translator.model, translator.src.encode(line.split()), beam)
-            best = best_translation(hypotheses, LENGTH_NORMALISED)[0]
+            beam_out = beam_search(translator.model, translator.src.encode(line.split()), beam)
+            best = best_translation(beam_out, LENGTH_NORMALISED)[0]
             outputs.append(" ".join(translator.tgt.decode(best)))
         write_text(translation_file(out, k), "".join(o + "\n" for o in outputs))
         hypotheses += outputs
