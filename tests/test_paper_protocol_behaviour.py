@@ -276,3 +276,34 @@ def test_alignment_ratio_asks_only_words_with_vectors_and_divides_by_every_sourc
     assert known == pytest.approx(200 / 3)
     nothing_known = align.precision_at_1(src, tgt, gold, None, known_src=set(), known_tgt={0})
     assert nothing_known == 0.0
+
+
+def test_the_trainer_asks_the_ratio_of_the_words_load_vectors_found(tmp_path):
+    """Row 'alignment ratio': the words ``load_vectors`` finds a vector for are the ones the
+    alignment directions ask and search (positions within each language's rows)."""
+    from types import SimpleNamespace
+
+    from mlmm.retrieval.align import write_vec
+    from mlmm.retrieval.config import DEFAULTS, merge_config
+    from mlmm.retrieval.word_embeddings import Alignment, load_vectors
+
+    words = ["<pad>", "<unk>", "en:dog", "en:cat", "en:man", "de:hund", "de:katze", "de:mann"]
+    vocab = SimpleNamespace(words=words, index={w: i for i, w in enumerate(words)})
+    vocabs = SimpleNamespace(vocabs={"shared": vocab})
+    model = SimpleNamespace(text={"shared": SimpleNamespace(embed=torch.nn.Embedding(8, 2))})
+    vector = np.ones(2, dtype=np.float32)
+    write_vec(tmp_path / "wiki.en.align.vec", {"dog": vector, "cat": vector})  # no "man"
+    write_vec(tmp_path / "wiki.de.align.vec", {"hund": vector, "mann": vector})  # no "katze"
+    record = merge_config(DEFAULTS, {"word_embeddings": "fme", "embed_dim": 2})
+    known = load_vectors(model, vocabs, ["en", "de"], record, tmp_path)
+    assert known == {"en": {"dog", "cat"}, "de": {"hund", "mann"}}
+    muse = tmp_path / "muse"
+    muse.mkdir()
+    (muse / "en-de.txt").write_text("dog hund\ncat katze\nman mann\n", encoding="utf-8")
+    record["alignment"] = {**record["alignment"], "sections": None, "train_fraction": 0.0}
+    alignment = Alignment.build(
+        model, vocabs, ["en", "de"], record, muse, torch.device("cpu"), known
+    )
+    direction = alignment.directions[0]
+    assert direction.known_src == {0, 1} and direction.known_tgt == {0, 2}  # dog, cat; hund, mann
+    assert set(direction.gold) == {0, 1, 2}  # every held-out source word counts
