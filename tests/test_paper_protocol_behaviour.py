@@ -307,3 +307,37 @@ def test_the_trainer_asks_the_ratio_of_the_words_load_vectors_found(tmp_path):
     direction = alignment.directions[0]
     assert direction.known_src == {0, 1} and direction.known_tgt == {0, 2}  # dog, cat; hund, mann
     assert set(direction.gold) == {0, 1, 2}  # every held-out source word counts
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        name
+        for name, _ in _distinct(
+            {n: r for n, r in paper_variants().items() if r["dropout"] > 0},
+            ("image_dropout", "dropout_position"),
+        ).values()
+    ],
+)
+def test_image_dropout_acts_where_each_record_places_it(name):
+    """Rows 'image dropout' (Calixto) and 'dropout': with ``image_dropout: projection`` (or the
+    code's ``after_norm``) the mask falls on the joint-space image vector, so training zeroes
+    whole coordinates of it; on ``features`` it falls on the CNN features before the layer,
+    and the projected vector keeps every coordinate. Small sizes: the placement is tested."""
+    small = {"embed_dim": 8, "hidden": 8, "joint": 64}
+    record = {**paper_variants()[name], **small}
+    model = build_model(record, 32, _vocabularies(record))
+    model.train()
+    torch.manual_seed(0)
+    embedded = model.embed_images(torch.rand(16, 32) + 0.5)
+    zeroed = bool((embedded == 0).any())
+    on_projection = record["image_dropout"] == "projection" or (
+        record["dropout_position"] == "after_norm"
+    )
+    assert zeroed == on_projection, (name, record["image_dropout"], record["dropout_position"])
+    other = {"features": "projection", "projection": "features"}[record["image_dropout"]]
+    contrast = {**record, "image_dropout": other, "dropout_position": "before_norm"}
+    moved = build_model(contrast, 32, _vocabularies(contrast)).train()
+    assert bool((moved.embed_images(torch.rand(16, 32) + 0.5) == 0).any()) == (
+        other == "projection"
+    )
