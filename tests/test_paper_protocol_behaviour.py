@@ -341,3 +341,26 @@ def test_image_dropout_acts_where_each_record_places_it(name):
     assert bool((moved.embed_images(torch.rand(16, 32) + 0.5) == 0).any()) == (
         other == "projection"
     )
+
+
+@pytest.mark.parametrize(
+    "patience",
+    sorted(
+        {r["early_stopping"]["patience"] for r in paper_variants().values()},
+        key=lambda p: (p is None, p or 0),
+    ),
+)
+def test_early_stopping_waits_the_configured_patience(patience):
+    """Rows 'stopping' (every paper): the trainer's Selector, built with the record's
+    ``early_stopping.patience``, stops after exactly that many validations without a new best
+    and keeps the best point; ``null`` never stops early."""
+    from mlmm.retrieval.selection import Selector
+
+    value = patience
+    selector = Selector(value)
+    assert selector.update((5.0,), step=100)
+    for k in range(1, (value or 50) + 1):
+        assert not selector.exhausted
+        assert not selector.update((5.0 - k,), step=100 + k)
+    assert selector.exhausted == (value is not None)
+    assert (selector.score, selector.step) == ((5.0,), 100)
