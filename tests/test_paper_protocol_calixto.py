@@ -65,25 +65,6 @@ def test_features_are_vgg19_fc7_with_vgg19_bn_a_backbone_to_choose():
     assert BACKBONES["vgg19_bn"].torchvision_arch == "vgg19_bn"
 
 
-def test_mlmme_sizes():
-    """Row 'sizes': Section 4, 620-d words, 1024-d GRU per language, 2048-d multimodal space."""
-    for name, record in _mlmme().items():
-        got = (record["embed_dim"], record["hidden"], record["joint"], record["encoder"])
-        assert got == (620, 1024, 2048, "per-language"), name
-
-
-def test_sentence_projection_is_shared():
-    """Row 'sentence projection': model_multilingual.py one ff_sentence_mm for every language."""
-    for name, record in _mlmme().items():
-        assert record["sentence_projection"] == "shared", name
-
-
-def test_image_dropout_after_the_image_layer():
-    """Row 'image dropout': dropout on the image mapped into the multimodal space."""
-    for name, record in _mlmme().items():
-        assert record["image_dropout"] == "projection", name
-
-
 def test_dropout_is_the_papers():
     """Row 'dropout': Section 4, 0.5 on the text and image representations (the paper); the
     code's after-normalisation, variational, recurrent and word dropout are keys left off."""

@@ -117,10 +117,10 @@ def test_stopping_patience_and_validation_interval():
 
 
 def test_model_loss_and_optimiser_sizes():
-    """Rows 'sizes', 'loss', 'optimiser', 'batching'."""
+    """Rows 'loss', 'optimiser', 'batching' (the sizes: the behaviour test that builds each
+    record's model, tests/test_paper_protocol_behaviour.py)."""
     for name, record in paper_variants("kadar").items():
-        got = (record["embed_dim"], record["hidden"], record["joint"], record["loss"])
-        assert got == (300, 1024, 1024, "max"), name
+        assert record["loss"] == "max", name
         assert (record["margin"], record["grad_clip"]) == (0.2, 2.0), name
         assert (record["batching"], record["c2c_probability"]) == ("switch", 0.5), name
         assert record["encoder"] == "shared" and record["backbone"] == "resnet50", name

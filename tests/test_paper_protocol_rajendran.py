@@ -235,7 +235,7 @@ def test_table5_corrnet_mt_is_an_x_to_en_nmt_on_z2_with_the_one_recipe():
         assert record["max_length"] == record["train"]["max_length"] == 100
     assert config["pivot"]["ted"] == "ted"  # Z2 = the TED stage's ted-cldc corpus
     row = _fidelity_row("Rajendran et al. 2016, Table 5", "CorrNet + MT rows")
-    for fact in ("footnote 4", "Moses", "`pivot.mt.beam: 12`", "`pivot.mt.max_length: 100`",
+    for fact in ("footnote 4", "Moses", "`-k 12 -n -p 1`", "`pivot.mt.max_length: 100`",
                  "fr->en and de->en", "NMT; the paper used Moses"):  # fmt: skip
         assert fact in row, fact
     assert "names no MT system" not in row and "not regenerated" not in row

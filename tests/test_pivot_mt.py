@@ -13,7 +13,7 @@ from test_pivot import PAPER_TABLES, _fake_run, make_world  # tests/ on sys.path
 from mlmm.cli import main
 from mlmm.errors import InputError
 from mlmm.nmt.model import Sizes
-from mlmm.nmt.search import beam_search
+from mlmm.nmt.search import beam_search, best_translation
 from mlmm.nmt.train import TrainConfig, train
 from mlmm.outcomes import read_outcomes
 from mlmm.pivot import nmt_records
@@ -148,9 +148,10 @@ def test_table5_corrnet_mt_translations_mirror_the_mic_caption_files(
         lines = translation_file(tmp_path, k).read_text(encoding="utf-8").split("\n")[:-1]
         assert translation_file(tmp_path, k).name == f"mic.lc.norm.tok.{k}.en"
         assert len(lines) == 20
-        for i in (0, 19):  # line i = image i, the 1-best of the beam
-            best = beam_search(translator.model, translator.src.encode(source[i].split()), 2)
-            assert lines[i] == " ".join(translator.tgt.decode(best[0][0]))
+        for i in (0, 19):  # line i = image i, the length-normalised 1-best (translate.sh -n)
+            beam = beam_search(translator.model, translator.src.encode(source[i].split()), 2)
+            best = best_translation(beam, normalise=True)[0]
+            assert lines[i] == " ".join(translator.tgt.decode(best))
     flat = read_translations(tmp_path, 20)  # image-major: caption c of image c // 5
     assert flat[5 * 3 + 2] == translation_file(tmp_path, 3).read_text().split("\n")[3].split()
     with pytest.raises(InputError, match="an NMT model de -> en"):

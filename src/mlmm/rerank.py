@@ -275,6 +275,12 @@ def _compiled_epoch(
                              background, c, decay)  # fmt: skip
 
 
+# kbmira's start and order: every weight starts at 0 (no --dense-init file), the sentences are
+# reshuffled every epoch (kbmira without --no-shuffle).
+INITIAL_WEIGHT = 0.0
+SHUFFLE = True
+
+
 def mira(
     features: Sequence[np.ndarray],
     stats: Sequence[np.ndarray],
@@ -284,7 +290,7 @@ def mira(
     seed: int = 1,
     initial: np.ndarray | None = None,
     where: str | Path = "the n-best lists",
-    shuffle: bool = True,
+    shuffle: bool = SHUFFLE,
 ) -> MiraResult:
     """Tune linear weights on n-best lists (features k_i x d, BLEU statistics k_i x 9 each).
 
@@ -303,7 +309,10 @@ def mira(
             "nothing to tune otherwise)", f"one feature vector per list in all {len(features)}",
         )  # fmt: skip
     d = data.features.shape[2]
-    w = np.zeros(d) if initial is None else np.asarray(initial, dtype=np.float64).copy()
+    if initial is None:
+        w = np.full(d, INITIAL_WEIGHT)
+    else:
+        w = np.asarray(initial, dtype=np.float64).copy()
     totals, updates = w.copy(), 0
     rng = np.random.default_rng(seed)
     result = MiraResult(w.copy(), -math.inf, 0, data.corpus_bleu(w))

@@ -1,5 +1,6 @@
-"""``python -m mlmm.fidelity [--check]``: write docs/fidelity.md from the registry, or (--check)
-exit 1 naming each registry problem and whether the page differs from what the registry gives."""
+"""``python -m mlmm.fidelity [--check]``: write docs/fidelity.md from the registry and the values of
+the resolved paper configuration, or (--check) exit 1 naming each registry problem and whether the
+page differs from what they give."""
 
 from __future__ import annotations
 
@@ -22,7 +23,10 @@ def main(argv: list[str] | None = None) -> int:
     target = args.repo / "docs" / "fidelity.md"
     if args.check:
         if target.read_text(encoding="utf-8") != page:
-            problems.append(f"{target}: differs from the registry (python -m mlmm.fidelity)")
+            problems.append(
+                f"{target}: differs from the registry and config/paper.yaml "
+                "(python -m mlmm.fidelity)"
+            )
         for line in problems:
             print(line, file=sys.stderr)
         return 1 if problems else 0

@@ -28,6 +28,15 @@ from mlmm.io import write_text
 # it and move BLEU), unsmoothed corpus BLEU. A protocol value: the fidelity registry pins it
 # (code.nmt.bleu).
 BLEU_SETTINGS = {"tokenize": "none", "smooth_method": "none"}
+# TER (Snover et al. 2006, Calixto & Liu Table 3): sacrebleu's tercom settings, spelled out so
+# that the registry holds them (code.nmt.ter): shifts on, no normalisation or punctuation
+# removal, case-insensitive (the Multi30K text is lowercased already).
+TER_SETTINGS = {
+    "normalized": False,
+    "no_punct": False,
+    "asian_support": False,
+    "case_sensitive": False,
+}
 
 
 def resolve_meteor_jar(setting: str | None) -> tuple[Path | None, str]:
@@ -94,7 +103,7 @@ def mt_metrics(
     bleu = BLEU(**BLEU_SETTINGS, force=True)  # force: the text is tokenised
     scores = {
         "BLEU": bleu.corpus_score(hyps, refs).score,
-        "TER": sacrebleu.corpus_ter(hyps, refs).score,
+        "TER": sacrebleu.corpus_ter(hyps, refs, **TER_SETTINGS).score,
         "chrF": sacrebleu.corpus_chrf(hyps, refs).score,
     }
     if meteor_jar is not None:
@@ -112,8 +121,10 @@ def _sacrebleu_metric(name: str):
     from sacrebleu.metrics import BLEU, CHRF, TER
 
     if name == "BLEU":
-        return BLEU(tokenize="none", smooth_method="none", force=True)  # as mt_metrics
-    return {"TER": TER, "chrF": CHRF}[name]()
+        return BLEU(**BLEU_SETTINGS, force=True)  # as mt_metrics
+    if name == "TER":
+        return TER(**TER_SETTINGS)
+    return CHRF()
 
 
 def sentence_statistics(hypotheses: Sequence[str], references: Sequence[str]) -> dict:

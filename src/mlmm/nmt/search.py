@@ -22,8 +22,27 @@ def pad_batch(sequences: Sequence[list[int]]) -> tuple[torch.Tensor, torch.Tenso
     return out, lengths
 
 
+# Decoding stops at 2 * source length + 10 target tokens (greedy and beam search alike).
+# Nematus translate.py stops at maxlen=200 whatever the source; on Multi30K (captions of at most
+# ~40 tokens) neither limit is reached by a finished hypothesis of a trained model.
+LENGTH_LIMIT = {"times_source": 2, "plus": 10}
+
+
 def max_length(source_length: int) -> int:
-    return 2 * source_length + 10
+    return LENGTH_LIMIT["times_source"] * source_length + LENGTH_LIMIT["plus"]
+
+
+def best_translation(
+    hypotheses: Sequence[tuple[list[int], float]], normalise: bool
+) -> tuple[list[int], float]:
+    """The 1-best of ``beam_search``'s hypotheses: the highest log p(Y|X), or with ``normalise``
+    the highest log p(Y|X) / (tokens + 1), as Nematus translate.py -n (its samples end in EOS,
+    which ``len(s)`` counts; on ties the first, as numpy.argmin)."""
+    if not hypotheses:
+        raise ValueError("no hypothesis to choose from")
+    if not normalise:
+        return hypotheses[0]
+    return max(hypotheses, key=lambda h: h[1] / (len(h[0]) + 1))
 
 
 def _forbid(logp: torch.Tensor) -> torch.Tensor:

@@ -41,13 +41,17 @@ class TrainConfig:
     max_length: int | None = None
 
 
+# Nematus optimizers.adadelta: running averages 0.95, eps 1e-6, no learning rate (torch's at 1).
+ADADELTA = {"lr": 1.0, "rho": 0.95, "eps": 1e-6}
+
+
 def make_optimiser(params, config: TrainConfig) -> torch.optim.Optimizer:
     """Adam at ``learning_rate``, or Nematus's Adadelta (its update is -sqrt(ru2 + 1e-6) /
     sqrt(rg2 + 1e-6) * g with 0.95 running averages: torch's Adadelta at lr 1)."""
     if config.optimizer == "adam":
         return torch.optim.Adam(params, lr=config.learning_rate)
     if config.optimizer == "adadelta":
-        return torch.optim.Adadelta(params, lr=1.0, rho=0.95, eps=1e-6)
+        return torch.optim.Adadelta(params, **ADADELTA)
     raise ValueError(f"unknown optimizer {config.optimizer!r}")
 
 

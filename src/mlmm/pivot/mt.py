@@ -8,7 +8,8 @@ NMT (mlmm.nmt, `mlmm train-nmt`) instead, X -> English on the sentences of the Z
    per line and both sides of a talk share the file name). NMT validation = the talks the
    pivot stage holds out of Z2 for choosing lambda (`mlmm.pivot.data.held_out`, same seed), so
    no talk the bridge models are validated on trains the MT system.
-2. `translate_mic`: the MIC captions in X, file by file, to English (beam search, 1-best), in
+2. `translate_mic`: the MIC captions in X, file by file, to English (beam search, the
+   length-normalised 1-best as wmt16-scripts' translate.sh -n), in
    the layout of the captions they translate: `OUT/mic.lc.norm.tok.<k>.en`, line i = image i.
 3. `evaluate_translations`: the En-Image CorrNet of a `pivot-train --model direct` run (its
    model.pt and inputs.npz) ranks the MIC images against the translated captions. The run's
@@ -37,6 +38,10 @@ from mlmm.pivot import IMAGE, LANGUAGES, PIVOT
 from mlmm.pivot.data import CAPTIONS_PER_IMAGE, TEST_SPLIT, held_out, read_features, standardise
 from mlmm.pivot.evaluate import ranks, recalls_of_ranks
 from mlmm.ted.corpus import _id_key, read_sentences
+
+# The 1-best of each beam: log p(Y|X) divided by the length (EOS counted), as wmt16-scripts'
+# sample/translate.sh runs Nematus (`-k 12 -n`: beam 12, length normalisation).
+LENGTH_NORMALISED = True
 
 # Files of a `pivot-train --model direct` run that this stage reads back.
 DIRECT_MODEL, DIRECT_INPUTS = "model.pt", "inputs.npz"
@@ -140,7 +145,7 @@ def translate_mic(
     from tqdm import tqdm
 
     from mlmm.nmt.model import load_translator
-    from mlmm.nmt.search import beam_search
+    from mlmm.nmt.search import beam_search, best_translation
     from mlmm.nmt.train import bleu
 
     translator = load_translator(model)
@@ -158,13 +163,17 @@ def translate_mic(
             raise InputError(path, f"{n} lines (one per image of {TEST_SPLIT})", f"{len(lines)}")
         outputs = []
         for line in tqdm(lines, desc=f"{path.name}", disable=not progress):
-            best = beam_search(translator.model, translator.src.encode(line.split()), beam)[0][0]
+            beam_out = beam_search(translator.model, translator.src.encode(line.split()), beam)
+            best = best_translation(beam_out, LENGTH_NORMALISED)[0]
             outputs.append(" ".join(translator.tgt.decode(best)))
         write_text(translation_file(out, k), "".join(o + "\n" for o in outputs))
         hypotheses += outputs
         english = mic_caption_file(coco_root, k, PIVOT)
         references += read_lines(english) if english.is_file() else []
-    stats = {"language": language, "sentences": len(hypotheses), "beam": beam}
+    stats = {
+        "language": language, "sentences": len(hypotheses), "beam": beam,
+        "length_normalised": LENGTH_NORMALISED,
+    }
     if len(references) == len(hypotheses):
         stats["bleu_against_english_mic"] = bleu(hypotheses, references)
     return stats

@@ -178,11 +178,13 @@ def mt_note(runs: list[dict]) -> str:
     )
     beams = sorted({stats["beam"] for stats in translations.values() if "beam" in stats})
     directions = " and ".join(f"{lang.capitalize()}->En" for lang in sorted(translations))
+    normalised = all(stats.get("length_normalised") for stats in translations.values())
+    best = "length-normalised 1-best (translate.sh -n)" if normalised else "1-best"
     return (
         f"{paper} Ours uses the project's attention NMT (mlmm.nmt with nmt's recipe, config "
         f"pivot.mt) instead of Moses, trained {directions} on the sentence pairs of the Z2 train "
         "talks, validated on the talks held out of Z2, beam search "
-        f"({', '.join(map(str, beams)) or '?'}) 1-best; the En-Image CorrNet (the network and "
+        f"({', '.join(map(str, beams)) or '?'}) {best}; the En-Image CorrNet (the network and "
         "lambda of the En-Image CorrNet row) ranks the translations. BLEU of the translations "
         f"against the English MIC captions: {bleu or 'not computed'}."
     )

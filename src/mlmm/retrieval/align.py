@@ -94,18 +94,40 @@ def _unit(x: torch.Tensor) -> torch.Tensor:
 
 
 def precision_at_1(
-    src: torch.Tensor, tgt: torch.Tensor, gold: dict[int, set[int]], mapping: torch.Tensor | None
+    src: torch.Tensor,
+    tgt: torch.Tensor,
+    gold: dict[int, set[int]],
+    mapping: torch.Tensor | None,
+    known_src: set[int] | None = None,
+    known_tgt: set[int] | None = None,
 ) -> float:
     """Percentage of held-out source words whose nearest target word (cosine) is a translation.
 
-    ``gold`` maps a source row to its target rows; ``mapping`` (W) maps source onto target.
+    ``gold`` maps a source row to its target rows (the pairs whose both words are in the
+    vocabularies); ``mapping`` (W) maps source onto target. ``known_src`` / ``known_tgt``: the
+    rows of words that have a pre-trained vector, as AME-CMR measures it (model.py at 2463a85,
+    ``METRIC_SIMIL`` with ``load_lexicon`` and ``compute_nn_accuracy``): only pairs whose both
+    words are known are asked, only known target words are searched, and the count of right
+    answers is divided by every source word of ``gold`` (``load_lexicon``'s ``len(vocab)``, on
+    the lexicon ``adjust_lexicons.py`` filtered to the data set's words), so a source word
+    without a vector counts as a miss. Without them every row is asked and searched.
     """
     if not gold:
         return float("nan")
-    rows = sorted(gold)
+    searched = list(range(len(tgt))) if known_tgt is None else sorted(known_tgt)
+    allowed = set(searched)
+    asked = {
+        r: targets & allowed
+        for r, targets in gold.items()
+        if known_src is None or r in known_src
+    }
+    rows = sorted(r for r, targets in asked.items() if targets)
+    if not rows or not searched:
+        return 0.0
     query = src[rows] if mapping is None else src[rows] @ mapping.t()
-    nearest = (_unit(query) @ _unit(tgt).t()).argmax(dim=1).tolist()
-    return 100.0 * float(np.mean([n in gold[r] for r, n in zip(rows, nearest, strict=True)]))
+    best = (_unit(query) @ _unit(tgt[searched]).t()).argmax(dim=1).tolist()
+    right = sum(searched[b] in asked[r] for r, b in zip(rows, best, strict=True))
+    return 100.0 * right / len(gold)
 
 
 def rcsls_loss(

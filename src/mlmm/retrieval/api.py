@@ -32,6 +32,7 @@ def build_model(record: dict, feature_dim: int, vocabs: Vocabularies) -> JointEm
         word_dropout=record.get("word_dropout", 0.0),
         recurrent_dropout=record.get("recurrent_dropout", 0.0),
         use_abs=record.get("use_abs", True),
+        image_norm=record.get("image_norm", "always"),
     )
 
 

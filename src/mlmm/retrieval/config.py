@@ -9,6 +9,8 @@ are merged key by key; lists (``train_data``, ``paper_rows``) replace.
 from __future__ import annotations
 
 import copy
+import functools
+from pathlib import Path
 from typing import Any
 
 from mlmm.errors import InputError
@@ -55,6 +57,9 @@ DEFAULTS: dict[str, Any] = {
     # image side
     "backbone": "efficientnet_lite0",
     "image_dropout": "features",  # dropout on the CNN features, or on their projection (Calixto)
+    # always: image embeddings l2-normalised in training and evaluation; evaluation: only the
+    # evaluation encoder normalises them (Kiros's VSE, model.py build_model vs build_image_encoder)
+    "image_norm": "always",
     # data set: multi30k (results/multi30k) or coco (MS-COCO Karpathy split, en/ja: results/coco)
     "dataset": "multi30k",
     # data: sources of (image, caption) pairs; captions_per_image null = all of them
@@ -141,6 +146,7 @@ CHOICES = {
     "similarity": ("cosine", "order"),
     "sentence_projection": ("per-encoder", "shared"),
     "image_dropout": ("features", "projection"),
+    "image_norm": ("always", "evaluation"),
     "select_by": ("rsum", "mean_rank"),
     "precision": ("fp32", "bf16"),
     "c2c_captions": ("shared", "redrawn"),
@@ -240,12 +246,42 @@ def languages(record: dict) -> list[str]:
     return out
 
 
+# A data file of the fidelity registry's directory, read without importing that package (the
+# registry reads this module to resolve the records it checks).
+READINGS = Path(__file__).resolve().parents[1] / "fidelity" / "readings.yaml"
+
+
+@functools.lru_cache(maxsize=1)
+def readings() -> dict[str, dict]:
+    """Per key, per value: whose reading it is (``by``: paper or the authors' code) and the
+    ``note`` the tables print when a run used it (src/mlmm/fidelity/readings.yaml)."""
+    from mlmm.io import read_yaml
+
+    return read_yaml(READINGS, "the readings of paper and code (readings.yaml)")
+
+
+def reading(key: str, value: Any) -> dict:
+    """``{"by": "paper" | <the code>, "note": ...}`` of ``value`` of record key ``key``."""
+    values = readings().get(key)
+    if values is None:
+        raise KeyError(f"{key}: no reading in {READINGS.name}")
+    for candidate, record in values.items():
+        if _same(candidate, value):
+            return record
+    raise KeyError(f"{key} = {value!r}: no reading in {READINGS.name}")
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal values of equal kinds (``True`` is not ``1``)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    return a == b
+
+
 def protocol_notes(record: dict) -> list[str]:
     """Which reading of Kádár's data protocol a variant ran, where the paper and the code that
     was run (mulisera master) disagree: the table notes say it beside the numbers, in the words
-    of the fidelity registry (``mlmm.fidelity.reading``), which docs/fidelity.md shows too."""
-    from mlmm.fidelity import reading
-
+    of ``reading`` (readings.yaml), which docs/fidelity.md shows beside the registry's sources."""
     notes = []
     subset, multi = record["image_subset"], len(languages(record)) > 1
     if subset["fraction"] < 1.0 and multi:
@@ -264,7 +300,7 @@ def protocol_notes(record: dict) -> list[str]:
 
 
 # Keys whose value other than the built-in default is a reading of an author's code; the note
-# names it (mlmm.fidelity registry), where the key acts on the record.
+# names it (readings.yaml), where the key acts on the record.
 READING_KEYS = {
     "tokens": lambda record: True,
     "count_words": lambda record: record["encoder"] == "shared" and len(languages(record)) > 1,
@@ -276,8 +312,6 @@ READING_KEYS = {
 
 
 def _reading_notes(record: dict) -> list[str]:
-    from mlmm.fidelity import reading
-
     notes = []
     for key, acts in READING_KEYS.items():
         value, default = record, DEFAULTS
@@ -292,8 +326,6 @@ def calixto_notes(record: dict) -> list[str]:
     """Which reading of Calixto & Liu 2017 a variant ran where the paper and the authors' code
     (iacercalixto/multilingual-multimodal-embedding) disagree: features, initialisation,
     dropout (docs/fidelity.md, "Calixto & Liu 2017, Tables 1-2")."""
-    from mlmm.fidelity import reading
-
     if not any(row.get("paper") == "calixto2017" for row in record["paper_rows"]):
         return []
     notes = []
@@ -322,8 +354,6 @@ def calixto_notes(record: dict) -> list[str]:
 
 def _ame_notes(record: dict) -> list[str]:
     """AME: where its paper and AME-CMR disagree on the RCSLS mapping, which reading ran."""
-    from mlmm.fidelity import reading
-
     alignment = record["alignment"]
     if record["word_embeddings"] != "ame":
         return []

@@ -209,8 +209,12 @@ class JointEmbedding(nn.Module):
         word_dropout: float = 0.0,
         recurrent_dropout: float = 0.0,
         use_abs: bool = True,
+        image_norm: str = "always",
     ) -> None:
         super().__init__()
+        if image_norm not in ("always", "evaluation"):
+            raise ValueError(f"unknown image_norm {image_norm!r}")
+        self.image_norm = image_norm
         if similarity not in SIMILARITIES:
             raise ValueError(f"unknown similarity {similarity!r}")
         if init not in INITS:
@@ -258,10 +262,16 @@ class JointEmbedding(nn.Module):
 
     def embed_images(self, features: torch.Tensor) -> torch.Tensor:
         if self.dropout_position == "after_norm":  # the code drops only the normalised image
-            return self._finish(self.image(features))
-        if self.dropout_after_projection:
-            return self._finish(self.image_dropout(self.image(features)))
-        return self._finish(self.image(self.image_dropout(features)))
+            projected = self.image(features)
+        elif self.dropout_after_projection:
+            projected = self.image_dropout(self.image(features))
+        else:
+            projected = self.image(self.image_dropout(features))
+        if self.training and self.image_norm == "evaluation":
+            # Kiros's VSE (model.py build_model): the training loss scores the linear image
+            # projection as it is; only build_image_encoder (evaluation) l2-normalises it
+            return projected.float()
+        return self._finish(projected)
 
     def embed_text(self, encoder: str, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         return self._finish(self.text[encoder](tokens, lengths))

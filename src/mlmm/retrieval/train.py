@@ -99,10 +99,11 @@ class Run:
         )
         self.features = torch.from_numpy(train_features).to(self.device)
         self.model = build_model(record, self.features.shape[1], self.vocabs).to(self.device)
+        known = None  # the words with a pre-trained vector, per language
         if record["word_embeddings"] != "random":
-            load_vectors(self.model, self.vocabs, self.langs, record, paths.vectors)
+            known = load_vectors(self.model, self.vocabs, self.langs, record, paths.vectors)
         self.alignment = Alignment.build(
-            self.model, self.vocabs, self.langs, record, paths.muse, self.device
+            self.model, self.vocabs, self.langs, record, paths.muse, self.device, known
         )
         self.streams = TrainingStreams(
             sets.c2i, self.vocabs, record, seed, self.device, paths.data_root, sets.c2c

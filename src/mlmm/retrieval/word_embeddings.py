@@ -29,14 +29,16 @@ MIN_VECTOR_COVERAGE = 0.5
 
 def load_vectors(
     model: JointEmbedding, vocabs: Vocabularies, langs: list[str], record: dict, vectors: Path
-) -> None:
+) -> dict[str, set[str]]:
     """Copy ``wiki.<lang>.align.vec`` rows into the shared embedding (frozen for fme). The rows
     of words without a vector keep the model's uniform(-0.1, 0.1), or with ``unknown_word_init:
-    normal`` are drawn from N(0, 0.05) as AME-CMR vocab.py (8263f53) ``add_word`` does."""
+    normal`` are drawn from N(0, 0.05) as AME-CMR vocab.py (8263f53) ``add_word`` does.
+    Returns the words of each language that have a vector (the alignment ratio asks those)."""
     if vectors is None:
         raise InputError("train-retrieval", "--vectors DIR for pre-trained word embeddings", "none")
     vocab = vocabs.vocabs["shared"]
     weight = model.text["shared"].embed.weight
+    known: dict[str, set[str]] = {}
     if record["unknown_word_init"] == "normal":  # AME-CMR vocab.py: words without a vector
         with torch.no_grad():
             weight.normal_(0.0, 0.05)
@@ -49,6 +51,7 @@ def load_vectors(
                 path, f"vectors for at least {MIN_VECTOR_COVERAGE:.0%} of the {len(words)} "
                 f"{lang} training words", f"{len(found)} ({len(found) / len(words):.0%})",
             )  # fmt: skip
+        known[lang] = set(found)
         for word, vec in found.items():
             if vec.shape[0] != record["embed_dim"]:
                 raise InputError(
@@ -58,6 +61,7 @@ def load_vectors(
                 weight[vocab.index[f"{lang}:{word}"]] = torch.from_numpy(vec)
     if record["word_embeddings"] == "fme":
         weight.requires_grad_(False)
+    return known
 
 
 class Direction:
@@ -71,8 +75,12 @@ class Direction:
         train: torch.Tensor,
         gold: dict[int, set[int]],
         device: torch.device,
+        known_src: set[int] | None = None,
+        known_tgt: set[int] | None = None,
     ) -> None:
         self.pair, self.gold = pair, gold
+        # the src / tgt positions of words with a pre-trained vector (None: every word)
+        self.known_src, self.known_tgt = known_src, known_tgt
         self.src, self.tgt, self.train = src.to(device), tgt.to(device), train.to(device)
         self.mapping: torch.Tensor | None = None
         self.previous: float | None = None  # RCSLS loss of the last update that did not rise
@@ -123,8 +131,11 @@ class Alignment:
         record: dict,
         muse: Path | None,
         device: torch.device,
+        known: dict[str, set[str]] | None = None,
     ) -> Alignment | None:
-        """None unless the variant has English and another language, FME/AME and MUSE."""
+        """None unless the variant has English and another language, FME/AME and MUSE.
+        ``known``: per language the words with a pre-trained vector (``load_vectors``), which
+        the ratio asks and searches as AME-CMR does; None asks and searches every word."""
         others = [lang for lang in langs if lang != "en"]
         if record["word_embeddings"] not in ("fme", "ame") or "en" not in langs or not others:
             return None
@@ -137,13 +148,13 @@ class Alignment:
             for lang in ("en", target)
         }
         two = record["word_embeddings"] == "ame" and record["alignment"]["mappings"] == "two"
-        directions = [cls._direction(rows, "en", target, muse, record, device, reverse=False)]
+        directions = [cls._direction(rows, "en", target, muse, record, device, False, known)]
         if two:
-            directions.append(cls._direction(rows, target, "en", muse, record, device, True))
+            directions.append(cls._direction(rows, target, "en", muse, record, device, True, known))
         return cls(model, directions, record, device)
 
     @staticmethod
-    def _direction(rows, source, target, muse, record, device, reverse) -> Direction:
+    def _direction(rows, source, target, muse, record, device, reverse, known) -> Direction:
         other = target if source == "en" else source
         train, held_out = align.alignment_lexicons(muse, other, record["alignment"], reverse)
         src_pos = {w: k for k, w in enumerate(rows[source])}
@@ -160,6 +171,8 @@ class Alignment:
             torch.tensor(train_pairs[: record["alignment"]["max_pairs"]]).view(-1, 2),
             gold,
             device,
+            None if known is None else {src_pos[w] for w in known[source] if w in src_pos},
+            None if known is None else {tgt_pos[w] for w in known[target] if w in tgt_pos},
         )
 
     def weight(self) -> torch.Tensor:
@@ -180,6 +193,8 @@ class Alignment:
             targets,
             first.gold,
             None if first.mapping is None else first.mapping.detach(),
+            first.known_src,
+            first.known_tgt,
         )
 
     def loss(self) -> torch.Tensor | None:

@@ -1,0 +1,366 @@
+"""The paper configuration's protocol values, checked by what the code does with them.
+
+Each test reads its values from the resolved paper configuration (``tests/paper_config.py``) or
+from the code constant the fidelity registry names (``code.*`` leaves), and shows the mechanism
+honouring them: the model a record builds has the record's sizes, the vocabulary applies the
+record's count threshold and boundary tokens, MIRA clips its step at C and decays its background,
+the beam returns the configured number of hypotheses and stops at the length limit. No value is
+restated here: a value changed in config/paper.yaml is what these tests exercise.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from paper_config import paper_config, paper_variants  # tests/ on sys.path
+
+from mlmm.data.vocab import UNK
+from mlmm.retrieval.api import build_model
+from mlmm.retrieval.config import languages
+from mlmm.retrieval.data import END, START, Vocabularies
+
+
+def _distinct(records: dict[str, dict], keys: tuple[str, ...]) -> dict[tuple, tuple[str, dict]]:
+    """One (name, record) per distinct combination of ``keys`` (the tests build each once)."""
+    out: dict[tuple, tuple[str, dict]] = {}
+    for name, record in records.items():
+        combination = tuple(repr(record[k]) for k in keys) + (repr(languages(record)),)
+        out.setdefault(combination, (name, record))
+    return out
+
+
+SIZE_KEYS = ("encoder", "word_embeddings", "embed_dim", "hidden", "joint", "sentence_projection")
+
+
+def _vocabularies(record: dict) -> Vocabularies:
+    captions = {lang: [[["a", "man", "rides"]]] * 2 for lang in languages(record)}
+    return Vocabularies.build(captions, {**record, "min_count": 1})
+
+
+@pytest.mark.parametrize(
+    "name", [name for name, _ in _distinct(paper_variants(), SIZE_KEYS).values()]
+)
+def test_each_paper_record_builds_the_model_of_its_sizes(name):
+    """Rows 'sizes' (every paper): word embeddings ``embed_dim``, GRU ``hidden``, joint space
+    ``joint``, one encoder per language or one shared, one sentence projection or one each."""
+    record = paper_variants()[name]
+    vocabs = _vocabularies(record)
+    model = build_model(record, 7, vocabs)
+    assert (model.image.in_features, model.image.out_features) == (7, record["joint"])
+    expected = set(languages(record)) if record["encoder"] == "per-language" else {"shared"}
+    assert set(model.text) == expected
+    for encoder in model.text.values():
+        assert encoder.embed.embedding_dim == record["embed_dim"]
+        assert (encoder.gru.input_size, encoder.gru.hidden_size) == (
+            record["embed_dim"],
+            record["hidden"],
+        )
+        tokens, lengths = torch.tensor([[2, 3, 4]]), torch.tensor([3])
+        assert encoder(tokens, lengths).shape == (1, record["joint"])
+    projections = {id(encoder.proj) for encoder in model.text.values()}
+    shared = record["sentence_projection"] == "shared" or len(model.text) == 1
+    assert len(projections) == (1 if shared else len(model.text))
+
+
+IMAGE_KEYS = ("image_norm", "image_dropout", "dropout_position", "similarity")
+
+
+@pytest.mark.parametrize(
+    "name", [name for name, _ in _distinct(paper_variants(), IMAGE_KEYS).values()]
+)
+def test_image_norm_of_each_record_acts_in_training_only_where_it_says(name):
+    """Row 'VSE baseline': Kiros's VSE scores the unnormalised image projection in training
+    (``image_norm: evaluation``), the evaluation encoder the normalised one; every other record
+    normalises in both (MLMME: model_multilingual.py). Small sizes: the norm is what is tested."""
+    small = {"embed_dim": 8, "hidden": 8, "joint": 6, "dropout": 0.0, "use_abs": False}
+    record = {**paper_variants()[name], **small}
+    model = build_model(record, 5, _vocabularies(record))
+    features = torch.randn(4, 5) * 10
+    model.train()
+    trained = model.embed_images(features).norm(dim=1)
+    model.eval()
+    evaluated = model.embed_images(features).norm(dim=1)
+    torch.testing.assert_close(evaluated, torch.ones(4))
+    unit = torch.allclose(trained, torch.ones(4))
+    assert unit == (record["image_norm"] == "always"), (name, record["image_norm"], trained)
+
+
+VOCAB_KEYS = ("min_count", "tokens", "boundary_tokens", "count_words", "encoder", "word_embeddings")
+
+
+@pytest.mark.parametrize(
+    "name", [name for name, _ in _distinct(paper_variants(), VOCAB_KEYS).values()]
+)
+def test_each_paper_vocabulary_applies_its_min_count_and_boundary_tokens(name):
+    """Rows 'vocabulary' (every paper): a word seen ``min_count`` times is kept, one seen once
+    fewer is <unk>; ``boundary_tokens`` wraps every caption in <start> ... <end>; ``tokens``
+    splits as the record says (nltk splits "dog's" in two, the token files' words do not)."""
+    record = paper_variants()[name]
+    first, *others = languages(record)
+    threshold = record["min_count"]
+    captions = {lang: [[["filler"]]] for lang in languages(record)}
+    captions[first] = [[["kept", "dog's"]]] * threshold + [[["rare"]]] * (threshold - 1)
+    vocabs = Vocabularies.build(captions, record)
+    vocab = vocabs.vocabs[vocabs.encoder_of[first]]
+    ids = vocabs.encode(first, ["kept", "rare"])
+    words = [vocab.words[i] for i in ids]
+    inner = words[1:-1] if record["boundary_tokens"] else words
+    if record["boundary_tokens"]:
+        assert words[0].endswith(START) and words[-1].endswith(END), words
+    else:
+        assert not any(w.endswith((START, END)) for w in words), words
+    assert inner[0].endswith("kept")  # seen min_count times
+    assert inner[1] == UNK, (threshold, inner)  # seen once fewer (never, at threshold 1)
+    split = vocabs.encode(first, ["dog's"])
+    assert len(split) - 2 * record["boundary_tokens"] == (2 if record["tokens"] == "nltk" else 1)
+
+
+def _one_sentence_lists():
+    """One n-best list of two hypotheses: the reference (features [1]) and a miss ([0])."""
+    from mlmm.rerank import nbest_stats
+
+    texts = [["a man rides a red horse on the beach", "two dogs sleep"]]
+    refs = [["a man rides a red horse on the beach"]]
+    return [np.array([[1.0], [0.0]])], nbest_stats(texts, refs)
+
+
+def test_mira_clips_its_step_at_the_configured_c():
+    """Row 'k-best MIRA': w += min(C, loss / ||d||^2) d with ``nmt.mira.c``; from the registered
+    initial weight (``code.nmt.mira.initial_weight``) one update moves w by exactly C here."""
+    from mlmm.rerank import INITIAL_WEIGHT, mira
+
+    settings = paper_config()["nmt"]["mira"]
+    features, stats = _one_sentence_lists()
+    result = mira(features, stats, iters=1, c=settings["c"], decay=settings["decay"])
+    assert result.weights[0] == pytest.approx(INITIAL_WEIGHT + settings["c"])
+    wider = mira(features, stats, iters=1, c=settings["c"] * 1e4, decay=settings["decay"])
+    assert wider.weights[0] > result.weights[0]  # the loss, not C, bounds the wider step
+
+
+def test_mira_starts_from_the_registered_initial_weight():
+    """Row 'k-best MIRA': before any epoch the weights are ``code.nmt.mira.initial_weight``
+    (kbmira without --dense-init), and the first epoch's corpus BLEU is of the model-best
+    hypotheses under them (every score equal: the first hypothesis, the miss here)."""
+    from mlmm.rerank import INITIAL_WEIGHT, mira
+
+    features, stats = _one_sentence_lists()
+    features = [f[::-1].copy() for f in features]  # the miss first
+    stats = [s[::-1].copy() for s in stats]
+    settings = paper_config()["nmt"]["mira"]
+    result = mira(features, stats, iters=0, c=settings["c"], decay=settings["decay"])
+    np.testing.assert_array_equal(result.weights, np.full(1, INITIAL_WEIGHT))
+    assert result.initial_bleu < 100.0
+
+
+@pytest.mark.parametrize("loop", ["numpy", "compiled"])
+def test_mira_background_decays_at_the_configured_rate(loop):
+    """Row 'k-best MIRA': after a sentence the pseudo-document background is decay * itself
+    plus the hope's statistics, ``decay`` from ``nmt.mira.decay``."""
+    from mlmm import rerank
+
+    if loop == "compiled" and rerank.current_build(rerank._mira_epoch, rerank.MIRA_SOURCE) is None:
+        pytest.skip("the compiled MIRA loop is not built")
+    run = rerank._numpy_epoch if loop == "numpy" else rerank._compiled_epoch
+    settings = paper_config()["nmt"]["mira"]
+    features, stats = _one_sentence_lists()
+    data = rerank.TuningSet.build(features, stats)
+    w, totals = np.zeros(1), np.zeros(1)
+    background = np.ones(rerank.N_STATS)
+    run(data, np.arange(1, dtype=np.int64), w, totals, background, settings["c"], settings["decay"])
+    expected = settings["decay"] * np.ones(rerank.N_STATS) + stats[0][0]
+    np.testing.assert_allclose(background, expected)
+
+
+class _Scripted(torch.nn.Module):
+    """A decoder whose next-word distribution is fixed: 4 specials (PAD, UNK, BOS, EOS at 0-3)
+    and ``words`` real words; EOS gets ``eos`` of the probability mass."""
+
+    def __init__(self, words: int, eos: float) -> None:
+        super().__init__()
+        real = torch.linspace(1.0, 2.0, words)
+        probabilities = torch.cat(
+            [torch.zeros(3), torch.tensor([eos]), (1 - eos) * real / real.sum()]
+        )
+        self.logp = torch.log(probabilities)[None]
+        self.weight = torch.nn.Parameter(torch.zeros(1))
+
+    def encode(self, src, lengths):
+        ones = torch.ones(1, 1, dtype=torch.bool)
+        return torch.zeros(1, 1, 1), torch.zeros(1, 1, 1), ones, torch.zeros(1, 1)
+
+    def step(self, previous, state, annotations, keys, mask):
+        return self.logp.repeat(len(previous), 1), state
+
+
+@pytest.mark.parametrize("where", ["nmt.beam", "pivot.mt.beam"])
+def test_beam_search_returns_the_configured_beam(where):
+    """Rows 'beam bookkeeping' (Table 3's 20-best lists) and 'CorrNet + MT rows' (beam 12)."""
+    from mlmm.nmt.search import beam_search
+
+    node = paper_config()
+    for part in where.split("."):
+        node = node[part]
+    hyps = beam_search(_Scripted(words=3 * node, eos=0.3), [4, 5, 6], beam=node)
+    assert len(hyps) == node
+    assert [s for _, s in hyps] == sorted((s for _, s in hyps), reverse=True)
+
+
+def test_decoding_stops_at_the_registered_length_limit():
+    """Row 'decoding length': without EOS, greedy and beam search stop after ``times_source``
+    x source length + ``plus`` target words (``code.nmt.length_limit``)."""
+    from mlmm.nmt.search import LENGTH_LIMIT, beam_search, greedy
+
+    source = [4, 5, 6, 7]
+    limit = LENGTH_LIMIT["times_source"] * len(source) + LENGTH_LIMIT["plus"]
+    model = _Scripted(words=5, eos=1e-9)
+    assert {len(h) for h, _ in beam_search(model, source, beam=3)} == {limit}
+    assert len(greedy(model, [source])[0]) == limit
+
+
+def test_the_1best_length_rule_of_each_translation_stage():
+    """Rows 'CorrNet + MT rows' (wmt16-scripts translate.sh -n: the length-normalised 1-best,
+    EOS counted as Nematus's len(sample)) and 'NMT 1-best' (Calixto Table 3: the highest
+    log p(Y|X), the baseline the reranker's NMT feature is)."""
+    from mlmm.nmt.search import best_translation
+    from mlmm.pivot.mt import LENGTH_NORMALISED
+
+    hyps = [([4], -1.0), ([4, 5, 6, 7], -1.5)]  # per token with EOS: -0.5 vs -0.3
+    assert best_translation(hyps, normalise=False) == hyps[0]
+    assert best_translation(hyps, normalise=True) == hyps[1]
+    assert best_translation(hyps, LENGTH_NORMALISED) == (hyps[1] if LENGTH_NORMALISED else hyps[0])
+
+
+def test_adadelta_and_clip_are_the_registered_constants():
+    """Row 'optimiser' (Table 3 NMT): ``nmt.train.optimizer`` adadelta builds torch's Adadelta
+    with the registered rho, eps and rate (``code.nmt.adadelta``); the clip is ``code.nmt.clip``."""
+    from mlmm.nmt.train import ADADELTA, TrainConfig, make_optimiser
+
+    optimizer = paper_config()["nmt"]["train"]["optimizer"]
+    built = make_optimiser([torch.nn.Parameter(torch.zeros(2))], TrainConfig(optimizer=optimizer))
+    group = built.param_groups[0]
+    if optimizer == "adadelta":
+        assert isinstance(built, torch.optim.Adadelta)
+        assert {k: group[k] for k in ADADELTA} == ADADELTA
+    assert TrainConfig().clip == TrainConfig.clip
+
+
+def test_ter_is_computed_with_the_registered_settings():
+    """Row 'TER': mt_metrics's TER is sacrebleu's with ``code.nmt.ter``; case-insensitive, so
+    a hypothesis differing from its reference only in case scores 0."""
+    from sacrebleu.metrics import TER
+
+    from mlmm.nmt.metrics import TER_SETTINGS, mt_metrics
+
+    hyps, refs = ["The Man rides a horse", "two dogs"], ["the man rides a horse", "two dogs run"]
+    got = mt_metrics(hyps, refs, "en")["TER"]
+    assert got == pytest.approx(TER(**TER_SETTINGS).corpus_score(hyps, [refs]).score)
+    assert mt_metrics(["The Man"], ["the man"], "en")["TER"] == (
+        0.0 if not TER_SETTINGS["case_sensitive"] else 100.0
+    )
+
+
+def test_alignment_ratio_asks_only_words_with_vectors_and_divides_by_every_source_word():
+    """Row 'alignment ratio' (AME): AME-CMR model.py METRIC_SIMIL asks only the pairs whose both
+    words have a fastText vector, searches only such target words, and divides by every source
+    word of the (vocabulary-filtered) test lexicon; without ``known`` every word is asked."""
+    from mlmm.retrieval import align
+
+    src = torch.eye(4)
+    tgt = torch.tensor(
+        [[1.0, 0, 0, 0], [0, 1.0, 0, 0], [0, 0.9, 0.1, 0], [0, 0, 0, 1.0]]
+    )  # target 1 has no vector: unsearched, source 1 finds its translation 2 instead
+    gold = {0: {0}, 1: {2}, 2: {3}}  # source 2 has no vector: not asked, a miss
+    assert align.precision_at_1(src, tgt, gold, None) == pytest.approx(100 / 3)
+    known = align.precision_at_1(src, tgt, gold, None, known_src={0, 1}, known_tgt={0, 2, 3})
+    assert known == pytest.approx(200 / 3)
+    nothing_known = align.precision_at_1(src, tgt, gold, None, known_src=set(), known_tgt={0})
+    assert nothing_known == 0.0
+
+
+def test_the_trainer_asks_the_ratio_of_the_words_load_vectors_found(tmp_path):
+    """Row 'alignment ratio': the words ``load_vectors`` finds a vector for are the ones the
+    alignment directions ask and search (positions within each language's rows)."""
+    from types import SimpleNamespace
+
+    from mlmm.retrieval.align import write_vec
+    from mlmm.retrieval.config import DEFAULTS, merge_config
+    from mlmm.retrieval.word_embeddings import Alignment, load_vectors
+
+    words = ["<pad>", "<unk>", "en:dog", "en:cat", "en:man", "de:hund", "de:katze", "de:mann"]
+    vocab = SimpleNamespace(words=words, index={w: i for i, w in enumerate(words)})
+    vocabs = SimpleNamespace(vocabs={"shared": vocab})
+    model = SimpleNamespace(text={"shared": SimpleNamespace(embed=torch.nn.Embedding(8, 2))})
+    vector = np.ones(2, dtype=np.float32)
+    write_vec(tmp_path / "wiki.en.align.vec", {"dog": vector, "cat": vector})  # no "man"
+    write_vec(tmp_path / "wiki.de.align.vec", {"hund": vector, "mann": vector})  # no "katze"
+    record = merge_config(DEFAULTS, {"word_embeddings": "fme", "embed_dim": 2})
+    known = load_vectors(model, vocabs, ["en", "de"], record, tmp_path)
+    assert known == {"en": {"dog", "cat"}, "de": {"hund", "mann"}}
+    muse = tmp_path / "muse"
+    muse.mkdir()
+    (muse / "en-de.txt").write_text("dog hund\ncat katze\nman mann\n", encoding="utf-8")
+    record["alignment"] = {**record["alignment"], "sections": None, "train_fraction": 0.0}
+    alignment = Alignment.build(
+        model, vocabs, ["en", "de"], record, muse, torch.device("cpu"), known
+    )
+    direction = alignment.directions[0]
+    assert direction.known_src == {0, 1} and direction.known_tgt == {0, 2}  # dog, cat; hund, mann
+    assert set(direction.gold) == {0, 1, 2}  # every held-out source word counts
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        name
+        for name, _ in _distinct(
+            {n: r for n, r in paper_variants().items() if r["dropout"] > 0},
+            ("image_dropout", "dropout_position"),
+        ).values()
+    ],
+)
+def test_image_dropout_acts_where_each_record_places_it(name):
+    """Rows 'image dropout' (Calixto) and 'dropout': with ``image_dropout: projection`` (or the
+    code's ``after_norm``) the mask falls on the joint-space image vector, so training zeroes
+    whole coordinates of it; on ``features`` it falls on the CNN features before the layer,
+    and the projected vector keeps every coordinate. Small sizes: the placement is tested."""
+    small = {"embed_dim": 8, "hidden": 8, "joint": 64}
+    record = {**paper_variants()[name], **small}
+    model = build_model(record, 32, _vocabularies(record))
+    model.train()
+    torch.manual_seed(0)
+    embedded = model.embed_images(torch.rand(16, 32) + 0.5)
+    zeroed = bool((embedded == 0).any())
+    on_projection = record["image_dropout"] == "projection" or (
+        record["dropout_position"] == "after_norm"
+    )
+    assert zeroed == on_projection, (name, record["image_dropout"], record["dropout_position"])
+    other = {"features": "projection", "projection": "features"}[record["image_dropout"]]
+    contrast = {**record, "image_dropout": other, "dropout_position": "before_norm"}
+    moved = build_model(contrast, 32, _vocabularies(contrast)).train()
+    assert bool((moved.embed_images(torch.rand(16, 32) + 0.5) == 0).any()) == (
+        other == "projection"
+    )
+
+
+@pytest.mark.parametrize(
+    "patience",
+    sorted(
+        {r["early_stopping"]["patience"] for r in paper_variants().values()},
+        key=lambda p: (p is None, p or 0),
+    ),
+)
+def test_early_stopping_waits_the_configured_patience(patience):
+    """Rows 'stopping' (every paper): the trainer's Selector, built with the record's
+    ``early_stopping.patience``, stops after exactly that many validations without a new best
+    and keeps the best point; ``null`` never stops early."""
+    from mlmm.retrieval.selection import Selector
+
+    value = patience
+    selector = Selector(value)
+    assert selector.update((5.0,), step=100)
+    for k in range(1, (value or 50) + 1):
+        assert not selector.exhausted
+        assert not selector.update((5.0 - k,), step=100 + k)
+    assert selector.exhausted == (value is not None)
+    assert (selector.score, selector.step) == ((5.0,), 100)
