@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_bad_inputs import provide_local_data  # tests/ on sys.path
+from helpers.local_data import provide_local_data
 
 REPO = Path(__file__).resolve().parents[1]
 PAPER_LOCAL_DATA = (
@@ -43,6 +43,7 @@ def _bare(bin_dir: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.slow
+@pytest.mark.full
 def test_a_snakemake_without_mlmm_plans_and_lints_from_the_checkout(bare_snakemake):
     # --forceall: every job, whether or not `make demo` already made results/ in this checkout
     plan = _bare(bare_snakemake, "-n", "--forceall", cwd=REPO)
@@ -53,6 +54,7 @@ def test_a_snakemake_without_mlmm_plans_and_lints_from_the_checkout(bare_snakema
 
 
 @pytest.mark.slow
+@pytest.mark.full
 def test_a_snakemake_without_mlmm_plans_the_paper_config_from_another_directory(
     bare_snakemake, tmp_path
 ):
