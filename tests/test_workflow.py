@@ -22,6 +22,7 @@ from helpers.workflow import (
     BIN,
     DEMO_RUN_GROUP,
     REPO,
+    SMALL_DEMO_CONFIG,
     copy_workflow,
     describe_workflow,
     run_snakemake,
@@ -759,11 +760,12 @@ def test_whole_workflow_on_the_demo_world(demo, request):
     world at test size (.test/config/config.yaml: the same rules and jobs, small sizes) and, in
     the second tier, as `make demo` runs it (the default config)."""
     workdir, proc = request.getfixturevalue(demo)
+    config = ("--configfile", SMALL_DEMO_CONFIG) if demo == "small_demo_run" else ()
     assert proc.returncode == 0, proc.stdout[-6000:]
     targets = describe_workflow(workdir)["all"]["input"]
     missing = [t for t in targets if not (workdir / t).exists()]
     assert targets and not missing, missing
-    again = run_snakemake(workdir, "-n")
+    again = run_snakemake(workdir, "-n", *config)
     assert "Nothing to be done" in again.stdout, again.stdout[-3000:]
     tables = sorted((workdir / "results" / "tables").glob("*.csv"))
     assert tables
@@ -772,7 +774,7 @@ def test_whole_workflow_on_the_demo_world(demo, request):
         if "paper" in frame.columns:
             assert frame["ours"].notna().any() and frame["paper"].notna().any(), table.name
     # the report holds every table and figure of the four papers, each with its own caption
-    built = run_snakemake(workdir, "--report", "results/report.html")
+    built = run_snakemake(workdir, "--report", "results/report.html", *config)
     assert built.returncode == 0, built.stdout[-3000:]
     page = (workdir / "results/report.html").read_text(encoding="utf-8")
     from mlmm.catalogue import ALL_FIGURES, ALL_TABLES, CLAIM_PAPERS
