@@ -1,4 +1,4 @@
-# Two entry points (see README): `make demo` and `make test`. Both create .venv first.
+# Entry points (see README): `make demo`, `make test` and `make test-full`. Each creates .venv first.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -6,7 +6,7 @@ CORES ?= all
 # Rules call the `mlmm` command: put the venv's bin first on PATH.
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: setup demo test check lint clean
+.PHONY: setup demo test test-full check lint clean
 
 setup: $(VENV)/.installed
 
@@ -18,10 +18,16 @@ $(VENV)/.installed: pyproject.toml setup.py src/mlmm/_mira_epoch.c constraints.t
 demo: setup
 	$(BIN)/snakemake --cores $(CORES)
 
+# Two tiers (docs/workflow.md, "Tests"). test: the unit, CLI and contract tests and the demo
+# workflow at test size (.test/config/config.yaml); test-full: the rest (-m full): the paper
+# miniature, the default-size demo, the SLURM plugin runs, the module and portability checks.
 test: setup
-	$(BIN)/python -m pytest -n 2 --dist loadgroup
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -m "not full"
 
-# The fast tier: every test but those that run whole processes (-m "not slow"; docs/workflow.md).
+test-full: setup
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -m full
+
+# Every test but those that run whole processes (-m "not slow"): a couple of minutes.
 check: setup
 	$(BIN)/python -m pytest -n 2 -m "not slow"
 

@@ -64,9 +64,10 @@ def page(csvs: list[Path]) -> str:
     today = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
     head = [
         "# Benchmarks", "",
-        f"Generated on {today} by `benchmarks/page.py` from `results/benchmarks/*.csv`; do not edit",
-        "by hand. Each benchmark compares against a baseline measured in the same run: on a shared",
-        "machine the ratios are the result, not the seconds. Rerun a benchmark, then this script.", "",
+        f"Generated on {today} by `benchmarks/page.py` from `results/benchmarks/*.csv`;",
+        "do not edit by hand. Each benchmark compares against a baseline measured in the same",
+        "run: on a shared machine the ratios are the result, not the seconds. Rerun a",
+        "benchmark, then this script.", "",
     ]  # fmt: skip
     if not csvs:
         head.append("No benchmark has written a CSV yet.\n")

@@ -12,73 +12,22 @@ import os
 import re
 import shlex
 import subprocess
-import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
+from helpers.local_data import PAPER_LOCAL_DATA, provide_local_data
+from helpers.multi30k import write_tree
+from helpers.nbest import GOOD_NBEST
+from helpers.one_line import BIN, REPO, Case, check
 from PIL import Image
-from test_data import write_tree  # the tiny Multi30K copy of the data tests (tests/ on sys.path)
 
 from mlmm.cli import build_parser, main
 from mlmm.data.fetch import MARKER, make_manifest
 from mlmm.data.prepare import expected_files
 from mlmm.nbest import NBestList, write_nbest
 from mlmm.schema import check_options
-
-REPO = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
-
-
-# A tqdm progress bar redrawn on stderr ('fetch:  10%|#  | 9/90 [...]') is not a message
-PROGRESS = re.compile(r"^[\w -]*: +\d+%\|")
-# the start and end lines every command logs around its work (mlmm.logs.start_command)
-START_END = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d mlmm [\w-]+ INFO: (start|end): ")
-
-
-@dataclass
-class Case:
-    argv: list[str]
-    says: list[str]  # fragments the one line must hold (file, line/key, expected, found)
-    absent: list[Path] = field(default_factory=list)  # outputs that must not exist afterwards
-    intact: dict[Path, bytes] = field(default_factory=dict)  # inputs that must be unchanged
-
-
-def message_lines(err: str) -> list[str]:
-    """What a command said on stderr, less progress bars and the log's start and end lines."""
-    return [
-        line
-        for line in err.splitlines()
-        if line.strip() and not PROGRESS.match(line) and not START_END.match(line)
-    ]
-
-
-def one_line_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    """Run ``mlmm argv``; the exit status must be non-zero and stderr exactly one line."""
-    try:
-        code = main(argv)
-    except SystemExit as exc:  # argparse errors
-        code = exc.code
-    err = capsys.readouterr().err
-    lines = message_lines(err)
-    assert code not in (0, None), f"exit 0 for {argv}"
-    assert len(lines) == 1, f"expected one line, got:\n{err}"
-    assert "expected" in lines[0] and "found" in lines[0], lines[0]
-    return lines[0]
-
-
-def check(case: Case, capsys: pytest.CaptureFixture[str]) -> None:
-    line = one_line_error(case.argv, capsys)
-    for fragment in case.says:
-        assert fragment in line, f"{fragment!r} not in {line!r}"
-    for path in case.absent:
-        assert not path.exists(), f"{path} written"
-    for path, content in case.intact.items():
-        assert path.read_bytes() == content, f"{path} changed"
-
 
 # ------------------------------------------------------------------------------------------
 # data: validate-multi30k, fetch-multi30k
@@ -291,12 +240,6 @@ def test_gzip_reader_reports_an_unreadable_file_as_such(tmp_path: Path, capsys) 
 # ------------------------------------------------------------------------------------------
 # n-best lists: rerank, mira, mt-score
 
-GOOD = [
-    "0 ||| ein hund ||| NMT= -1.0 WordPenalty= -2 ||| -1.0",
-    "0 ||| ein hund läuft ||| NMT= -2.0 WordPenalty= -3 ||| -2.0",
-    "1 ||| zwei katzen ||| NMT= -0.5 WordPenalty= -2 ||| -0.5",
-    "2 ||| ein mann ||| NMT= -0.7 WordPenalty= -2 ||| -0.7",
-]
 NBEST_DAMAGE = {
     "fields": (1, "0 ||| ein hund ||| NMT= -2.0 WordPenalty= -3", "expected 4 fields"),
     "number": (1, "0 ||| ein hund ||| NMT= x WordPenalty= -3 ||| -2.0", "expected a number"),
@@ -321,7 +264,7 @@ def _nbest(tmp_path: Path, lines: list[str]) -> Path:
 @pytest.mark.parametrize("command", ["rerank", "mira"])
 def test_malformed_nbest_line(command: str, damage: str, tmp_path: Path, capsys) -> None:
     index, line, says = NBEST_DAMAGE[damage]
-    lines = list(GOOD)
+    lines = list(GOOD_NBEST)
     lines[index] = line
     nbest = _nbest(tmp_path, lines)
     ref = tmp_path / "ref"
@@ -335,7 +278,7 @@ def test_malformed_nbest_line(command: str, damage: str, tmp_path: Path, capsys)
 
 @pytest.mark.parametrize("ref_lines", [2, 4])
 def test_mira_reference_of_another_length(ref_lines: int, tmp_path: Path, capsys) -> None:
-    nbest = _nbest(tmp_path, GOOD)
+    nbest = _nbest(tmp_path, GOOD_NBEST)
     ref = tmp_path / "ref"
     ref.write_text("".join(f"line {i}\n" for i in range(ref_lines)))
     out, history = tmp_path / "w", tmp_path / "h.csv"
@@ -347,7 +290,7 @@ def test_mira_reference_of_another_length(ref_lines: int, tmp_path: Path, capsys
 
 @pytest.mark.parametrize("source_lines", [2, 4])
 def test_nbest_features_source_of_another_length(source_lines: int, tmp_path: Path, capsys):
-    nbest = _nbest(tmp_path, GOOD)
+    nbest = _nbest(tmp_path, GOOD_NBEST)
     source = tmp_path / "src.en"
     source.write_text("".join(f"a dog {i}\n" for i in range(source_lines)))
     out = tmp_path / "with.nbest"
@@ -368,7 +311,7 @@ def test_mt_score_hypotheses_of_another_length(hyp_lines: int, tmp_path: Path, c
 
 
 def test_rerank_and_mira_output_over_input(tmp_path: Path, capsys) -> None:
-    nbest = _nbest(tmp_path, GOOD)
+    nbest = _nbest(tmp_path, GOOD_NBEST)
     ref = tmp_path / "ref"
     ref.write_text("ein hund\nzwei katzen\nein mann\n")
     kept = {nbest: nbest.read_bytes(), ref: ref.read_bytes()}
@@ -480,42 +423,6 @@ def test_config_error_in_config_yaml_is_blamed_on_it(tmp_path: Path) -> None:
 # every `mlmm` command the workflow schedules is accepted by the CLI's own parser
 
 
-# The local data sets config/paper.yaml reads, relative to the working directory: the planning
-# stops naming the first one that is missing.
-PAPER_LOCAL_DATA = {
-    "coco.mic.location": "mic-test",
-    "multi30k.images": "flickr30k-images",
-    "nmt.meteor_jar": "meteor-1.5/meteor-1.5.jar",
-    "retrieval.sts": "semeval-sts",
-    "ted.path": "ted-cldc",
-}
-
-
-def provide_local_data(root: Path, name: str) -> None:
-    """A stand-in for one local data set of PAPER_LOCAL_DATA: an empty file for each file the
-    planning expects there (mlmm.local_data), so that the paper config plans."""
-    directory, patterns = _local_data_expected()[name]
-    for pattern in patterns:
-        path = root / directory / pattern.removeprefix("**/").replace("*", "x")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(b"")
-
-
-def _local_data_expected() -> dict[str, tuple[str, tuple[str, ...]]]:
-    """Each PAPER_LOCAL_DATA name: its directory and the files expected inside."""
-    from mlmm import local_data
-
-    ted = yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))["ted"]
-    jar = PAPER_LOCAL_DATA["nmt.meteor_jar"]
-    return {
-        "mic-test": ("mic-test", local_data.MIC),
-        "flickr30k-images": ("flickr30k-images", local_data.MULTI30K_IMAGES),
-        "semeval-sts": ("semeval-sts", local_data.STS),
-        "ted-cldc": ("ted-cldc", local_data.ted_expected(ted["languages"], ted["corpus_codes"])),
-        jar: (str(Path(jar).parent), local_data.meteor_expected(jar, "de", True)),
-    }
-
-
 def _scheduled_commands(config: list[str], workdir: Path) -> list[list[str]]:
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
     for name in PAPER_LOCAL_DATA.values():
@@ -578,7 +485,7 @@ def test_every_path_in_every_shell_command_survives_spaces(config: list[str], tm
     """Issue 22: with `results: "my results"` an unquoted log redirect wrote to ./my, and a
     checkout path with a space broke the table jobs. Every path placeholder is quoted (`:q`, or
     shlex.quote inside option strings): no command word is a piece of a split path."""
-    from conftest import copy_workflow
+    from helpers.workflow import copy_workflow
 
     checkout = copy_workflow(tmp_path / "my checkout")
     workdir = tmp_path / "my run"

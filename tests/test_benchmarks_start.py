@@ -1,5 +1,5 @@
-"""Every benchmark script the README lists starts (imports resolve, arguments parse): a
-renamed package function once broke benchmarks/coco.py without any test noticing."""
+"""Every benchmark script the README lists starts (imports resolve, arguments parse), so that a
+renamed package function cannot break one unnoticed."""
 
 from __future__ import annotations
 

@@ -1,11 +1,10 @@
-"""Behaviour of the authors'-code readings that issue 28 added as keys: Kádár's tokens and
-vocabulary (mulisera master data.py), AME-CMR's integer translator rate."""
+"""Behaviour of the readings of the authors' code that the config selects by key: Kádár's
+tokens and vocabulary (mulisera master data.py), AME-CMR's integer translator rate."""
 
 from __future__ import annotations
 
 import pytest
-from test_retrieval_protocol import _rcsls_update, _toy_alignment
-from test_retrieval_train import make_world
+from helpers.retrieval import make_world, rcsls_update, toy_alignment
 
 from mlmm.retrieval.config import DEFAULTS, merge_config
 from mlmm.retrieval.data import END, START, Vocabularies, caption_words, eval_set
@@ -48,25 +47,25 @@ def test_nltk_tokens_and_boundary_tokens_as_mulisera_master():
 def test_integer_lr_halving_floors_as_python_2_ints():
     """AME-CMR train.py: ``--lr_translator`` type=int; ``lr_translator /= 2`` on a rise is floor
     division under Python 2.7: 5 -> 2 -> 1 -> 0, then the mapping stays where it is."""
-    run = _toy_alignment(lr=5.0, lr_schedule="halve_on_rise", lr_halving="integer",
+    run = toy_alignment(lr=5.0, lr_schedule="halve_on_rise", lr_halving="integer",
                          orthogonalise=False)  # fmt: skip
     rates = []
     for _ in range(4):
         run.directions[0].previous = -100.0  # every loss rises
-        _rcsls_update(run)
+        rcsls_update(run)
         rates.append(run.lr)
     assert rates == [2.0, 1.0, 0.0, 0.0]
-    before, _ = _rcsls_update(run)
+    before, _ = rcsls_update(run)
     assert (run.directions[0].mapping.detach() == before[0]).all()  # lr 0: frozen
-    floats = _toy_alignment(lr=5.0, lr_schedule="halve_on_rise", orthogonalise=False)
+    floats = toy_alignment(lr=5.0, lr_schedule="halve_on_rise", orthogonalise=False)
     floats.directions[0].previous = -100.0
-    _rcsls_update(floats)
+    rcsls_update(floats)
     assert floats.lr == pytest.approx(2.5)
 
 
 def test_integer_rate_starts_from_the_int_of_the_configured_rate():
-    assert _toy_alignment(lr=2.0, lr_halving="integer").lr == 2.0
-    assert _toy_alignment(lr=5.5, lr_halving="integer").lr == 5.0
+    assert toy_alignment(lr=2.0, lr_halving="integer").lr == 2.0
+    assert toy_alignment(lr=5.5, lr_halving="integer").lr == 5.0
 
 
 def test_undersampled_validation_draws_one_caption_per_image_and_language(tmp_path):

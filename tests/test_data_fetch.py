@@ -8,6 +8,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from helpers.fetch import HalfThenRange
 
 from mlmm.cli import main
 from mlmm.data.fetch import MARKER, download, fetch, make_manifest, read_manifest, sha256_file
@@ -215,48 +216,22 @@ def test_committed_manifest_matches_the_real_mirror(tmp_path):
         assert sha256_file(mirror / rel) == digest, rel
 
 
-class _HalfThenRange(http.server.BaseHTTPRequestHandler):
-    """Sends half of BODY and drops the connection, then honours Range requests."""
-
-    BODY = bytes(range(256)) * 16384  # 4 MiB: whole 1 MiB chunks arrive before the break
-    seen: list[str | None] = []
-
-    def do_GET(self):
-        ranged = self.headers.get("Range")
-        type(self).seen.append(ranged)
-        if ranged is None:
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(self.BODY)))
-            self.end_headers()
-            self.wfile.write(self.BODY[: len(self.BODY) // 2])
-            self.close_connection = True
-            return
-        start = int(ranged.removeprefix("bytes=").rstrip("-"))
-        self.send_response(206)
-        self.send_header("Content-Length", str(len(self.BODY) - start))
-        self.end_headers()
-        self.wfile.write(self.BODY[start:])
-
-    def log_message(self, *args):
-        pass
-
-
 def test_download_resumes_a_broken_transfer_and_checks_sha256(tmp_path):
     import hashlib
 
-    _HalfThenRange.seen = []  # another test's requests (test_fingerprints serves it too)
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _HalfThenRange)
+    HalfThenRange.seen = []  # another test's requests (test_fingerprints serves it too)
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), HalfThenRange)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{httpd.server_address[1]}/vectors.vec"
-    body = _HalfThenRange.BODY
+    body = HalfThenRange.BODY
     try:
         digest = hashlib.sha256(body).hexdigest()
         target = download(url, tmp_path / "d/vectors.vec", digest, retries=1, progress=False)
         assert target.read_bytes() == body
-        first, resumed = _HalfThenRange.seen
+        first, resumed = HalfThenRange.seen
         assert first is None and 0 < int(resumed[6:-1]) <= len(body) // 2  # the rest only
-        assert download(url, target, digest) == target and len(_HalfThenRange.seen) == 2  # kept
+        assert download(url, target, digest) == target and len(HalfThenRange.seen) == 2  # kept
         with pytest.raises(InputError, match=r"vectors\.vec: expected sha256 0{64}, found sha256"):
             download(url, tmp_path / "e/vectors.vec", "0" * 64, retries=1, progress=False)
         assert not (tmp_path / "e/vectors.vec").exists()

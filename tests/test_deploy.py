@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, copy_workflow, tool_env
+from helpers.workflow import REPO, copy_workflow, tool_env
 
 SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
 SMALL_TARGET = "results/demo/world/MANIFEST.sha256"

@@ -1,9 +1,10 @@
-"""Same seed, same numbers (issue 14, item 4; docs/reproducibility.md).
+"""Same seed, same numbers (docs/reproducibility.md).
 
-The whole default demo runs once per session (conftest.default_demo_run, shared with the
-whole-workflow test). A second run in a fresh copy makes a representative subset of its
-targets, one per kind of computation, and every result must equal the first run's byte for
-byte (tables, translations) or exactly (numbers in JSON, model tensors; clock fields skipped):
+The small demo (.test/config/config.yaml) runs once per session (conftest.small_demo_run,
+shared with the whole-workflow test). A second run in a fresh copy makes a representative
+subset of its targets, one per kind of computation, and every result must equal the first
+run's byte for byte (tables, translations) or exactly (numbers in JSON, model tensors; clock
+fields skipped):
 
 - Rajendran Tables 1, 3 and 4: the whole TED stage (corpus, bag-of-words, three Bridge
   CorrNet trainings, lambda tuning, 12 perceptron jobs run side by side, Naive Bayes);
@@ -13,7 +14,7 @@ byte (tables, translations) or exactly (numbers in JSON, model tensors; clock fi
   come from (image features by EfficientNet on the CPU, GRU encoders trained with the
   contrastive loss and early stopping; the demo: 5 runs), metrics and every model tensor.
 
-About 40 of the demo's 124 jobs (no pivot runs, 5 of 44 retrieval runs).
+About 40 of the demo's 136 jobs (no pivot runs, 5 of 44 retrieval runs).
 
 Tables built from many such runs (the other retrieval variants, the NMT and pivot tables) are
 assembled by deterministic code from runs made by these same trainers, so a difference there
@@ -27,8 +28,14 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import DEMO_RUN_GROUP, LOCAL_RUN, copy_workflow, run_snakemake
-from test_resume import assert_same
+from helpers.compare import assert_same
+from helpers.workflow import (
+    DEMO_RUN_GROUP,
+    LOCAL_RUN,
+    SMALL_DEMO_CONFIG,
+    copy_workflow,
+    run_snakemake,
+)
 
 
 def subset(first: Path) -> dict[str, list[str]]:
@@ -56,16 +63,18 @@ def retrieval_runs(root: Path) -> list[str]:
 
 @pytest.mark.slow
 @pytest.mark.xdist_group(DEMO_RUN_GROUP)
-def test_same_seed_same_numbers(default_demo_run, tmp_path):
-    first, proc = default_demo_run
+def test_same_seed_same_numbers(small_demo_run, tmp_path):
+    first, proc = small_demo_run
     assert proc.returncode == 0, proc.stdout[-4000:]
     targets = subset(first)
     second = copy_workflow(tmp_path / "workflow")
     wanted = [t for kind in ("tables", "runs", "bytes") for t in targets[kind]]
-    again = run_snakemake(second, *wanted, *LOCAL_RUN, timeout=3600)
+    small = ("--configfile", SMALL_DEMO_CONFIG)  # the first run's sizes
+    again = run_snakemake(second, *wanted, *LOCAL_RUN, *small, timeout=3600)
     assert again.returncode == 0, again.stdout[-4000:]
     if not retrieval_runs(second):  # the reranker's image features need none: train one
-        again = run_snakemake(second, f"{retrieval_runs(first)[0]}/metrics.json", *LOCAL_RUN)
+        run = f"{retrieval_runs(first)[0]}/metrics.json"
+        again = run_snakemake(second, run, *LOCAL_RUN, *small)
         assert again.returncode == 0, again.stdout[-4000:]
     for name in [*targets["tables"], *targets["bytes"]]:
         assert (first / name).read_bytes() == (second / name).read_bytes(), name

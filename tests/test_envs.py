@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, copy_workflow, tool_env
+from helpers.workflow import REPO, copy_workflow, tool_env
 
 SRC = REPO / "src"
 # import name -> the conda-forge (or pip-section) package that provides it. An import missing
@@ -273,7 +273,7 @@ def command_imports(subcommand: str) -> set[str]:
 @pytest.fixture(scope="module")
 def workflows(tmp_path_factory) -> dict[str, dict]:
     """{config name: {"rules": described rules, "jobs": {rule: jobs in a dry run}}}."""
-    from test_bad_inputs import PAPER_LOCAL_DATA, provide_local_data
+    from helpers.local_data import PAPER_LOCAL_DATA, provide_local_data
 
     workdir = copy_workflow(tmp_path_factory.mktemp("envs"))
     (workdir / "config").mkdir()

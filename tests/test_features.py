@@ -7,7 +7,6 @@ pass the same with a GPU visible."""
 from __future__ import annotations
 
 import json
-import random
 import subprocess
 import sys
 from pathlib import Path
@@ -15,30 +14,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from helpers.features import die_after_first, make_images, run
 from PIL import Image
 
 from mlmm.errors import InputError
-from mlmm.features import BACKBONES, FeatureNet, build_trunk, extract, extraction, make_transform
+from mlmm.features import BACKBONES, FeatureNet, build_trunk, extraction, make_transform
 from mlmm.features.decoding import FileBytes, device_batch
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-
-COLOURS = [(230, 20, 20), (20, 200, 30), (30, 40, 220), (240, 220, 30), (250, 250, 250),
-           (10, 10, 10), (200, 40, 200), (30, 200, 210), (130, 80, 20)]  # fmt: skip
-
-
-def make_images(root: Path, count: int, seed: int = 0) -> list[str]:
-    """Distinct solid-colour JPEGs, created on disk in a random order; returns a shuffled list."""
-    rng = random.Random(seed)
-    names = [f"img{i:02d}.jpg" for i in range(count)]
-    (root / "images").mkdir(parents=True, exist_ok=True)
-    for i in rng.sample(range(count), count):
-        Image.new("RGB", (48 + 3 * i, 40), COLOURS[i % len(COLOURS)]).save(
-            root / "images" / names[i]
-        )
-    order = rng.sample(names, count)
-    (root / "list.txt").write_text("\n".join(order) + "\n", encoding="utf-8")
-    return order
 
 
 @pytest.fixture(scope="module")
@@ -53,12 +36,6 @@ def reference(model, backbone: str, path: Path) -> np.ndarray:
         x = make_transform(BACKBONES[backbone])(image.convert("RGB"))
     with torch.inference_mode():
         return FeatureNet(model)(x[None])[0].numpy()
-
-
-def run(tmp_path: Path, **kwargs) -> dict:
-    settings = {"backbone": "efficientnet_lite0", "workers": 0, "progress": False, "device": "cpu",
-                **kwargs}  # fmt: skip
-    return extract(tmp_path / "images", tmp_path / "list.txt", tmp_path / "out/val.npy", **settings)
 
 
 def test_rows_follow_the_split_list(tmp_path, lite0):
@@ -127,24 +104,12 @@ def test_resume_after_a_kill_redoes_only_unfinished_shards(tmp_path, monkeypatch
 
 def test_work_dir_of_other_settings_is_discarded(tmp_path, monkeypatch):
     make_images(tmp_path, 4)
-    monkeypatch.setattr(extraction, "_save_shard", _die_after_first(extraction._save_shard))
+    monkeypatch.setattr(extraction, "_save_shard", die_after_first(extraction._save_shard))
     with pytest.raises(KeyboardInterrupt):
         run(tmp_path, batch_size=2, shard_size=2)
     monkeypatch.undo()
     sidecar = run(tmp_path, batch_size=2, shard_size=2, dtype="float16")
     assert sidecar["resumed_rows"] == 0
-
-
-def _die_after_first(save):
-    calls = []
-
-    def wrapped(*args):
-        if calls:
-            raise KeyboardInterrupt
-        calls.append(args)
-        save(*args)
-
-    return wrapped
 
 
 def _break_images(tmp_path: Path, order: list[str]) -> tuple[list[str], str]:

@@ -9,7 +9,7 @@ import re
 
 import pytest
 import yaml
-from paper_config import PAPER, REPO, SCHEMA
+from helpers.paper_config import PAPER, REPO, SCHEMA
 
 import mlmm.fidelity as fidelity
 from mlmm.config import validate_config

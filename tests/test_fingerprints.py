@@ -1,4 +1,4 @@
-"""Nothing stale is resumed (issue 22, item 1): every resumable artefact records a fingerprint of
+"""Nothing stale is resumed: every resumable artefact records a fingerprint of
 its inputs' contents and settings (mlmm.fingerprint); a rerun whose inputs changed discards it,
 says so in one line, and ends as a fresh run ends."""
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_features import _die_after_first, make_images
-from test_features import run as extract_features
-from test_retrieval_train import make_world, section
+from helpers.features import die_after_first, make_images
+from helpers.features import run as extract_features
+from helpers.retrieval import make_world, section
 
 from mlmm.features import extraction
 from mlmm.fingerprint import changed_parts, files_digest, stale, value_digest
@@ -186,7 +186,7 @@ def test_feature_shards_of_replaced_images_are_extracted_again(tmp_path, monkeyp
     """The issue's scenario: extraction killed after its first shard; an image of that shard is
     replaced under the same name; the rerun must not keep the old image's row."""
     order = make_images(tmp_path, 6)
-    monkeypatch.setattr(extraction, "_save_shard", _die_after_first(extraction._save_shard))
+    monkeypatch.setattr(extraction, "_save_shard", die_after_first(extraction._save_shard))
     with pytest.raises(KeyboardInterrupt):
         extract_features(tmp_path, batch_size=2, shard_size=3, weights=None)
     monkeypatch.undo()
@@ -206,7 +206,7 @@ def test_feature_shards_of_replaced_images_are_extracted_again(tmp_path, monkeyp
 
 def test_feature_shards_of_unchanged_images_are_resumed(tmp_path, monkeypatch, capsys):
     make_images(tmp_path, 6)
-    monkeypatch.setattr(extraction, "_save_shard", _die_after_first(extraction._save_shard))
+    monkeypatch.setattr(extraction, "_save_shard", die_after_first(extraction._save_shard))
     with pytest.raises(KeyboardInterrupt):
         extract_features(tmp_path, batch_size=2, shard_size=3, weights=None)
     monkeypatch.undo()
@@ -236,14 +236,14 @@ def _same_files(a: Path, b: Path, names: list[str]) -> None:
 
 
 def test_nmt_rerun_on_changed_data_equals_a_fresh_run(tmp_path):
-    from test_nmt import _corpus
+    from helpers.nmt import toy_parallel_corpus
 
     from mlmm.cli import main
 
     def corpus(root: Path, seed: int) -> Path:
         root.mkdir()
         for split, n, offset in (("train", 40, 0), ("val", 6, 1)):
-            src, tgt = _corpus(n, seed + offset)
+            src, tgt = toy_parallel_corpus(n, seed + offset)
             (root / f"{split}.lc.norm.tok.en").write_text("".join(" ".join(s) + "\n" for s in src))
             (root / f"{split}.lc.norm.tok.de").write_text("".join(" ".join(t) + "\n" for t in tgt))
         return root
@@ -263,7 +263,7 @@ def test_nmt_rerun_on_changed_data_equals_a_fresh_run(tmp_path):
 
 
 def test_pivot_rerun_on_changed_features_equals_a_fresh_run(tmp_path):
-    from test_pivot import make_world
+    from helpers.pivot import make_world
 
     from mlmm.cli import main
 
@@ -296,16 +296,16 @@ def test_a_partial_download_of_another_url_is_not_continued(tmp_path, capsys):
     import http.server
     import threading
 
-    from test_data_fetch import _HalfThenRange
+    from helpers.fetch import HalfThenRange
 
     from mlmm.data.fetch import download
     from mlmm.errors import InputError
 
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _HalfThenRange)
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), HalfThenRange)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{httpd.server_address[1]}"
     target = tmp_path / "vectors.vec"
-    _HalfThenRange.seen = []
+    HalfThenRange.seen = []
     try:
         with pytest.raises(InputError):  # broken after half, no retry: the part is kept
             download(f"{base}/old.vec", target, retries=0, progress=False)
@@ -318,6 +318,6 @@ def test_a_partial_download_of_another_url_is_not_continued(tmp_path, capsys):
     assert "vectors.vec.part: inputs changed since it was written (url), starting over" in (
         capsys.readouterr().err
     )
-    assert _HalfThenRange.seen[1] is None  # the new URL from byte 0, then its own rest
-    assert target.read_bytes() == _HalfThenRange.BODY
+    assert HalfThenRange.seen[1] is None  # the new URL from byte 0, then its own rest
+    assert target.read_bytes() == HalfThenRange.BODY
     assert sorted(p.name for p in tmp_path.iterdir()) == ["vectors.vec"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from conftest import tool_env
+from helpers.workflow import tool_env
 
 from mlmm.errors import InputError
 from mlmm.slurm import ENV_REQUIRE_GPU, auto_device, gpu_requirement
@@ -85,7 +85,7 @@ def test_as_a_module_under_slurm_a_gpu_job_without_a_gpu_stops_at_its_start(
 
     import slurm_stub
     import yaml
-    from conftest import REPO
+    from helpers.workflow import REPO
 
     torch = pytest.importorskip("torch")
     if torch.cuda.is_available():

@@ -1,4 +1,4 @@
-"""Outputs get the mode the umask gives (issue 21): collaborators on a shared project directory
+"""Outputs get the mode the umask gives: collaborators on a shared project directory
 read every table, figure and model, as with any file a plain ``open`` creates."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Kádár's data draws (issue 20 rows 1-2) and the monolingual lr decay, against hand computations.
+"""Kádár's data draws and the monolingual lr decay, against hand computations.
 
 The paper cuts one random half of the images and samples one caption per image once; mulisera
 master draws per language and per data set. Both readings are selectable; these tests pin what
@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
-from test_retrieval import _record, _tiny_world  # tests/ on sys.path
+from helpers.retrieval import record_of, tiny_world
 
 from mlmm.catalogue import TABLES
 from mlmm.report import Run as ReportRun
@@ -71,8 +71,8 @@ def _hand_draw(seed: list[int], langs: list[str], skip_permutation: bool) -> dic
 
 
 def test_shared_captions_feed_c2i_c2c_and_the_vocabulary(tmp_path):
-    _tiny_world(tmp_path, N)
-    sets = training_sets(tmp_path, _record(train_data=ONE_EACH, c2c=True), seed=3)
+    tiny_world(tmp_path, N)
+    sets = training_sets(tmp_path, record_of(train_data=ONE_EACH, c2c=True), seed=3)
     assert sets.c2c == sets.c2i and sets.vocabulary == sets.c2i
     hand = _hand_draw([3, 0], ["en", "de"], skip_permutation=False)
     for lang in ("en", "de"):
@@ -83,8 +83,8 @@ def test_shared_captions_feed_c2i_c2c_and_the_vocabulary(tmp_path):
 
 def test_redrawn_captions_are_independent_draws(tmp_path):
     """mulisera master: the c2c set and the vocabulary draw their own caption per image."""
-    _tiny_world(tmp_path, N)
-    record = _record(train_data=ONE_EACH, c2c=True, c2c_captions="redrawn")
+    tiny_world(tmp_path, N)
+    record = record_of(train_data=ONE_EACH, c2c=True, c2c_captions="redrawn")
     sets = training_sets(tmp_path, record, seed=3)
     for part, seed in ((sets.c2i, [3, 0]), (sets.c2c, [3, 4]), (sets.vocabulary, [3, 5])):
         hand = _hand_draw(seed, ["en", "de"], skip_permutation=False)
@@ -95,21 +95,21 @@ def test_redrawn_captions_are_independent_draws(tmp_path):
 
 @pytest.mark.parametrize(("c2c_images", "images"), [("subset", 3), ("all", N)])
 def test_c2c_images_follow_the_subset_or_take_every_image(tmp_path, c2c_images, images):
-    _tiny_world(tmp_path, N)
+    tiny_world(tmp_path, N)
     subset = {**_subset("shared"), "c2c": c2c_images}
-    sets = training_sets(tmp_path, _record(train_data=BOTH, image_subset=subset, c2c=True), 3)
+    sets = training_sets(tmp_path, record_of(train_data=BOTH, image_subset=subset, c2c=True), 3)
     assert sum(bool(c) for c in sets.c2i["en"]) == 3
     assert len({a[1] for _, a, _, _ in c2c_pairs(sets.c2c)}) == images
     assert len(c2c_pairs(sets.c2c)) == images * 25
-    record = _record(train_data=BOTH, image_subset=subset, c2c=True)
+    record = record_of(train_data=BOTH, image_subset=subset, c2c=True)
     vocabs = Vocabularies.build(sets.vocabulary, record)
     streams = TrainingStreams(sets.c2i, vocabs, record, 3, torch.device("cpu"), tmp_path, sets.c2c)
     assert len(streams.c2c[0].lengths) == images * 25  # the streams pair what c2c was given
 
 
 def test_protocol_notes_name_the_reading_that_ran():
-    paper = _record(train_data=BOTH, image_subset=_subset("shared"), c2c=True)
-    code = _record(
+    paper = record_of(train_data=BOTH, image_subset=_subset("shared"), c2c=True)
+    code = record_of(
         train_data=BOTH, image_subset={**_subset("per-language"), "c2c": "all"}, c2c=True
     )
     assert protocol_notes(paper) == [
@@ -120,11 +120,11 @@ def test_protocol_notes_name_the_reading_that_ran():
         "image subset (0.5, overlap): an independent draw per language (mulisera master)",
         "c2c pairs from every training image (mulisera master)",
     ]
-    sampled = _record(train_data=ONE_EACH, c2c=True, c2c_captions="redrawn")
+    sampled = record_of(train_data=ONE_EACH, c2c=True, c2c_captions="redrawn")
     assert protocol_notes(sampled) == [
         "c2c and vocabulary draw their own captions (mulisera master)"
     ]
-    assert protocol_notes(_record()) == []  # nothing to say for a full monolingual run
+    assert protocol_notes(record_of()) == []  # nothing to say for a full monolingual run
     spec = next(s for s in TABLES if (s.paper, s.table) == ("kadar2018", 5))
     row = {"paper": "kadar2018", "table": 5, "system": "Bi-overlap", "variant_note": "x"}
     runs = [ReportRun("v", 1, {}, [row], protocol_notes(code))]

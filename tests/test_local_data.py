@@ -1,4 +1,4 @@
-"""The planning-time check of local data sets (mlmm.local_data, issue 28): every missing or
+"""The planning-time check of local data sets (mlmm.local_data): every missing or
 incomplete set in one message, the files expected inside each checked, not only the path."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""mlmm.logs: timestamped lines and progress bars that stay small in log files (issue 21)."""
+"""mlmm.logs: timestamped lines and progress bars that stay small in log files."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import re
 import sys
 
 import pytest
-from conftest import DEMO_RUN_GROUP  # tests/ on sys.path
+from helpers.workflow import DEMO_RUN_GROUP
 
 from mlmm.logs import progress, setup_logging
 
@@ -115,17 +115,17 @@ def test_a_failing_or_interrupted_command_still_logs_its_end(tmp_path, monkeypat
     argv = ["mt-score", *_required_argv(subcommands["mt-score"], tmp_path)]
     with open(path, "w") as log_file:
         monkeypatch.setattr(sys, "stderr", log_file)
-        assert mlmm.cli.main(argv) == 130  # one line, no traceback (test_bad_inputs_boundary)
+        assert mlmm.cli.main(argv) == 130  # one line, no traceback (test_error_boundary)
     lines = path.read_text().splitlines()
     assert re.fullmatch(LINE % "mt-score" + END % r"failed \(exit status 130\)", lines[-1])
 
 
 @pytest.mark.slow
 @pytest.mark.xdist_group(DEMO_RUN_GROUP)
-def test_every_job_log_of_the_demo_run_says_when_its_command_ran(default_demo_run):
-    """Issue 30: 71 of 134 job logs had no timestamped line; now every job's log (each rule
-    runs one mlmm command with stdout and stderr into its log) has the start and end lines."""
-    workdir, proc = default_demo_run
+def test_every_job_log_of_the_demo_run_says_when_its_command_ran(small_demo_run):
+    """Every job's log of the (small) demo run has the start and end lines: each rule runs one
+    mlmm command with stdout and stderr into its log."""
+    workdir, proc = small_demo_run
     assert proc.returncode == 0, proc.stdout[-3000:]
     logs = sorted((workdir / "results" / "logs").rglob("*.log"))
     assert logs

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, copy_workflow, tool_env
+from helpers.workflow import REPO, copy_workflow, tool_env
 
 SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
 OUTER = """\
@@ -45,6 +45,7 @@ def planned_jobs(output: str) -> int:
 
 
 @pytest.mark.slow  # two dry runs of the whole DAG and a demo world job: about 30 s
+@pytest.mark.full
 def test_the_workflow_runs_as_a_module_from_a_local_path(tmp_path):
     # the workflow with its own source tree, at a path of its own (not this checkout)
     source = copy_workflow(tmp_path / "mlmm workflow")

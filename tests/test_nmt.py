@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import torch
+from helpers.nmt import toy_parallel_corpus
 
 from mlmm.cli import main
 from mlmm.nbest import read_nbest, write_nbest
@@ -12,22 +13,12 @@ from mlmm.nmt.search import beam_search, greedy, nbest_lists, pad_batch
 from mlmm.nmt.selection import select
 from mlmm.nmt.train import TrainConfig, train
 
-WORDS = {"red": "rot", "dog": "hund", "cat": "katze", "big": "gross", "runs": "rennt",
-         "sleeps": "schlaeft", "a": "ein", "small": "klein"}
-
-
-def _corpus(n, seed):
-    rng = np.random.default_rng(seed)
-    keys = list(WORDS)
-    src = [list(rng.choice(keys, size=rng.integers(2, 6))) for _ in range(n)]
-    return src, [[WORDS[w] for w in s] for s in src]
-
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     torch.set_num_threads(1)
-    train_src, train_tgt = _corpus(200, 0)
-    val_src, val_tgt = _corpus(20, 1)
+    train_src, train_tgt = toy_parallel_corpus(200, 0)
+    val_src, val_tgt = toy_parallel_corpus(20, 1)
     config = TrainConfig(Sizes(16, 24, 16, 0.0), batch_size=16, learning_rate=0.01, max_epochs=3,
                          patience=2)
     translator, history = train(train_src, train_tgt, val_src, val_tgt, config, progress=False)
@@ -116,7 +107,7 @@ def test_cli_train_nbest_and_score(tmp_path, capsys):
     data = tmp_path / "tok"
     data.mkdir()
     for split, n, seed in (("train", 60, 0), ("val", 8, 1)):
-        src, tgt = _corpus(n, seed)
+        src, tgt = toy_parallel_corpus(n, seed)
         (data / f"{split}.lc.norm.tok.en").write_text("".join(" ".join(s) + "\n" for s in src))
         (data / f"{split}.lc.norm.tok.de").write_text("".join(" ".join(t) + "\n" for t in tgt))
     model = tmp_path / "model.pt"
@@ -222,7 +213,7 @@ def test_device_cuda_without_a_gpu_is_a_one_line_error(monkeypatch):
     from mlmm.errors import InputError
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    src, tgt = _corpus(4, 0)
+    src, tgt = toy_parallel_corpus(4, 0)
     with pytest.raises(InputError, match="CUDA"):
         train(src, tgt, src, tgt, TrainConfig(Sizes(4, 4, 4, 0.0), device="cuda"), progress=False)
 

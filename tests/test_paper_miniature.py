@@ -1,4 +1,4 @@
-"""The paper configuration in miniature (issue 19 deliverable 2): config/paper.yaml, run by
+"""The paper configuration in miniature: config/paper.yaml, run by
 Snakemake on the demo worlds written into every real layout it reads (``mlmm
 demo-paper-layouts``), with config/paper_miniature.yaml changing sizes only and the generated
 locations.yaml changing location keys only. Every rule of the paper DAG runs, every paper table
@@ -21,9 +21,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import BIN, LOCAL_RUN, REPO, tool_env
-from paper_config import paper_config, paper_variant
-from test_bad_inputs import PAPER_LOCAL_DATA, provide_local_data
+from helpers.local_data import PAPER_LOCAL_DATA, provide_local_data
+from helpers.paper_config import paper_config, paper_variant
+from helpers.workflow import BIN, LOCAL_RUN, REPO, tool_env
 
 from mlmm.catalogue import ALL_FIGURES, ALL_TABLES, CLAIM_PAPERS
 from mlmm.claims import VERDICTS
@@ -109,7 +109,7 @@ def test_calixto_cut_is_only_scaled():
 
 def _miniature_variants() -> dict[str, dict]:
     """Every retrieval variant the miniature runs, resolved (config.yaml <- paper <- miniature)."""
-    from paper_config import SCHEMA
+    from helpers.paper_config import SCHEMA
 
     from mlmm.config import validate_config
     from mlmm.retrieval.config import merge_config, resolve_variant
@@ -376,6 +376,7 @@ def paper_rules(tmp_path_factory) -> set[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.full
 def test_the_paper_configuration_runs_every_rule_in_miniature(tmp_path, paper_rules):
     from mlmm.demo.paper_layouts import write_paper_layouts, write_random_backbone_weights
 
@@ -441,23 +442,6 @@ def test_the_cli_defaults_are_the_miniature_sizes():
     for name, parameter in inspect.signature(write_paper_layouts).parameters.items():
         if parameter.default is not inspect.Parameter.empty and hasattr(args, name):
             assert getattr(args, name) == parameter.default, name
-
-
-def test_the_miniature_run_is_scheduled_first():
-    """conftest's LONGEST_FIRST names tests that exist, and its hook moves them to the front
-    without reordering the rest."""
-    import ast
-    from types import SimpleNamespace
-
-    from conftest import LONGEST_FIRST, pytest_collection_modifyitems
-
-    for nodeid in LONGEST_FIRST:
-        path, name = nodeid.split("::")
-        tree = ast.parse((REPO / path).read_text(encoding="utf-8"))
-        assert name in {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}, nodeid
-    items = [SimpleNamespace(nodeid=n) for n in ("tests/a.py::x", *LONGEST_FIRST, "tests/b.py::y")]
-    pytest_collection_modifyitems(None, items)
-    assert [i.nodeid for i in items] == [*LONGEST_FIRST, "tests/a.py::x", "tests/b.py::y"]
 
 
 def test_layouts_refuse_a_directory_with_files(tmp_path):

@@ -1,13 +1,18 @@
 """Mohammadshahi et al. 2019 (AME) protocol values, one test per row of docs/fidelity.md's AME
 section.
 
-Each test reads the resolved paper configuration (``tests/paper_config.py``): a value changed in
+Each test reads the resolved paper configuration (``helpers.paper_config``): a value changed in
 config/paper.yaml, its defaults or the schema without docs/fidelity.md fails here.
 """
 
 from __future__ import annotations
 
-from paper_config import REPO, paper_config, paper_variant, paper_variants  # tests/ on sys.path
+from helpers.paper_config import (  # tests/ on sys.path
+    REPO,
+    paper_config,
+    paper_variant,
+    paper_variants,
+)
 
 from mlmm.retrieval.config import languages, protocol_notes, select_languages
 

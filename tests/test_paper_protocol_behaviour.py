@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from paper_config import paper_config, paper_variants  # tests/ on sys.path
+from helpers.paper_config import paper_config, paper_variants
 
 from mlmm.data.vocab import UNK
 from mlmm.retrieval.api import build_model

@@ -1,7 +1,7 @@
 """Calixto & Liu 2017 Tables 1-2 protocol values, one test per row of docs/fidelity.md's section
 "Calixto & Liu 2017, Tables 1-2 (ranking, STS)".
 
-Each test reads the resolved paper configuration (``tests/paper_config.py``): a value changed in
+Each test reads the resolved paper configuration (``helpers.paper_config``): a value changed in
 config/paper.yaml, its defaults or the schema without docs/fidelity.md fails here. The authors'
 code is iacercalixto/multilingual-multimodal-embedding (do_train.py, run_f30kC.sh); the VSE
 baseline is Kiros's released VSE (ryankiros/visual-semantic-embedding train.py).
@@ -9,7 +9,12 @@ baseline is Kiros's released VSE (ryankiros/visual-semantic-embedding train.py).
 
 from __future__ import annotations
 
-from paper_config import REPO, paper_config, paper_variant, paper_variants  # tests/ on sys.path
+from helpers.paper_config import (  # tests/ on sys.path
+    REPO,
+    paper_config,
+    paper_variant,
+    paper_variants,
+)
 
 from mlmm.features import BACKBONES
 from mlmm.retrieval.config import languages, protocol_notes, select_languages

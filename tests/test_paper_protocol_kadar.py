@@ -1,12 +1,12 @@
 """Kádár et al. 2018 protocol values, one test per row of docs/fidelity.md's Kádár section.
 
-Each test reads the resolved paper configuration (``tests/paper_config.py``): a value changed in
+Each test reads the resolved paper configuration (``helpers.paper_config``): a value changed in
 config/paper.yaml, its defaults or the schema without docs/fidelity.md fails here.
 """
 
 from __future__ import annotations
 
-from paper_config import REPO, paper_variant, paper_variants  # tests/ on sys.path
+from helpers.paper_config import REPO, paper_variant, paper_variants  # tests/ on sys.path
 
 from mlmm.retrieval.config import languages, select_languages
 

@@ -1,13 +1,13 @@
 """Calixto & Liu 2017 Table 3 (NMT 20-best reranking) protocol values, one test per row of
 docs/fidelity.md's "Calixto & Liu 2017, Table 3" section.
 
-Each test reads the resolved paper configuration (``tests/paper_config.py``): a value changed in
+Each test reads the resolved paper configuration (``helpers.paper_config``): a value changed in
 config/paper.yaml, config.yaml or the schema without docs/fidelity.md fails here.
 """
 
 from __future__ import annotations
 
-from paper_config import REPO, paper_config  # tests/ on sys.path
+from helpers.paper_config import REPO, paper_config  # tests/ on sys.path
 
 from mlmm.nmt.selection import select
 

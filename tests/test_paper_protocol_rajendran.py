@@ -1,7 +1,7 @@
 """Rajendran et al. 2016 protocol values, one test per row of docs/fidelity.md's two Rajendran
 sections (Tables 1, 3, 4: TED CLDC; Table 5 with Tables 6 and 7: pivot retrieval).
 
-Each test reads the resolved paper configuration (``tests/paper_config.py``) or runs the
+Each test reads the resolved paper configuration (``helpers.paper_config``) or runs the
 mechanism the row names on a small hand example: a value changed in config/paper.yaml, its
 defaults or the schema without docs/fidelity.md fails here. (The CorrNet+MT row of Table 5 is
 pinned by its own ``test_table5_corrnet_mt_*`` tests.)
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from paper_config import REPO, paper_config  # tests/ on sys.path
+from helpers.paper_config import REPO, paper_config  # tests/ on sys.path
 
 from mlmm.pivot import nmt_records
 

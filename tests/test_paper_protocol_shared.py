@@ -1,6 +1,6 @@
 """Shared retrieval conventions, one test per row of docs/fidelity.md's 'Shared conventions'.
 
-Each test reads the resolved paper configuration (``tests/paper_config.py``) where the row names
+Each test reads the resolved paper configuration (``helpers.paper_config``) where the row names
 a config key, and checks the mechanism the row names against a hand computation where it names
 code: a value changed in config/paper.yaml, its defaults or the schema without the row fails.
 """
@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from paper_config import REPO, paper_config, paper_variants  # tests/ on sys.path
+from helpers.paper_config import REPO, paper_config, paper_variants  # tests/ on sys.path
 
 from mlmm import evaluation
 from mlmm.errors import InputError

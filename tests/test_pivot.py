@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
+from helpers.pivot import PAPER_TABLES, SETTINGS, fake_run, make_world
 from PIL import Image
 
 from mlmm.cli import main
@@ -20,87 +20,7 @@ from mlmm.pivot.evaluate import criterion, recalls, recalls_of_ranks
 from mlmm.pivot.experiment import check_request, train_stage
 from mlmm.pivot.models import BridgeMAE, chain_scores, nearest, random_scores
 from mlmm.pivot.table import table5
-from mlmm.ted import TOPICS, corrnet
-
-PAPER_TABLES = Path(__file__).resolve().parents[1] / "resources" / "paper_tables"
-WORDS = {"en": "cat", "fr": "chat", "de": "katze"}
-FILLER = {"en": ["a", "the", "with"], "fr": ["un", "le", "avec"], "de": ["ein", "der", "mit"]}
-SETTINGS = {
-    "hidden": 24,
-    "epochs": 12,
-    "batch_size": 20,
-    "learning_rate": 0.05,
-    "input": "binary",
-    "reconstruction": "cross_entropy",
-    "min_count": 1,
-    "validation_fraction": 0.1,
-    "validation_max": 1000,
-    "seed": 1,
-    "standardise_images": True,
-}
-
-
-def _caption(rng, concepts, language) -> str:
-    words = [f"{WORDS[language]}{c}" for c in concepts if rng.random() < 0.9]
-    words += list(rng.choice(FILLER[language], size=2))
-    return " ".join(rng.permutation(words))
-
-
-def make_world(root: Path, n_train=300, n_mic=40, talks=80, dim=32, concepts=12, seed=0):
-    """COCO layout + features + TED-CLDC layout where one concept set ties all views.
-
-    Image features are the sum of their concepts' directions plus noise; captions (en, and
-    translations fr/de for MIC) name the concepts; TED talks name three concepts in en and X.
-    Returns (coco_root, features_dir, ted_root).
-    """
-    rng = np.random.default_rng(seed)
-    directions = rng.normal(size=(concepts, dim))
-    coco, feats, ted = root / "coco", root / "features", root / "ted-cldc"
-    (coco / "data/task1/image_splits").mkdir(parents=True)
-    (coco / "data/task2/tok").mkdir(parents=True)
-    for split, n, languages in (
-        ("pivot_train", n_train, ["en"]),
-        ("mic", n_mic, ["en", "fr", "de"]),
-    ):
-        sets = [rng.choice(concepts, size=2, replace=False) for _ in range(n)]
-        names = [f"{split}_{i:04d}.jpg" for i in range(n)]
-        (coco / f"data/task1/image_splits/{split}.txt").write_text("\n".join(names) + "\n")
-        x = np.stack([directions[s].sum(0) for s in sets]) + 0.3 * rng.normal(size=(n, dim))
-        x = np.maximum(x, 0).astype(np.float32) + 1
-        (feats / "alexnet_fc6").mkdir(parents=True, exist_ok=True)
-        if split == "pivot_train":  # Z1 reads its rows of the train split's features
-            others = [f"other_{i:04d}.jpg" for i in range(3)]  # train images not in pivot_train
-            (coco / "data/task1/image_splits/train.txt").write_text("\n".join(others + names))
-            np.save(feats / "alexnet_fc6/train.npy", np.concatenate([np.zeros((3, dim)), x]))
-        else:
-            np.save(feats / "alexnet_fc6" / f"{split}.npy", x)
-        for k in range(1, 6):
-            lines = {lang: [] for lang in languages}
-            for s in sets:
-                state = rng.integers(1 << 30)  # the translations say the same as the English
-                for lang in languages:
-                    lines[lang].append(_caption(np.random.default_rng(state), s, lang))
-            for lang in languages:
-                path = coco / f"data/task2/tok/{split}.lc.norm.tok.{k}.{lang}"
-                path.write_text("\n".join(lines[lang]) + "\n")
-    for x in ("fr", "de"):
-        for t in range(talks):
-            chosen = rng.choice(concepts, size=3, replace=False)
-            counts = rng.integers(1, 4, size=3)
-            for lang, pair in ((x, f"{x}-en"), ("en", f"en-{x}")):
-                words = [
-                    f"{WORDS[lang]}{c}_{lang}"
-                    for c, m in zip(chosen, counts, strict=True)
-                    for _ in range(m)
-                ]
-                words += [f"{w}_{lang}" for w in FILLER[lang]]
-                folder = ted / pair / "train" / TOPICS[t % len(TOPICS)] / "positive"
-                folder.mkdir(parents=True, exist_ok=True)
-                (folder / f"{t}.ted").write_text(" ".join(words) + "\n")
-            for topic in TOPICS:
-                for pair in (f"{x}-en", f"en-{x}"):
-                    (ted / pair / "train" / topic / "negative").mkdir(parents=True, exist_ok=True)
-    return coco, feats, ted
+from mlmm.ted import corrnet
 
 
 @pytest.fixture(scope="module")
@@ -355,21 +275,6 @@ def test_bridge_corrnet_beats_random_through_the_pivot(world, tmp_path):
 # --- table and CLI ---------------------------------------------------------------------
 
 
-def _fake_run(path: Path, model, language, lam, criteria, value):
-    test = {d: {f"R@{k}": value + k / 1000 for k in (5, 10, 50)} for d in ("i2t", "t2i")}
-    path.mkdir(parents=True)
-    run = {
-        "model": model,
-        "language": language,
-        "lambda": lam,
-        "criteria": criteria,
-        "test": test,
-        "provenance": {"config": {"backbone": "alexnet_fc6"}},
-    }
-    (path / "metrics.json").write_text(json.dumps(run))
-    return path
-
-
 def test_pivot_split_is_read_from_the_coco_provenance(tmp_path):
     from mlmm.pivot.experiment import coco_pivot_split
 
@@ -382,10 +287,10 @@ def test_pivot_split_is_read_from_the_coco_provenance(tmp_path):
 
 def test_table5_chooses_lambda_per_direction_on_validation(tmp_path):
     runs = [
-        _fake_run(tmp_path / "b1", "bridge", "fr", 1.0, {"i2t": 0.9, "t2i": 0.1}, 0.10),
-        _fake_run(tmp_path / "b10", "bridge", "fr", 10.0, {"i2t": 0.2, "t2i": 0.5}, 0.20),
-        _fake_run(tmp_path / "d1", "direct", None, 1.0, {"i2t": 0.3, "t2i": 0.3}, 0.30),
-        _fake_run(tmp_path / "r", "random", None, 0.0, None, 0.0),
+        fake_run(tmp_path / "b1", "bridge", "fr", 1.0, {"i2t": 0.9, "t2i": 0.1}, 0.10),
+        fake_run(tmp_path / "b10", "bridge", "fr", 10.0, {"i2t": 0.2, "t2i": 0.5}, 0.20),
+        fake_run(tmp_path / "d1", "direct", None, 1.0, {"i2t": 0.3, "t2i": 0.3}, 0.30),
+        fake_run(tmp_path / "r", "random", None, 0.0, None, 0.0),
     ]
     paper = PAPER_TABLES if PAPER_TABLES.is_dir() else None
     frame = table5(runs, paper, tmp_path / "out/rajendran2016_table5")
@@ -410,7 +315,7 @@ def test_table5_chooses_lambda_per_direction_on_validation(tmp_path):
 
 
 def test_table5_without_paper_tables_and_bad_runs(tmp_path):
-    run = _fake_run(tmp_path / "d", "direct", None, 1.0, {"i2t": 0.3, "t2i": 0.3}, 0.3)
+    run = fake_run(tmp_path / "d", "direct", None, 1.0, {"i2t": 0.3, "t2i": 0.3}, 0.3)
     frame = table5([run], tmp_path / "absent", tmp_path / "t5")
     assert frame["paper"].isna().all()
     assert "paper column is empty" in (tmp_path / "t5.md").read_text()

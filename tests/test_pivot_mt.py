@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_pivot import PAPER_TABLES, _fake_run, make_world  # tests/ on sys.path
+from helpers.pivot import PAPER_TABLES, fake_run, make_world
 
 from mlmm.cli import main
 from mlmm.errors import InputError
@@ -197,7 +197,7 @@ def test_table5_corrnet_mt_ranks_with_the_direct_runs_network(world, tmp_path, c
     untranslated = json.loads((tmp_path / "fr/metrics.json").read_text())
     assert untranslated["data"]["translated_tokens_in_vocabulary"] == 0.0
     # A run that is not the En-Image CorrNet's is refused with one line.
-    two = _fake_run(tmp_path / "two", "two", "fr", 1.0, {"i2t": 0, "t2i": 0}, 0.1)
+    two = fake_run(tmp_path / "two", "two", "fr", 1.0, {"i2t": 0, "t2i": 0}, 0.1)
     assert main(["pivot-mt", "--direct-run", str(two), "--translations", str(perfect),
                  "--coco-root", str(coco), "--features", str(feats), "--language", "fr",
                  "--out", str(tmp_path / "bad")]) == 2  # fmt: skip
@@ -206,7 +206,7 @@ def test_table5_corrnet_mt_ranks_with_the_direct_runs_network(world, tmp_path, c
 
 
 def _mt_run(path: Path, language: str, lam: float, criteria: dict, value: float, bleu: float):
-    _fake_run(path, "mt", language, lam, criteria, value)
+    fake_run(path, "mt", language, lam, criteria, value)
     run = json.loads((path / "metrics.json").read_text())
     run["translation"] = {"language": language, "beam": 12, "bleu_against_english_mic": bleu}
     (path / "metrics.json").write_text(json.dumps(run))
@@ -216,8 +216,8 @@ def _mt_run(path: Path, language: str, lam: float, criteria: dict, value: float,
 def test_table5_corrnet_mt_rows_labels_and_note(tmp_path):
     assert SYSTEMS["mt"] == MT_LABEL
     runs = [
-        _fake_run(tmp_path / "d1", "direct", None, 1.0, {"i2t": 0.3, "t2i": 0.1}, 0.30),
-        _fake_run(tmp_path / "d10", "direct", None, 10.0, {"i2t": 0.1, "t2i": 0.5}, 0.40),
+        fake_run(tmp_path / "d1", "direct", None, 1.0, {"i2t": 0.3, "t2i": 0.1}, 0.30),
+        fake_run(tmp_path / "d10", "direct", None, 10.0, {"i2t": 0.1, "t2i": 0.5}, 0.40),
         _mt_run(tmp_path / "fr1", "fr", 1.0, {"i2t": 0.3, "t2i": 0.1}, 0.10, 21.5),
         _mt_run(tmp_path / "fr10", "fr", 10.0, {"i2t": 0.1, "t2i": 0.5}, 0.20, 21.5),
         _mt_run(tmp_path / "de1", "de", 1.0, {"i2t": 0.3, "t2i": 0.1}, 0.05, 17.0),
@@ -244,7 +244,7 @@ def test_table5_corrnet_mt_rows_labels_and_note(tmp_path):
 
 
 def test_table5_corrnet_mt_note_without_mt_runs(tmp_path):
-    run = _fake_run(tmp_path / "d", "direct", None, 1.0, {"i2t": 0.3, "t2i": 0.3}, 0.3)
+    run = fake_run(tmp_path / "d", "direct", None, 1.0, {"i2t": 0.3, "t2i": 0.3}, 0.3)
     table5([run], None, tmp_path / "t5")
     markdown = (tmp_path / "t5.md").read_text()
     assert "Moses (Section 6, footnote 4)" in markdown

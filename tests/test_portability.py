@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_bad_inputs import provide_local_data  # tests/ on sys.path
+from helpers.local_data import provide_local_data
 
 REPO = Path(__file__).resolve().parents[1]
 PAPER_LOCAL_DATA = (
@@ -69,6 +69,7 @@ def snakemake_with_mlmm(bare_snakemake, tmp_path_factory) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.full
 def test_a_snakemake_without_mlmm_stops_with_one_line(bare_snakemake, tmp_path):
     plan = _bare(bare_snakemake, "-n", "-s", str(REPO / "Snakefile"), cwd=tmp_path)
     assert plan.returncode != 0
@@ -78,6 +79,7 @@ def test_a_snakemake_without_mlmm_stops_with_one_line(bare_snakemake, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.full
 def test_a_snakemake_with_mlmm_alone_plans_and_lints_from_the_checkout(snakemake_with_mlmm):
     # --forceall: every job, whether or not `make demo` already made results/ in this checkout
     plan = _bare(snakemake_with_mlmm, "-n", "--forceall", cwd=REPO)
@@ -88,6 +90,7 @@ def test_a_snakemake_with_mlmm_alone_plans_and_lints_from_the_checkout(snakemake
 
 
 @pytest.mark.slow
+@pytest.mark.full
 def test_a_snakemake_with_mlmm_alone_plans_the_paper_config_from_another_directory(
     snakemake_with_mlmm, tmp_path
 ):

@@ -88,7 +88,7 @@ def retrieval_outputs(root: Path, tables: Path, figures: Path) -> None:
 
 
 def kadar_table1(root: Path, tables: Path, figures: Path) -> None:
-    from test_data import write_tree  # tests/ is on sys.path
+    from helpers.multi30k import write_tree
 
     from mlmm.data.prepare import write_kadar_table1
 

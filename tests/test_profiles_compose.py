@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
-import slurm_stub
 import yaml
-from conftest import REPO, tool_env
+from helpers import slurm_stub
+from helpers.workflow import REPO, tool_env
 
 PROFILE = REPO / "profiles/slurm"
 

@@ -11,7 +11,19 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-TEXT_SUFFIXES = {".md", ".py", ".smk", ".yaml", ".yml", ".rst", ".toml", ".cfg", ".sh", ".c", ".txt"}
+TEXT_SUFFIXES = {
+    ".md",
+    ".py",
+    ".smk",
+    ".yaml",
+    ".yml",
+    ".rst",
+    ".toml",
+    ".cfg",
+    ".sh",
+    ".c",
+    ".txt",
+}
 TEXT_NAMES = {"Snakefile", "Makefile", "Dockerfile", "run"}
 
 # What a reader of the repository cannot follow: the tracker's numbers, this machine's paths,
@@ -57,7 +69,9 @@ def test_no_issue_numbers_commit_ids_machine_paths_or_diaries():
     commits = set(_git("rev-list", "--all"))
     if len(commits) < 2:
         pytest.skip("a shallow clone: this repository's commits are not known here")
-    findings = [line for path in _tracked_text() if path.is_file() for line in _findings(path, commits)]
+    findings = [
+        line for path in _tracked_text() if path.is_file() for line in _findings(path, commits)
+    ]
     assert not findings, "\n".join(findings)
 
 
@@ -70,4 +84,9 @@ def test_the_check_finds_each_kind(tmp_path):
         encoding="utf-8",
     )
     kinds = [line.split(": ")[1] for line in _findings(sample, {commit}, tmp_path)]
-    assert kinds == ["an issue number", "a commit of this repository", "a machine path", "a run diary"]
+    assert kinds == [
+        "an issue number",
+        "a commit of this repository",
+        "a machine path",
+        "a run diary",
+    ]

@@ -1,4 +1,4 @@
-"""Kill and resume, stage by stage (issue 14, item 3).
+"""Kill and resume, stage by stage.
 
 Each stage's command runs three times in a subprocess on CPU: uninterrupted (counting its
 optimiser steps or module forwards), killed with SIGKILL at a seeded random one of them, and
@@ -24,7 +24,8 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-from conftest import BIN, copy_workflow, tool_env
+from helpers.compare import assert_same
+from helpers.workflow import BIN, copy_workflow, tool_env
 
 # Runs `mlmm ARGV` with a kill switch: MLMM_TEST_KILL=count=<json path> records how many
 # optimiser steps and module forwards the command makes; MLMM_TEST_KILL=<step|forward>=<k>
@@ -50,10 +51,6 @@ if mode == "count":
 sys.exit(main(sys.argv[1:]))
 """
 
-# Keys whose values differ between runs by nature (clock, resume bookkeeping).
-VOLATILE = ("time", "timing", "second", "provenance", "resumed", "extracted_rows", "elapsed",
-            "per_s", "tokens_per", "speed", "date")  # fmt: skip
-
 
 def mlmm(argv: list, kill: str) -> subprocess.CompletedProcess:
     env = tool_env() | {"MLMM_TEST_KILL": kill, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
@@ -78,25 +75,6 @@ def kill_and_resume(
     rerun = mlmm(argv(tmp_path / "killed"), "none=0")
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     return tmp_path / "full", tmp_path / "killed"
-
-
-def assert_same(a, b, where: str = "") -> None:
-    """Equal values, recursively, tensors and arrays exactly; volatile keys skipped."""
-    if isinstance(a, dict):
-        assert isinstance(b, dict) and set(a) == set(b), where
-        for key in a:
-            if not any(word in str(key).lower() for word in VOLATILE):
-                assert_same(a[key], b[key], f"{where}.{key}")
-    elif isinstance(a, list | tuple):
-        assert len(a) == len(b), where
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            assert_same(x, y, f"{where}[{i}]")
-    elif isinstance(a, torch.Tensor):
-        assert torch.equal(a, b), where
-    elif isinstance(a, np.ndarray):
-        np.testing.assert_array_equal(a, b, err_msg=where)
-    else:
-        assert a == b or (a != a and b != b), f"{where}: {a!r} != {b!r}"  # NaN == NaN
 
 
 def load_any(path: Path):
@@ -131,7 +109,7 @@ def assert_same_tree(full: Path, resumed: Path) -> None:
 
 @pytest.mark.slow
 def test_features_resume_after_a_kill(tmp_path):
-    from test_features import make_images
+    from helpers.features import make_images
 
     make_images(tmp_path, 7)
 
@@ -147,7 +125,9 @@ def test_features_resume_after_a_kill(tmp_path):
 
 @pytest.mark.slow
 def test_retrieval_training_resume_after_a_kill(tmp_path):
-    from test_retrieval_train import _cli, align, make_world, section
+    from helpers.retrieval import make_world, section, trainer_argv
+
+    from mlmm.retrieval import align
 
     world = make_world(tmp_path / "world")
     align.derive_demo(world.data_root, world.muse, ["en", "de"], 8, 0.8, world.vectors)
@@ -161,7 +141,7 @@ def test_retrieval_training_resume_after_a_kill(tmp_path):
     config.write_text(yaml.safe_dump({"retrieval": section(four=variant)}))
 
     def argv(out: Path) -> list:
-        return _cli(config, out, world)[3:]  # without `python -m mlmm`
+        return trainer_argv(config, out, world)[3:]  # without `python -m mlmm`
 
     full, resumed = kill_and_resume(tmp_path, argv, "step", seed=1)
     metrics = json.loads((resumed / "metrics.json").read_text())
@@ -171,12 +151,12 @@ def test_retrieval_training_resume_after_a_kill(tmp_path):
 
 @pytest.mark.slow
 def test_nmt_training_restarts_after_a_kill(tmp_path):
-    from test_nmt import _corpus
+    from helpers.nmt import toy_parallel_corpus
 
     data = tmp_path / "tok"
     data.mkdir()
     for split, n, seed in (("train", 60, 0), ("val", 8, 1)):
-        src, tgt = _corpus(n, seed)
+        src, tgt = toy_parallel_corpus(n, seed)
         (data / f"{split}.lc.norm.tok.en").write_text("".join(" ".join(s) + "\n" for s in src))
         (data / f"{split}.lc.norm.tok.de").write_text("".join(" ".join(t) + "\n" for t in tgt))
 
@@ -212,7 +192,7 @@ def test_bridge_corrnet_restarts_after_a_kill(tmp_path):
 
 @pytest.mark.slow
 def test_pivot_training_restarts_after_a_kill(tmp_path):
-    from test_pivot import make_world
+    from helpers.pivot import make_world
 
     coco, feats, ted = make_world(tmp_path / "world")
 

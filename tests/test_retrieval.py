@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 import yaml
+from helpers.retrieval import record_of, tiny_world
 
 from mlmm.errors import InputError
 from mlmm.retrieval import align
@@ -112,35 +113,14 @@ def test_image_subsets_half_overlap_and_disjoint():
         subsets(["en", "de", "fr"], 0.5, "disjoint")
 
 
-def _tiny_world(root: Path, n: int = 6) -> None:
-    data = root / "data"
-    for task, name in ((1, "train.txt"), (2, "train_images.txt")):
-        path = data / f"task{task}/image_splits/{name}"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("".join(f"{i}.jpg\n" for i in range(n)))
-    for lang in ("en", "de", "fr"):
-        path = data / f"task1/tok/train.lc.norm.tok.{lang}"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("".join(f"t{lang} {i}\n" for i in range(n)))
-    for k in range(1, 6):
-        for lang in ("en", "de"):
-            path = data / f"task2/tok/train.lc.norm.tok.{k}.{lang}"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text("".join(f"c{lang} {i} {k}\n" for i in range(n)))
-
-
-def _record(**changes) -> dict:
-    return resolve_variant({"variants": {"v": changes}}, "v")
-
-
 def test_training_captions_data_settings(tmp_path):
-    _tiny_world(tmp_path)
+    tiny_world(tmp_path)
     rng = np.random.default_rng(0)
-    full = training_captions(tmp_path, _record(), rng)
+    full = training_captions(tmp_path, record_of(), rng)
     assert list(full) == ["en"] and all(len(c) == 5 for c in full["en"])
     under = training_captions(
         tmp_path,
-        _record(
+        record_of(
             train_data=[
                 {"portion": "comparable", "languages": ["en", "de"], "captions_per_image": 1}
             ]
@@ -152,7 +132,7 @@ def test_training_captions_data_settings(tmp_path):
     assert all(c[0][1] == str(i) for i, c in enumerate(under["en"]))
     half = training_captions(
         tmp_path,
-        _record(
+        record_of(
             train_data=[{"portion": "comparable", "languages": ["en", "de"]}],
             image_subset={"fraction": 0.5, "assignment": "disjoint"},
         ),
@@ -163,7 +143,7 @@ def test_training_captions_data_settings(tmp_path):
     assert c2c_pairs(half) == []  # disjoint images: nothing to pair
     mixed = training_captions(
         tmp_path,
-        _record(
+        record_of(
             train_data=[
                 {"portion": "translation", "languages": ["en", "de", "fr"]},
                 {"portion": "comparable", "languages": ["en", "de"]},
@@ -283,11 +263,13 @@ def test_real_multi30k_data_settings_have_the_papers_sizes():
     rng = np.random.default_rng(0)
     both = [{"portion": "comparable", "languages": ["en", "de"]}]
     overlap = training_captions(
-        root, _record(train_data=both, image_subset={"fraction": 0.5, "assignment": "overlap"}), rng
+        root,
+        record_of(train_data=both, image_subset={"fraction": 0.5, "assignment": "overlap"}),
+        rng,
     )
     disjoint = training_captions(
         root,
-        _record(train_data=both, image_subset={"fraction": 0.5, "assignment": "disjoint"}),
+        record_of(train_data=both, image_subset={"fraction": 0.5, "assignment": "disjoint"}),
         rng,
     )
     for setting, images in ((overlap, 14500), (disjoint, 29000)):

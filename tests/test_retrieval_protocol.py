@@ -1,4 +1,4 @@
-"""The papers' protocol mechanisms (issue 11), each against a hand computation or the authors'
+"""The papers' protocol mechanisms, each against a hand computation or the authors'
 formula: model selection, pooled batching, Calixto's shared projection, stopping flags, the STS
 tokens, bad inputs (NaN features, a non-finite loss)."""
 
@@ -11,7 +11,7 @@ from collections import Counter
 import numpy as np
 import pytest
 import torch
-from test_retrieval_train import make_world, section  # tests/ on sys.path
+from helpers.retrieval import make_world, rcsls_update, section, toy_alignment
 
 from mlmm.errors import InputError
 from mlmm.retrieval import align
@@ -249,7 +249,7 @@ def test_unknown_words_start_from_normal_0_05_as_ame_cmr_vocab(
     import dataclasses
 
     # two vectors for the whole vocabulary: below the coverage a real run needs (a test of it:
-    # test_bad_inputs_semantic), here so that nearly every row is an unknown word's
+    # test_bad_inputs_config_semantics), here so that nearly every row is an unknown word's
     monkeypatch.setattr("mlmm.retrieval.word_embeddings.MIN_VECTOR_COVERAGE", 0.0)
 
     few = tmp_path / "vectors"  # one English and one German vector: every other row unknown
@@ -585,43 +585,9 @@ def _ame_cmr_rcsls(x_src, y_tgt, z_src, z_tgt, r, knn):
     return -(f - fk0 - fk1) / len(x_src), -(df - dfk0 - dfk1.T) / len(x_src)
 
 
-def _toy_alignment(**settings):
-    """6-row table: rows 1-3 English, 4-5 German; en-de pairs (1,4),(2,5); de-en (4,1),(5,3)."""
-    from mlmm.retrieval.word_embeddings import Alignment, Direction
-
-    torch.manual_seed(3)
-    model = JointEmbedding(2, {"shared": 6}, 3, 4, 4, 0.0, "cosine")
-    cpu = torch.device("cpu")
-    en, de = torch.tensor([1, 2, 3]), torch.tensor([4, 5])
-    directions = [Direction("en-de", en, de, torch.tensor([[0, 0], [1, 1]]), {0: {0}}, cpu)]
-    if settings.get("mappings") == "two":
-        directions.append(Direction("de-en", de, en, torch.tensor([[0, 0], [1, 2]]), {}, cpu))
-    alignment = {
-        "lr": 2.0,
-        "knn": 2,
-        "mappings": "one",
-        "lr_schedule": "constant",
-        "lr_halving": "float",
-        "orthogonalise": True,
-        "normalise": True,
-        **settings,
-    }
-    record = {"word_embeddings": "ame", "alignment": alignment}
-    return Alignment(model, directions, record, cpu)
-
-
-def _rcsls_update(run):
-    run.zero_grad()
-    run.loss().backward()
-    before = [d.mapping.detach().clone() for d in run.directions]
-    grads = [d.mapping.grad.clone() for d in run.directions]
-    run.step()
-    return before, grads
-
-
 def test_rcsls_raw_rows_gradient_is_ame_cmr_df_and_no_orthogonalisation():
     """normalise false, orthogonalise false: R <- R - lr df with AME-CMR's f and df."""
-    run = _toy_alignment(normalise=False, orthogonalise=False)
+    run = toy_alignment(normalise=False, orthogonalise=False)
     weight = run.weight().double().numpy()
     d = run.directions[0]
     r = d.mapping.detach().double().numpy()
@@ -629,7 +595,7 @@ def test_rcsls_raw_rows_gradient_is_ame_cmr_df_and_no_orthogonalisation():
     pairs = d.train.numpy()
     f, df = _ame_cmr_rcsls(x_all[pairs[:, 0]], y_all[pairs[:, 1]], x_all, y_all, r, 2)
     assert float(run.loss().detach()) == pytest.approx(f, abs=1e-5)
-    before, grads = _rcsls_update(run)
+    before, grads = rcsls_update(run)
     assert np.allclose(grads[0].numpy(), df, atol=1e-5)
     after = d.mapping.detach().double().numpy()
     assert np.allclose(after, r - 2.0 * df, atol=1e-5)
@@ -638,8 +604,8 @@ def test_rcsls_raw_rows_gradient_is_ame_cmr_df_and_no_orthogonalisation():
 
 def test_rcsls_orthogonalises_after_the_update_by_default():
     """The paper (Section 3.2): W constrained orthogonal: the SVD's U V^T after each step."""
-    run = _toy_alignment()
-    before, grads = _rcsls_update(run)
+    run = toy_alignment()
+    before, grads = rcsls_update(run)
     moved = (before[0] - 2.0 * grads[0]).double()
     u, _, vt = torch.linalg.svd(moved)
     w = run.directions[0].mapping.detach().double()
@@ -650,30 +616,30 @@ def test_rcsls_orthogonalises_after_the_update_by_default():
 def test_rcsls_lr_halves_when_the_loss_rises():
     """AME-CMR train_emb: ``if f > fold: lr_translator /= 2``; fold keeps the last loss that did
     not rise; the update that saw the rise is kept (its R_old is the same tensor)."""
-    run = _toy_alignment(lr_schedule="halve_on_rise", orthogonalise=False)
+    run = toy_alignment(lr_schedule="halve_on_rise", orthogonalise=False)
     d = run.directions[0]
     d.previous = -100.0  # below any loss: this one rises
-    before, grads = _rcsls_update(run)
+    before, grads = rcsls_update(run)
     assert run.lr == 1.0 and d.previous == -100.0
     assert torch.allclose(d.mapping.detach(), before[0] - 2.0 * grads[0], atol=1e-6)
     d.previous = 100.0  # above: no rise, the loss becomes the reference, the rate stays
     loss_value = float(run.loss().detach())
-    before, grads = _rcsls_update(run)
+    before, grads = rcsls_update(run)
     assert run.lr == 1.0 and d.previous == pytest.approx(loss_value, abs=1e-6)
     assert torch.allclose(d.mapping.detach(), before[0] - 1.0 * grads[0], atol=1e-6)
-    constant = _toy_alignment(orthogonalise=False)
+    constant = toy_alignment(orthogonalise=False)
     constant.directions[0].previous = -100.0
-    _rcsls_update(constant)
+    rcsls_update(constant)
     assert constant.lr == 2.0
 
 
 def test_two_mappings_both_move_with_one_rate_reverse_first():
     """AME-CMR: R_deen updated (and its rise checked) before R_ende, one lr_translator; the
     German rows enter the GRU mapped by R_deen, the English ones by R_ende."""
-    run = _toy_alignment(mappings="two", lr_schedule="halve_on_rise", orthogonalise=False)
+    run = toy_alignment(mappings="two", lr_schedule="halve_on_rise", orthogonalise=False)
     forward, reverse = run.directions
     reverse.previous = -100.0  # the de-en loss rises: the en-de update already gets lr / 2
-    before, grads = _rcsls_update(run)
+    before, grads = rcsls_update(run)
     assert torch.allclose(reverse.mapping.detach(), before[1] - 2.0 * grads[1], atol=1e-6)
     assert torch.allclose(forward.mapping.detach(), before[0] - 1.0 * grads[0], atol=1e-6)
     assert run.lr == 1.0
@@ -749,7 +715,7 @@ def test_ame_with_the_codes_mappings_trains_resumes_state_and_reloads(aligned_wo
 
 def test_alignment_ratio_with_two_mappings_maps_both_sides():
     """AME-CMR METRIC_SIMIL kind 1: nearest neighbours of X_en R_ende^T among X_de R_deen^T."""
-    run = _toy_alignment(mappings="two")
+    run = toy_alignment(mappings="two")
     forward, reverse = run.directions
     with torch.no_grad():
         forward.mapping.copy_(torch.eye(3))
@@ -757,7 +723,7 @@ def test_alignment_ratio_with_two_mappings_maps_both_sides():
     weight = run.weight()
     by_hand = align.precision_at_1(weight[forward.src], -weight[forward.tgt], forward.gold, None)
     assert run.ratio() == by_hand
-    one = _toy_alignment()
+    one = toy_alignment()
     with torch.no_grad():
         one.directions[0].mapping.copy_(torch.eye(3))
     unmapped = align.precision_at_1(weight[forward.src], weight[forward.tgt], forward.gold, None)

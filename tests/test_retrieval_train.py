@@ -7,159 +7,33 @@ with five phrasings in en/de (task2), so a working trainer must beat chance quic
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from paper_config import paper_variant
+from helpers.paper_config import paper_variant
+from helpers.retrieval import (
+    FRAMES,
+    WORDS,
+    make_world,
+    save_features,
+    section,
+    trainer_argv,
+    write_lines,
+)
 
 from mlmm.errors import InputError
 from mlmm.retrieval import align
 from mlmm.retrieval.api import load_trained
 from mlmm.retrieval.config import resolve_variant
 from mlmm.retrieval.train import Paths, train_variant
-
-WORDS = {
-    "en": (
-        ["red", "blue", "green", "white", "black", "pink"],
-        ["cat", "dog", "car", "ball", "man", "boat"],
-        ["park", "street", "beach", "room"],
-    ),
-    "de": (
-        ["rot", "blau", "grün", "weiß", "schwarz", "rosa"],
-        ["katze", "hund", "auto", "ball", "mann", "boot"],
-        ["park", "straße", "strand", "zimmer"],
-    ),
-    "fr": (
-        ["rouge", "bleu", "vert", "blanc", "noir", "rose"],
-        ["chat", "chien", "voiture", "balle", "homme", "bateau"],
-        ["parc", "rue", "plage", "salle"],
-    ),
-    "cs": (
-        ["červený", "modrý", "zelený", "bílý", "černý", "růžový"],
-        ["kočka", "pes", "auto", "míč", "muž", "loď"],
-        ["park", "ulice", "pláž", "pokoj"],
-    ),
-}
-FRAMES = {
-    "en": [
-        "a {c} {o} in the {p}",
-        "the {o} is {c} in a {p}",
-        "one {c} {o} near the {p}",
-        "{c} {o} at the {p}",
-        "there is a {c} {o} in the {p}",
-    ],
-    "de": [
-        "ein {c} {o} im {p}",
-        "der {o} ist {c} im {p}",
-        "ein {c} {o} am {p}",
-        "{c} {o} im {p}",
-        "da ist ein {c} {o} im {p}",
-    ],
-    "fr": ["un {o} {c} dans le {p}"],
-    "cs": ["{c} {o} v {p}"],
-}
-SIZES = {"train": 300, "val": 40, "test_2016_flickr": 40}
-TASK2 = {
-    "train": ("train", "train_images"),
-    "val": ("val", "val_images"),
-    "test_2016_flickr": ("test_2016", "test_2016_images"),
-}
-
-
-def _write(path: Path, lines: list[str], gz: bool = False) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = "\n".join(lines) + "\n"
-    if gz:
-        with gzip.open(path, "wt", encoding="utf-8") as handle:
-            handle.write(text)
-    else:
-        path.write_text(text, encoding="utf-8")
-
-
-def _save_features(root: Path, split: str, attrs: np.ndarray, projection, rng) -> None:
-    """Features: a noisy random projection of the images' one-hot attribute codes."""
-    n = len(attrs)
-    onehot = np.zeros((n, 16))
-    onehot[np.arange(n), attrs[:, 0]] = 1
-    onehot[np.arange(n), 6 + attrs[:, 1]] = 1
-    onehot[np.arange(n), 12 + attrs[:, 2]] = 1
-    feats = (onehot @ projection + 0.3 * rng.normal(size=(n, 24))).astype(np.float32)
-    (root / "features/toy").mkdir(parents=True, exist_ok=True)
-    np.save(root / "features/toy" / f"{split}.npy", feats)
-    # the copy of the split's image list that mlmm features writes beside its array
-    names = (root / "data/task1/image_splits" / f"{split}.txt").read_text(encoding="utf-8")
-    (root / "features/toy" / f"{split}.txt").write_text(names, encoding="utf-8")
-
-
-def make_world(root: Path, seed: int = 0) -> Paths:
-    rng = np.random.default_rng(seed)
-    projection = rng.normal(size=(16, 24))
-    data = root / "data"
-    start = 0
-    for split, n in SIZES.items():
-        attrs = rng.integers([0, 0, 0], [6, 6, 4], size=(n, 3))
-        names = [f"{start + i:06d}.jpg" for i in range(n)]
-        start += n
-        _write(data / "task1/image_splits" / f"{split}.txt", names)
-        prefix, list_name = TASK2[split]
-        _write(data / "task2/image_splits" / f"{list_name}.txt", names)
-        _save_features(root, split, attrs, projection, rng)
-        for lang, (cs, os_, ps) in WORDS.items():
-            frames = FRAMES[lang]
-            lines = [frames[0].format(c=cs[a], o=os_[b], p=ps[c]) for a, b, c in attrs]
-            _write(data / "task1/tok" / f"{split}.lc.norm.tok.{lang}", lines)
-            if lang in ("en", "de"):
-                for k in range(5):
-                    order = rng.permutation(5)
-                    lines = [
-                        frames[order[i % 5]].format(c=cs[a], o=os_[b], p=ps[c])
-                        for i, (a, b, c) in enumerate(attrs)
-                    ]
-                    _write(data / "task2/tok" / f"{prefix}.lc.norm.tok.{k + 1}.{lang}", lines)
-    for lang in ("de", "fr", "cs"):
-        pairs = [
-            f"{e} {t}"
-            for group in range(3)
-            for e, t in zip(WORDS["en"][group], WORDS[lang][group], strict=True)
-        ]
-        _write(root / "muse" / f"en-{lang}.txt", pairs)
-    sts = root / "sts/2014"
-    _write(
-        sts / "STS.input.images.txt",
-        [
-            "A red cat in the park.\tA red cat in a park.",
-            "A blue dog.\tA green boat on the beach.",
-            "A white ball.\tA white ball in the room.",
-        ],
-    )
-    _write(sts / "STS.gs.images.txt", ["5.0", "0.4", "3.8"])
-    return Paths(root, root / "features", root / "vectors", root / "muse", root / "sts")
-
-
-SMALL = {
-    "embed_dim": 16,
-    "hidden": 32,
-    "joint": 32,
-    "batch_size": 32,
-    "epochs": 3,
-    "min_count": 1,
-    "backbone": "toy",
-    "checkpoint_every": 10,
-    "device": "cpu",
-    "optimizer": {"lr": 0.005},
-    "early_stopping": {"every": 10, "patience": 20},
-}
-
 
 # Calixto's model on en + de: one GRU per language, (image, sentences) tuples, sum of hinges
 CALIXTO_EN_DE = {
@@ -169,17 +43,13 @@ CALIXTO_EN_DE = {
     "loss": "sum",
 }
 
-
-def section(**variants) -> dict:
-    return {"defaults": SMALL, "variants": variants}
-
-
 @pytest.fixture(scope="module")
 def world(tmp_path_factory) -> Paths:
     root = tmp_path_factory.mktemp("toy")
     paths = make_world(root)
     align.derive_demo(paths.data_root, paths.muse, ["en", "de"], 8, 0.8, paths.vectors)
     return paths
+
 
 
 def test_bilingual_c2c_beats_chance_and_reloads(world, tmp_path):
@@ -332,30 +202,6 @@ def test_calixto_readings_train_and_reload(world, tmp_path, reading):
     )
 
 
-def _cli(config: Path, out: Path, world: Paths) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "mlmm",
-        "train-retrieval",
-        "--config",
-        str(config),
-        "--variant",
-        "four",
-        "--seed",
-        "2",
-        "--out",
-        str(out),
-        "--no-progress",
-        "--threads",
-        "1",
-        "--data-root",
-        str(world.data_root),
-        "--features-root",
-        str(world.features_root),
-    ]
-
-
 @pytest.mark.slow
 def test_resume_after_kill(world, tmp_path):
     import yaml
@@ -368,8 +214,8 @@ def test_resume_after_kill(world, tmp_path):
     }
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump({"retrieval": section(four=variant)}))
-    subprocess.run(_cli(config, tmp_path / "full", world), check=True)
-    proc = subprocess.Popen(_cli(config, tmp_path / "killed", world))
+    subprocess.run(trainer_argv(config, tmp_path / "full", world), check=True)
+    proc = subprocess.Popen(trainer_argv(config, tmp_path / "killed", world))
     checkpoint = tmp_path / "killed/checkpoint.pt"
     deadline = time.time() + 120
     while not checkpoint.exists() and proc.poll() is None and time.time() < deadline:
@@ -380,7 +226,7 @@ def test_resume_after_kill(world, tmp_path):
     proc.wait()
     assert not (tmp_path / "killed/metrics.json").exists()
     killed_at = torch.load(checkpoint, weights_only=False)["step"]
-    subprocess.run(_cli(config, tmp_path / "killed", world), check=True)
+    subprocess.run(trainer_argv(config, tmp_path / "killed", world), check=True)
     full = json.loads((tmp_path / "full/metrics.json").read_text())
     resumed = json.loads((tmp_path / "killed/metrics.json").read_text())
     assert resumed["timings"]["resumed"] and killed_at < resumed["steps"]
@@ -413,18 +259,18 @@ def make_coco_world(root: Path, seed: int = 0) -> Paths:
     for split, n in COCO_SIZES.items():
         attrs = rng.integers([0, 0, 0], [6, 6, 4], size=(n, 3))
         names = [f"{split}2014/COCO_{split}_{i:012d}.jpg" for i in range(n)]
-        _write(data / "task1/image_splits" / f"{split}.txt", names)
-        _write(data / "task2/image_splits" / f"{split}_images.txt", names)
-        _save_features(root, split, attrs, projection, rng)
+        write_lines(data / "task1/image_splits" / f"{split}.txt", names)
+        write_lines(data / "task2/image_splits" / f"{split}_images.txt", names)
+        save_features(root, split, attrs, projection, rng)
         for lang, (cs, os_, ps) in words.items():
             for k in range(5):
                 lines = [
                     frames[lang][(i + k) % len(frames[lang])].format(c=cs[a], o=os_[b], p=ps[c])
                     for i, (a, b, c) in enumerate(attrs)
                 ]
-                _write(data / "task2/tok" / f"{split}.lc.norm.tok.{k + 1}.{lang}", lines)
+                write_lines(data / "task2/tok" / f"{split}.lc.norm.tok.{k + 1}.{lang}", lines)
     pairs = [f"{e} {t}" for g in range(3) for e, t in zip(WORDS["en"][g], JA_WORDS[g], strict=True)]
-    _write(root / "muse/en-ja.txt", pairs)
+    write_lines(root / "muse/en-ja.txt", pairs)
     return Paths(root, root / "features", root / "vectors", root / "muse", None)
 
 
@@ -481,7 +327,7 @@ def test_training_log_has_a_start_line_timestamped_validations_and_a_bounded_siz
     variant = {"train_data": [{"portion": "translation", "languages": ["en", "de"]}]}
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump({"retrieval": section(four=variant)}))
-    argv = [a for a in _cli(config, tmp_path / "run", world) if a != "--no-progress"]
+    argv = [a for a in trainer_argv(config, tmp_path / "run", world) if a != "--no-progress"]
     log_path = tmp_path / "train.log"
     with open(log_path, "w") as log_file:
         subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=log_file, check=True)

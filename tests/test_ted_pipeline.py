@@ -240,7 +240,7 @@ def test_topics_listed_are_read_and_a_missing_one_is_named(tmp_path, capsys):
 def test_workflow_on_one_pair_of_fourteen_topics(tmp_path):
     """The TED rules of the workflow on the same corpus as it comes (source: path)."""
     import yaml
-    from conftest import LOCAL_RUN, copy_workflow, run_snakemake
+    from helpers.workflow import LOCAL_RUN, copy_workflow, run_snakemake
 
     root = one_pair_corpus(tmp_path / "ted-cldc")
     workdir = copy_workflow(tmp_path / "workflow")

@@ -16,12 +16,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import slurm_stub
 import yaml
-from conftest import (
+from helpers import slurm_stub
+from helpers.workflow import (
     BIN,
     DEMO_RUN_GROUP,
     REPO,
+    SMALL_DEMO_CONFIG,
     copy_workflow,
     describe_workflow,
     run_snakemake,
@@ -492,6 +493,7 @@ def stub_dir(tmp_path, monkeypatch) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.full
 def test_slurm_plugin_submits_with_the_profiles_resources(tmp_path, stub_dir):
     """The repository's profile, on rules named like the workflow's CPU and GPU rules (the GPU
     one stating its GPU in its resources, as the workflow's do)."""
@@ -561,9 +563,10 @@ rule retrieval_tables:
 
 
 @pytest.mark.slow
+@pytest.mark.full
 def test_slurm_submits_the_first_tables_before_training_ends(tmp_path, stub_dir, capsys):
     """Under the profile, the tables whose inputs are ready are submitted while the training
-    job still runs; the table of the trained model after it (fake sbatch, tests/slurm_stub)."""
+    job still runs; the table of the trained model after it (fake sbatch: helpers.slurm_stub)."""
     workdir = tmp_path / "stages"
     workdir.mkdir()
     (workdir / "Snakefile").write_text(STAGES_SNAKEFILE)
@@ -680,6 +683,7 @@ def test_gpu_job_problems_from_sinfo():
 
 
 @pytest.mark.slow
+@pytest.mark.full
 def test_slurm_plugin_runs_the_data_stage(tmp_path, stub_dir):
     """The real workflow's first rules through the plugin: the demo world and its copy."""
     workdir = copy_workflow(tmp_path / "workflow")
@@ -702,13 +706,13 @@ def test_slurm_plugin_runs_the_data_stage(tmp_path, stub_dir):
 
 @pytest.mark.slow
 @pytest.mark.xdist_group(DEMO_RUN_GROUP)
-def test_demo_runs_keep_per_query_outcomes_giving_back_their_metrics(default_demo_run):
+def test_demo_runs_keep_per_query_outcomes_giving_back_their_metrics(small_demo_run):
     """Every retrieval run's queries.npz and every MT system's sentences.npz give back the
-    numbers in its metrics.json exactly (mlmm.outcomes), on the shared demo run."""
+    numbers in its metrics.json exactly (mlmm.outcomes), on the shared small demo run."""
     from mlmm.nmt.metrics import corpus_score
     from mlmm.outcomes import read_outcomes, read_sentence_statistics, run_metrics
 
-    workdir, proc = default_demo_run
+    workdir, proc = small_demo_run
     assert proc.returncode == 0, proc.stdout[-6000:]
     runs = sorted((workdir / "results/retrieval").rglob("metrics.json"))
     assert runs
@@ -747,14 +751,20 @@ def test_demo_runs_keep_per_query_outcomes_giving_back_their_metrics(default_dem
 
 @pytest.mark.slow
 @pytest.mark.xdist_group(DEMO_RUN_GROUP)
-def test_whole_workflow_on_the_default_demo_world(default_demo_run):
-    """The README's main job as it is: the default config, every stage (about 13 min idle)."""
-    workdir, proc = default_demo_run
+@pytest.mark.parametrize(
+    "demo", ["small_demo_run", pytest.param("default_demo_run", marks=pytest.mark.full)]
+)
+def test_whole_workflow_on_the_demo_world(demo, request):
+    """The README's main job: every stage, every table and figure and the report, on the demo
+    world at test size (.test/config/config.yaml: the same rules and jobs, small sizes) and, in
+    the second tier, as `make demo` runs it (the default config)."""
+    workdir, proc = request.getfixturevalue(demo)
+    config = ("--configfile", SMALL_DEMO_CONFIG) if demo == "small_demo_run" else ()
     assert proc.returncode == 0, proc.stdout[-6000:]
     targets = describe_workflow(workdir)["all"]["input"]
     missing = [t for t in targets if not (workdir / t).exists()]
     assert targets and not missing, missing
-    again = run_snakemake(workdir, "-n")
+    again = run_snakemake(workdir, "-n", *config)
     assert "Nothing to be done" in again.stdout, again.stdout[-3000:]
     tables = sorted((workdir / "results" / "tables").glob("*.csv"))
     assert tables
@@ -763,7 +773,7 @@ def test_whole_workflow_on_the_default_demo_world(default_demo_run):
         if "paper" in frame.columns:
             assert frame["ours"].notna().any() and frame["paper"].notna().any(), table.name
     # the report holds every table and figure of the four papers, each with its own caption
-    built = run_snakemake(workdir, "--report", "results/report.html")
+    built = run_snakemake(workdir, "--report", "results/report.html", *config)
     assert built.returncode == 0, built.stdout[-3000:]
     page = (workdir / "results/report.html").read_text(encoding="utf-8")
     from mlmm.catalogue import ALL_FIGURES, ALL_TABLES, CLAIM_PAPERS

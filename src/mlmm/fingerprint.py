@@ -105,7 +105,7 @@ def stale(artefact: str | Path, recorded: Mapping | None, current: Mapping) -> b
 # finished artefacts: what they were made from, checked whenever they are read
 
 # The kinds of artefact that record what they were made from, with the inputs each record
-# names; tests/test_bad_inputs_provenance.py damages every kind and expects its reader to refuse.
+# names; tests/test_artefact_provenance.py damages every kind and expects its reader to refuse.
 ARTEFACT_KINDS = {
     # .NAME.made-from.json: bytes, image list in order, split (mlmm.features.extraction)
     "image feature array (mlmm features)": ("image list", "split"),

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 # The write layer ---------------------------------------------------------------------------
 # Every file and directory an mlmm command writes passes through ``atomic_path`` or
-# ``temp_dir_beside``/``replace_dir`` (tests/test_bad_inputs_write_layer.py fails on a write
+# ``temp_dir_beside``/``replace_dir`` (tests/test_write_layer.py fails on a write
 # elsewhere).
 # They refuse to replace what no mlmm command wrote unless ``--force`` is in effect: a
 # process-wide setting that ``mlmm.cli.main`` takes from every subcommand's ``--force``.
@@ -482,7 +482,7 @@ def read_npy(path: str | Path, what: str = "a .npy array", mmap_mode: str | None
 
 # The readers ---------------------------------------------------------------------------
 # Every parse of a JSON, YAML, CSV, .npy/.npz or .pt file under src/mlmm goes through one of
-# these (tests/test_bad_inputs_boundary.py fails on a parse elsewhere): whatever is wrong with
+# these (tests/test_error_boundary.py fails on a parse elsewhere): whatever is wrong with
 # the file becomes one InputError naming it, and the line or key where that is known.
 
 

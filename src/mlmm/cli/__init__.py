@@ -39,7 +39,7 @@ OUTPUT_DIRS = "_declared_output_dirs"  # the parser default holding [dest]
 def declare_outputs(parser: argparse.ArgumentParser, *dests: str, suffixes=("",)) -> None:
     """The options ``dests`` name files the command writes (with each of ``suffixes`` added
     to a stem). The write layer protects every output whether declared or not; the declaration
-    is what tests/test_bad_inputs_write_layer.py reads to put a user's file at each output of each
+    is what tests/test_write_layer.py reads to put a user's file at each output of each
     command (``declared_outputs``)."""
     declared = list(parser.get_default(OUTPUTS) or [])
     declared += [(dest, tuple(suffixes)) for dest in dests]

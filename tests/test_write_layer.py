@@ -4,27 +4,21 @@ writes around it."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 
 import numpy as np
 import pytest
-from source_lint import direct_writes
-from test_bad_inputs import message_lines
+from helpers.cli import SUBCOMMANDS, fill_required
+from helpers.one_line import message_lines
+from helpers.source_lint import direct_writes
 
 from mlmm import io
-from mlmm.cli import OUTPUT_DIRS, OUTPUTS, build_parser, declared_outputs, main
+from mlmm.cli import OUTPUT_DIRS, OUTPUTS, declared_outputs, main
 from mlmm.errors import InputError
 
 USER_TEXT = "my thesis\n"
 
 
-def _subparsers() -> dict[str, argparse.ArgumentParser]:
-    action = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    return dict(action.choices)
-
-
-SUBCOMMANDS = _subparsers()
 WRITING = sorted(
     name for name, p in SUBCOMMANDS.items() if p.get_default(OUTPUTS) or p.get_default(OUTPUT_DIRS)
 )
@@ -45,33 +39,6 @@ def test_no_direct_writes_under_src():
 @pytest.mark.parametrize("command", sorted(SUBCOMMANDS))
 def test_every_subcommand_takes_force(command):
     assert "--force" in SUBCOMMANDS[command]._option_string_actions
-
-
-def _fill_required(parser: argparse.ArgumentParser, tmp_path) -> list[str]:
-    """Argv giving every required option a path of an existing small file (or directory)."""
-    argv = []
-    for action in parser._actions:
-        if not action.option_strings and action.nargs not in ("?", "*", argparse.SUPPRESS):
-            value = tmp_path / f"in-{action.dest}"
-            value.write_text("x\n", encoding="utf-8")
-            argv += [str(value)]
-        elif action.required:
-            argv += [action.option_strings[0]]
-            if action.choices:
-                argv += [str(list(action.choices)[-1])]  # demo generation is the slow first
-            elif action.type in (int, float):
-                argv += ["1"]
-            else:
-                value = tmp_path / f"in-{action.dest}"
-                value.write_text("x\n", encoding="utf-8")
-                argv += [str(value)]
-    for group in parser._mutually_exclusive_groups:
-        if group.required:  # the first of a required choice (--config | --record-json)
-            action = group._group_actions[0]
-            value = tmp_path / f"in-{action.dest}"
-            value.write_text("x\n", encoding="utf-8")
-            argv += [action.option_strings[0], str(value)]
-    return argv
 
 
 def _point(parser, argv: list[str], dest: str, path) -> None:
@@ -101,7 +68,7 @@ def test_every_writing_subcommand_keeps_a_users_files_at_its_outputs(command, tm
     traceback, and every user's file as it was. An output file is refused
     by the write layer naming --force; with --force that refusal is gone."""
     parser = SUBCOMMANDS[command]
-    argv = _fill_required(parser, tmp_path)
+    argv = fill_required(parser, tmp_path)
     mine = tmp_path / "mine"
     args = parser.parse_args(argv)
     for dest, _ in parser.get_default(OUTPUTS) or []:

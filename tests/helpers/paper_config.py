@@ -17,7 +17,7 @@ import yaml
 from mlmm.config import validate_config
 from mlmm.retrieval.config import merge_config, resolve_variant
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PAPER = REPO / "config" / "paper.yaml"
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 

@@ -1,4 +1,4 @@
-"""Finished artefacts are checked against what they were made from when read (issue 27, item 2).
+"""Finished artefacts are checked against what they were made from when read.
 
 ``mlmm.fingerprint.ARTEFACT_KINDS`` lists every kind of artefact that records what it was made
 from; each kind here is written by its real command and damaged as a careless or unlucky user
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_bad_inputs import one_line_error
-from test_features import make_images
+from helpers.features import make_images
+from helpers.one_line import one_line_error
 
 from mlmm.cli import main
 from mlmm.errors import InputError
@@ -208,10 +208,10 @@ def test_tuning_run_paths_resolve_against_the_tuning_file(ted, tmp_path, monkeyp
 
 @pytest.fixture(scope="module")
 def nmt(tmp_path_factory) -> Path:
-    from test_bad_inputs_degenerate import _nmt_data
+    from helpers.nmt import nmt_data
 
     root = tmp_path_factory.mktemp("nmt")
-    data = _nmt_data(root)
+    data = nmt_data(root)
     (data / "test.lc.norm.tok.en").write_text("two dogs\na cat\na man runs\n")
     for seed in (1, 2):
         _run("train-nmt", "--data", data, "--out", root / f"m{seed}.pt", "--history",
@@ -260,7 +260,7 @@ def test_an_edited_nbest_list_is_refused_by_mira(nmt, tmp_path, capsys):
 
 @pytest.fixture(scope="module")
 def retrieval_run(tmp_path_factory) -> Path:
-    from test_retrieval_train import make_world, section
+    from helpers.retrieval import make_world, section
 
     from mlmm.retrieval.config import resolve_variant
     from mlmm.retrieval.train import train_variant
@@ -312,7 +312,7 @@ def test_a_bag_of_words_file_of_another_build_is_refused(ted, tmp_path, capsys):
 
 @pytest.fixture(scope="module")
 def pivot_runs(tmp_path_factory) -> Path:
-    from test_pivot import SETTINGS, make_world
+    from helpers.pivot import SETTINGS, make_world
 
     from mlmm.pivot.experiment import train_stage
 
@@ -360,7 +360,7 @@ def test_an_edited_pivot_metrics_json_is_refused(pivot_runs, tmp_path, capsys):
 
 
 def test_an_edited_vocabulary_is_refused(tmp_path):
-    from test_data import write_tree
+    from helpers.multi30k import write_tree
 
     from mlmm.data.prepare import write_vocabularies
     from mlmm.data.vocab import Vocabulary

@@ -1,4 +1,4 @@
-"""Bad values given to a subcommand by hand (issue 22): the workflow's schema checks them.
+"""Bad values given to a subcommand by hand: the workflow's schema checks them.
 
 Each numeric option is declared against a key of ``workflow/schemas/config.schema.yaml``
 (``mlmm.schema.checked_option``), and a config record a command reads itself is validated with
@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_bad_inputs import one_line_error
+from helpers.one_line import one_line_error
 
 from mlmm.cli import build_parser
 from mlmm.schema import CHECKS, plainly_within, schema, subschema, value_error
@@ -188,7 +188,7 @@ def test_a_checked_option_takes_the_range_of_its_config_key():
 # ------------------------------------------------------------------------------------------
 # outputs over inputs (issue 22): mlmm.io.guard_outputs before anything is read or written
 
-from test_bad_inputs import Case, check  # noqa: E402
+from helpers.one_line import Case, check  # noqa: E402
 
 from mlmm.config import validate_config  # noqa: E402
 from mlmm.io import SHIPPED_PAPER_TABLES  # noqa: E402

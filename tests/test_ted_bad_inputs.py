@@ -8,7 +8,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from test_bad_inputs import Case, check  # the suite's one-line checker (tests/ on sys.path)
+from helpers.one_line import Case, check
 
 from mlmm.cli import main
 from mlmm.ted.corpus import DEMO_MARKER

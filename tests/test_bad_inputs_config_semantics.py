@@ -1,4 +1,4 @@
-"""Semantic checks after the schema and runs of another configuration (issue 27, items 2-3).
+"""Semantic checks after the schema and runs of another configuration.
 
 Each check lives in one place (the schema, ``mlmm.config.validate_config``, ``mlmm.report``'s
 run loader, the NMT table builder); these tests enumerate the members it covers: every numeric
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_bad_inputs import message_lines
+from helpers.one_line import message_lines
 
 from mlmm import report
 from mlmm.cli import build_parser, main

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from source_lint import direct_parses
-from test_bad_inputs import message_lines
-from test_bad_inputs_write_layer import SUBCOMMANDS, _fill_required
+from helpers.cli import SUBCOMMANDS, fill_required
+from helpers.one_line import message_lines
+from helpers.source_lint import direct_parses
 
 from mlmm import io
 from mlmm.cli import main
@@ -85,7 +85,7 @@ def test_every_subcommand_turns_a_malformed_input_into_one_line(command, kind, t
     UTF-8, empty): at most one line on stderr, never a traceback (under pytest an unexpected
     exception propagates, so a parse outside the readers fails here)."""
     parser = SUBCOMMANDS[command]
-    argv = _fill_required(parser, tmp_path)
+    argv = fill_required(parser, tmp_path)
     for arg in argv:
         if arg.startswith(str(tmp_path)):
             (tmp_path / arg.rsplit("/", 1)[-1]).write_bytes(MALFORMED[kind][0])

@@ -1,8 +1,9 @@
-"""The remaining tracebacks of issue 22 (item 6) as one-line errors, each a row of
-docs/bad_inputs.md: eval-retrieval's dtypes, empty arrays, --chunk 0 and pickled arrays; feature
-widths that disagree (refused before training, so no checkpoint.pt is left); a zip with a
-corrupt member; a full disk; the temporary directory of a killed demo-world; Snakemake's own
-messages for a broken --configfile (pinned: Snakemake reads it before the Snakefile runs)."""
+"""Damaged arrays, archives and files, a full disk and a killed writer as one-line errors, each
+a row of docs/bad_inputs.md: eval-retrieval's dtypes, empty arrays, --chunk 0 and pickled
+arrays; feature widths that disagree (refused before training, so no checkpoint.pt is left); a
+zip with a corrupt member; a full disk; the temporary directory of a killed demo-world;
+Snakemake's own messages for a broken --configfile (pinned: Snakemake reads it before the
+Snakefile runs)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_bad_inputs import BIN, REPO, Case, check  # the suite's one-line checker
+from helpers.one_line import BIN, REPO, Case, check
 
 from mlmm.cli import main
 from mlmm.errors import InputError
@@ -78,19 +79,19 @@ def test_eval_retrieval_pickled_array(tmp_path, capsys):
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    from test_retrieval_train import make_world
+    from helpers.retrieval import make_world
 
     return make_world(tmp_path_factory.mktemp("toy"))
 
 
 def _train(world, tmp_path: Path, features: Path) -> tuple[list[str], Path]:
     import yaml
-    from test_retrieval_train import _cli, section
+    from helpers.retrieval import section, trainer_argv
 
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump({"retrieval": section(four={"epochs": 1})}))
     paths = type(world)(world.data_root, features)
-    return _cli(config, tmp_path / "run", paths)[3:], tmp_path / "run"
+    return trainer_argv(config, tmp_path / "run", paths)[3:], tmp_path / "run"
 
 
 @pytest.mark.parametrize("split", ["val", "test_2016_flickr"])

@@ -1,4 +1,4 @@
-"""Degenerate inputs are refused, not scored (issue 27, item 4; ``mlmm.degenerate``).
+"""Degenerate inputs are refused, not scored (``mlmm.degenerate``).
 
 Each category is one parametrised test over every subcommand it applies to; the checks live in
 the metric and reader functions (``mlmm.nmt.metrics.mt_metrics``, ``mlmm.nmt.train``,
@@ -16,7 +16,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_bad_inputs import GOOD, Case, check
+from helpers.nbest import GOOD_NBEST
+from helpers.nmt import nmt_data
+from helpers.one_line import Case, check
 
 from mlmm.cli import main
 from mlmm.data import multi30k
@@ -35,14 +37,6 @@ def _write(path: Path, lines: list[str]) -> Path:
     return path
 
 
-def _nmt_data(root: Path) -> Path:
-    data = root / "data"
-    for split, n in (("train", 6), ("val", 3)):
-        _write(data / f"{split}.lc.norm.tok.en", [f"a dog runs {i}" for i in range(n)])
-        _write(data / f"{split}.lc.norm.tok.de", [f"ein hund läuft {i}" for i in range(n)])
-    return data
-
-
 def _train_nmt(tmp_path: Path, *extra: str) -> tuple[list[str], list[Path]]:
     outs = [tmp_path / "m.pt", tmp_path / "h.csv", tmp_path / "m.json"]
     argv = ["train-nmt", "--data", str(tmp_path / "data"), "--out", str(outs[0]), "--history",
@@ -58,7 +52,7 @@ def _mt_score(tmp_path: Path) -> tuple[list[str], list[Path]]:
     return argv, [out]
 
 
-def _mira(tmp_path: Path, nbest: list[str] = GOOD) -> tuple[list[str], list[Path]]:
+def _mira(tmp_path: Path, nbest: list[str] = GOOD_NBEST) -> tuple[list[str], list[Path]]:
     _write(tmp_path / "dev.nbest", nbest)
     out = tmp_path / "w"
     argv = ["mira", "--nbest", str(tmp_path / "dev.nbest"), "--ref", str(tmp_path / "ref"),
@@ -78,14 +72,14 @@ def _short_hypotheses(tmp_path):
 
 
 def _short_train_side(tmp_path):
-    data = _nmt_data(tmp_path)
+    data = nmt_data(tmp_path)
     _write(data / "train.lc.norm.tok.de", [f"ein hund {i}" for i in range(5)])
     argv, outs = _train_nmt(tmp_path)
     return argv, outs, ["train.lc.norm.tok.de: expected 6 lines", "found 5"]
 
 
 def _short_val_side(tmp_path):
-    data = _nmt_data(tmp_path)
+    data = nmt_data(tmp_path)
     _write(data / "val.lc.norm.tok.de", ["ein hund", "zwei katzen"])
     argv, outs = _train_nmt(tmp_path)
     return argv, outs, ["val.lc.norm.tok.de: expected 3 lines", "found 2"]
@@ -128,7 +122,7 @@ def _nul_mt_score(tmp_path):
 
 
 def _nul_train_nmt(tmp_path):
-    data = _nmt_data(tmp_path)
+    data = nmt_data(tmp_path)
     _nul(data / "train.lc.norm.tok.en")
     return (*_train_nmt(tmp_path), data / "train.lc.norm.tok.en")
 
@@ -139,7 +133,7 @@ def _nul_mira(tmp_path):
 
 
 def _nul_nbest_features(tmp_path):
-    _write(tmp_path / "dev.nbest", GOOD)
+    _write(tmp_path / "dev.nbest", GOOD_NBEST)
     _nul(_write(tmp_path / "src.en", ["a dog", "two cats", "a man"]))
     out = tmp_path / "f.nbest"
     argv = ["nbest-features", "--nbest", str(tmp_path / "dev.nbest"), "--source",
@@ -196,7 +190,7 @@ def test_nfd_references_score_as_their_nfc_text(tmp_path, capsys):
 
 
 def test_no_training_pair_left_after_max_length_is_refused(tmp_path, capsys):
-    _nmt_data(tmp_path)
+    nmt_data(tmp_path)
     argv, outs = _train_nmt(tmp_path, "--max-length", "2")
     says = ["train.lc.norm.tok.en: expected at least one training pair shorter than "
             "--max-length 2", "found none of 6"]  # fmt: skip
@@ -204,7 +198,7 @@ def test_no_training_pair_left_after_max_length_is_refused(tmp_path, capsys):
 
 
 def test_mira_on_features_constant_within_every_list_is_refused(tmp_path, capsys):
-    flat = [line.replace("-2.0 WordPenalty= -3", "-1.0 WordPenalty= -2") for line in GOOD]
+    flat = [line.replace("-2.0 WordPenalty= -3", "-1.0 WordPenalty= -2") for line in GOOD_NBEST]
     _write(tmp_path / "ref", REF)
     argv, outs = _mira(tmp_path, flat)
     says = ["dev.nbest: expected features that differ", "found one feature vector per list"]

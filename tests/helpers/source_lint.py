@@ -1,6 +1,6 @@
 """AST scans of src/mlmm for writes and parses that bypass mlmm.io (the write layer and the
-readers). Shared by tests/test_bad_inputs_write_layer.py and
-tests/test_bad_inputs_boundary.py."""
+readers). Shared by tests/test_write_layer.py and
+tests/test_error_boundary.py."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import ast
 import re
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "mlmm"
+SRC = Path(__file__).resolve().parents[2] / "src" / "mlmm"
 LAYER = SRC / "io.py"  # the write layer's and the readers' own implementation
 
 WRITE_MODE = re.compile(r"[rwxabt+]*[wax+][rwxabt+]*")
