@@ -656,6 +656,7 @@ def test_greek_text_in_cells_labels_and_captions_compiles(tmp_path):
 def _long_table(rows: int) -> pd.DataFrame:
     return pd.DataFrame({
         "item": [f"row_{n:03d}" + (" with a label that wraps" if n % 3 == 0 else "")
+                 + (" and is so long that it becomes a numbered note" if n % 7 == 0 else "")
                  for n in range(rows)],
         "score": np.linspace(0.1, 0.9, rows), "count": np.arange(rows, dtype=float),
         "note": ["a" * 12] * rows,
@@ -664,7 +665,8 @@ def _long_table(rows: int) -> pd.DataFrame:
 
 @pytest.mark.skipif(shutil.which("pdflatex") is None, reason="no pdflatex on this machine")
 def test_a_table_taller_than_a_page_is_split_by_rows_into_continued_floats(tmp_path):
-    """Both layouts: every row once, in parts captioned 'part n of m', each within a page."""
+    """Both layouts: every row once, in parts captioned 'part n of m', each within a page
+    and with the numbered notes its rows refer to."""
     from mlmm.tables import write_table
 
     write_table(_long_table(150), tmp_path / "long", "A long table", [])
@@ -675,10 +677,15 @@ def test_a_table_taller_than_a_page_is_split_by_rows_into_continued_floats(tmp_p
         parts = re.findall(r"\(part (\d+) of (\d+)\)", tex)
         assert len(parts) >= 2 and {m for _, m in parts} == {str(len(parts))}, suffix
         assert tex.count(f"\\begin{{{float_env}}}") == len(parts)
-        for n in range(150):  # each row in one part (in each panel of it)
-            assert len(re.findall(rf"^row\\_\\allowbreak{{}}{n:03d}\b", tex, re.M)) >= 1, n
-        panels = tex.count("\\begin{tabular}") // max(1, len(parts))
-        assert len(re.findall(r"^row\\_", tex, re.M)) == 150 * max(1, panels), suffix
+        rows = re.findall(r"^(?:row\\_\\allowbreak\{\}(\d{3})[^&]*|\{\}\[(\d+)\]) &", tex, re.M)
+        notes = {text.split(": ")[0] for text in re.findall(r"^\[\d+\] (.*)", (
+            tmp_path / "long.notes.txt").read_text(encoding="utf-8"), re.M)}  # fmt: skip
+        panels = tex.count("\\begin{tabular}") // len(parts)
+        assert len(rows) == 150 * panels and len(notes) == len(range(0, 150, 7)), suffix
+        for part in tex.split(f"\\end{{{float_env}}}")[:-1]:
+            body, _, below = part.partition("\\bottomrule")
+            referred = set(re.findall(r"\[(\d+)\]", body))
+            assert referred == set(re.findall(r"\[(\d+)\]\\enspace", below)), suffix
         problems = compile_problems(tmp_path / f"long{suffix}", work)
         assert not problems, "\n".join(problems)
 

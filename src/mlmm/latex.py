@@ -282,24 +282,20 @@ def render(grid: Grid, caption: str, label: str, comments: list[str], page: Page
 
 def _float(grid: Grid, caption: str, label: str, page: Page, env: str) -> str:
     """The grid in as few floats as fit the page's height (``PAGE_HEIGHT``): one float
-    where it fits, else parts captioned '(part 2 of 3)', the notes under the last. The rows
-    are cut into runs of rows whose panels each fit a float, and the panels of every run
-    (column groups, ``panels``) are stacked into floats while they fit."""
-    room = PAGE_HEIGHT - CAPTION_HEIGHT - min(_notes_height(grid, page), PAGE_HEIGHT / 3)
+    where it fits, else parts captioned '(part 2 of 3)'. The rows are cut into runs whose
+    panels (column groups, ``panels``) each fit a float, and the panels of every run are
+    stacked into floats while they fit; under each float the numbered notes it refers to."""
+    room = PAGE_HEIGHT - CAPTION_HEIGHT
     column_groups = panels(grid, page)
     heights = _row_heights(grid, page)
     blocks = [(columns, rows) for rows in _row_runs(grid, column_groups, heights, page, room)
               for columns in column_groups]  # fmt: skip
     parts: list[list[tuple[list[int], range]]] = []
-    height = 0.0
-    for columns, rows in blocks:
-        tall = _panel_height(grid, columns, page, heights, rows)
-        if parts and height + tall <= room:
-            parts[-1].append((columns, rows))
-            height += tall
+    for block in blocks:
+        if parts and _height(grid, [*parts[-1], block], page, heights) <= room:
+            parts[-1].append(block)
         else:
-            parts.append([(columns, rows)])
-            height = tall
+            parts.append([block])
     out = []
     for n, chunk in enumerate(parts, start=1):
         body = "\\par\\medskip\n".join(
@@ -311,10 +307,35 @@ def _float(grid: Grid, caption: str, label: str, page: Page, env: str) -> str:
             f"\\begin{{{env}}}[t]\n\\centering{page.size}"
             f"\\setlength{{\\tabcolsep}}{{{page.tabcolsep:g}pt}}\n"
             + body
-            + (_notes(grid) if n == len(parts) else "")
+            + _notes(grid, _used_notes(grid, chunk))
             + f"\\caption{{{latex_text(title)}}}\n\\label{{{name}}}\n\\end{{{env}}}\n"
         )
     return "".join(out)
+
+
+MARKER = re.compile(r"\[(\d+)\]")
+
+
+def _used_notes(grid: Grid, blocks: list[tuple[list[int], range]]) -> list[int]:
+    """The numbers (from 1) of the notes that ``blocks`` (columns, rows) refer to."""
+    texts = list(grid.label_names)
+    for columns, rows in blocks:
+        texts += [label for values in grid.labels for label in values[rows.start : rows.stop]]
+        for i in columns:
+            texts += [*grid.headers[i], *grid.cells[i][rows.start : rows.stop]]
+    used = {int(m) for text in texts for m in MARKER.findall(str(text))}
+    return sorted(n for n in used if 1 <= n <= len(grid.notes))
+
+
+def _height(
+    grid: Grid, blocks: list[tuple[list[int], range]], page: Page, heights: list[float]
+) -> float:
+    """A generous estimate of a float's height (pt) without its caption: the blocks' panels
+    stacked and the notes they refer to."""
+    panels_height = sum(
+        _panel_height(grid, columns, page, heights, rows) for columns, rows in blocks
+    )
+    return panels_height + _notes_height(grid, _used_notes(grid, blocks), page)
 
 
 PAGE_HEIGHT = 560.0  # pt: the most a float may take of an ACL page's 700 pt text height
@@ -323,7 +344,21 @@ NOTE_FONT, NOTE_LINE = 8.0, 9.5  # pt: \scriptsize of an 11 pt page, the notes' 
 
 
 def _lines(text: str, width: float, font: float) -> int:
-    return max(1, -(-int(_width(text, font)) // max(int(width), 1)))
+    """The lines ``text`` takes in a ragged-right column ``width`` pt wide: its words (they
+    break at spaces, after '_' and '/') filled greedily, a longer word on lines of its own."""
+    lines, used = 1, 0.0
+    for word in re.findall(r"[^\s_/]*[\s_/]*", str(text)):
+        if not word:
+            continue
+        tall = _width(word.rstrip(), font)
+        if used and used + tall > width:
+            lines, used = lines + 1, 0.0
+        if tall > width:  # a word wider than the column: lines of its own
+            lines += int(tall // max(width, 1.0))
+            used = tall % max(width, 1.0)
+        else:
+            used += _width(word, font)
+    return lines
 
 
 def _row_heights(grid: Grid, page: Page) -> list[float]:
@@ -352,42 +387,44 @@ def _panel_height(
 def _row_runs(
     grid: Grid, column_groups: list[list[int]], heights: list[float], page: Page, room: float
 ) -> list[range]:
-    """The rows cut into as few runs as make every panel of each run fit ``room`` (pt), of
-    near-equal height; one run where the whole table fits."""
+    """The rows cut into as few runs as make every panel of each run, with the notes it
+    refers to, fit ``room`` (pt), of near-equal numbers of rows; one run where the whole
+    table fits (a row taller than ``room`` makes a run of its own)."""
     if grid.rows == 0:
         return [range(0)]
-    overhead = max(_panel_height(grid, c, page, heights, range(0)) for c in column_groups)
-    total = sum(heights)
-    count = max(1, -(-int(total) // max(int(room - overhead), 1)))
-    while True:
-        runs, start, used = [], 0, 0.0
-        target = total / count
-        for row, tall in enumerate(heights):
-            if row > start and (used >= target - 1e-6 or overhead + used + tall > room):
+
+    def fits(rows: range) -> bool:
+        return all(_height(grid, [(c, rows)], page, heights) <= room for c in column_groups)
+
+    def cut(most: int) -> list[range]:
+        runs, start = [], 0
+        for row in range(1, grid.rows):
+            if row - start >= most or not fits(range(start, row + 1)):
                 runs.append(range(start, row))
-                start, used = row, 0.0
-            used += tall
-        runs.append(range(start, grid.rows))
-        if len(runs) <= count or count >= grid.rows:
-            return runs
-        count += 1
+                start = row
+        return [*runs, range(start, grid.rows)]
+
+    runs = cut(grid.rows)
+    even = cut(-(-grid.rows // len(runs)))  # the same number of runs, evened out
+    return even if len(even) <= len(runs) else runs
 
 
-def _notes_height(grid: Grid, page: Page) -> float:
-    """The numbered notes' height (pt), in their minipage as wide as the float."""
-    if not grid.notes:
+def _notes_height(grid: Grid, used: list[int], page: Page) -> float:
+    """The height (pt) of the numbered notes ``used``, in a minipage as wide as the float."""
+    if not used:
         return 0.0
-    text = " ".join(f"[{n}]  {t}." for n, t in enumerate(grid.notes, start=1))
+    text = " ".join(f"[{n}]  {grid.notes[n - 1]}." for n in used)
     return _lines(text, page.width, NOTE_FONT) * NOTE_LINE + 6.0
 
 
-def _notes(grid: Grid) -> str:
-    if not grid.notes:
+def _notes(grid: Grid, used: list[int]) -> str:
+    """The numbered notes ``used`` (numbers from 1), in a minipage under the panels."""
+    if not used:
         return ""
     items = " ".join(
-        f"[{n}]\\enspace {_breakable(latex_text(text))}"
-        + ("." if not text.rstrip().endswith(".") else "")
-        for n, text in enumerate(grid.notes, start=1)
+        f"[{n}]\\enspace {_breakable(latex_text(grid.notes[n - 1]))}"
+        + ("." if not grid.notes[n - 1].rstrip().endswith(".") else "")
+        for n in used
     )
     return (
         "\\par\\smallskip\n\\begin{minipage}{\\linewidth}\\raggedright\\scriptsize\n"
