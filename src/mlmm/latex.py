@@ -13,15 +13,19 @@ CSV, Markdown and HTML:
 A table fits by design, not by scaling: each cell of ours is "mean ± sd", the paper's number
 has its own column, a long row label (the paper's row description, a long text cell) becomes a
 numbered table note, and the columns are split into stacked panels (row labels repeated) where
-they would not fit the width (and into floats "(part 1 of 2)" where those would be taller than
-a page). The caption is the table's title; where the numbers come from
-(data, configuration, backbones) and the run notes go to a comment block at the top of the
-file and to ``<stem>.notes.txt``.
+they would not fit the width. Where the table is taller than a page, its rows are cut into
+continued floats "(part 1 of 2)", each with the numbered notes its rows refer to. A builder
+may choose which of a table's columns LaTeX shows (``plain_grid``; the claims tables show the
+verdict and its numbers): the others are given per row in the notes file. The caption is the
+table's title; where the numbers come from (data, configuration, backbones) and the run notes
+go to a comment block at the top of the file and to ``<stem>.notes.txt``.
 
 The files compile with the standard pdfLaTeX preamble ``PREAMBLE`` (booktabs, array; T1 and
 T2A font encodings with babel's russian for Cyrillic words, which are wrapped in
-``\\foreignlanguage{russian}``). Japanese (CJK) text needs the LuaLaTeX variant
-``LUALATEX_PREAMBLE`` (luatexja); docs/latex.md says how to use both.
+``\\foreignlanguage{russian}``; Greek letters are written as math, ``$\\beta$``; a character
+neither preamble sets is written as its code, '[U+05D0]', ``mlmm.tables.latex_text``).
+Japanese (CJK) text needs the LuaLaTeX variant ``LUALATEX_PREAMBLE`` (luatexja);
+docs/latex.md says how to use both.
 """
 
 from __future__ import annotations
