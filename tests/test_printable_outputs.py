@@ -715,3 +715,22 @@ def test_a_builder_chooses_the_latex_columns_and_the_others_go_to_the_notes_file
     assert "- second_claim\n  quote: another quotation" in notes
     with pytest.raises(ValueError, match="missing"):
         write_table(frame, tmp_path / "d", "Claims", [], latex_columns={"missing": "x"})
+
+
+@pytest.mark.parametrize("stem", CLAIMS_TABLES)
+def test_claims_latex_shows_the_verdicts_numbers_and_the_notes_file_their_texts(outputs, stem):
+    """The claims table in LaTeX is paste-able: the claim, its verdict and numbers; the
+    quote, finding, reason and compared rows are in the notes file, every column in the CSV."""
+    tables = outputs[0]
+    tex = (tables / stem).with_suffix(".tex").read_text(encoding="utf-8")
+    header, _ = _tabular(tex)
+    assert [re.sub(r"\[\d+\]", "", cell) for cell in header[-1]] == [
+        "claim", "verdict", "paper", "ours", "low", "high", "MDE", "Holm p", "seeds", "compares",
+    ]  # fmt: skip
+    tidy = pd.read_csv((tables / stem).with_suffix(".csv"), keep_default_na=False)
+    assert {"quote", "finding", "reason", "better", "than", "section"} <= set(tidy)
+    notes = (tables / stem).with_suffix(".notes.txt").read_text(encoding="utf-8")
+    typeset = "\n".join(line for line in tex.splitlines() if not line.startswith("%"))
+    for claim, quote in zip(tidy["claim"], tidy["quote"], strict=True):
+        assert f"- {claim}\n" in notes and f"  quote: {quote}\n" in notes, claim
+        assert latex_name(quote) not in typeset, claim
