@@ -599,3 +599,138 @@ def test_japanese_text_compiles_with_the_lualatex_preamble(tmp_path):
     work.mkdir()
     problems = compile_problems(tmp_path / "words.tex", work, engine="lualatex")
     assert not problems, "\n".join(problems)
+
+
+def test_greek_and_unset_letters_are_written_as_text_the_pdflatex_preamble_sets():
+    from mlmm.tables import latex_text, pdflatex_sets
+
+    assert latex_text("β = 0.5, Δ") == r"$\beta$ = 0.5, $\Delta$"
+    assert latex_text("λφεΩΑ") == r"$\lambda$$\varphi$$\varepsilon$$\Omega$A"
+    assert latex_text("ά") == r"$\alpha$"  # an accented letter: its base letter
+    assert latex_text("a\u2009b ﬀ") == "a b ff"  # compatibility forms the fonts have
+    assert latex_text("Ħ") == "[U+0126]"  # a letter T1 lacks, named
+    assert latex_text("市場 рынок") == r"市場 \foreignlanguage{russian}{рынок}"  # LuaLaTeX's
+    assert all(pdflatex_sets(c) for c in "café Kraków ŁŻ рынок “q” – €")
+    assert not any(pdflatex_sets(c) for c in "βΔ市Ħ")
+
+
+def _declared_characters() -> set[int]:
+    """The characters inputenc's utf8 sets up for the preamble's encodings (T1, TS1, T2A)
+    and for every encoding (utf8enc.dfu)."""
+    names = ["t1enc.dfu", "ts1enc.dfu", "t2aenc.dfu", "utf8enc.dfu"]
+    found = subprocess.run(["kpsewhich", *names],
+                           capture_output=True, encoding="utf-8")  # fmt: skip
+    declared = set()
+    for path in found.stdout.split():
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+        codes = re.findall(r"DeclareUnicodeCharacter\{([0-9A-F]+)\}", text)
+        declared |= {int(c, 16) for c in codes}
+    return declared
+
+
+@pytest.mark.skipif(shutil.which("kpsewhich") is None, reason="no TeX on this machine")
+def test_every_character_written_as_it_is_is_set_up_by_the_pdflatex_preamble():
+    from mlmm.tables import pdflatex_sets
+
+    declared = _declared_characters()
+    assert declared, "no encoding definitions found"
+    passed = [c for c in range(0xA0, 0x2200) if pdflatex_sets(chr(c)) and c not in declared]
+    assert not passed, [hex(c) for c in passed]
+
+
+@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="no pdflatex on this machine")
+def test_greek_text_in_cells_labels_and_captions_compiles(tmp_path):
+    from mlmm.tables import write_table
+
+    frame = pd.DataFrame({
+        "setting": ["β = 0.5", "λ = 1 (Σ over ά)", "Ħ, ﬀ and µ"], "α": [0.1, 0.2, 0.3],
+    })  # fmt: skip
+    write_table(frame, tmp_path / "greek", "Margins β and λ", ["γ"])
+    work = tmp_path / "tex"
+    work.mkdir()
+    problems = [p for suffix in (".tex", ".column.tex")
+                for p in compile_problems(tmp_path / f"greek{suffix}", work)]  # fmt: skip
+    assert not problems, "\n".join(problems)
+
+
+def _long_table(rows: int) -> pd.DataFrame:
+    return pd.DataFrame({
+        "item": [f"row_{n:03d}" + (" with a label that wraps" if n % 3 == 0 else "")
+                 + (" and is so long that it becomes a numbered note" if n % 7 == 0 else "")
+                 for n in range(rows)],
+        "score": np.linspace(0.1, 0.9, rows), "count": np.arange(rows, dtype=float),
+        "note": ["a" * 12] * rows,
+    })  # fmt: skip
+
+
+@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="no pdflatex on this machine")
+def test_a_table_taller_than_a_page_is_split_by_rows_into_continued_floats(tmp_path):
+    """Both layouts: every row once, in parts captioned 'part n of m', each within a page
+    and with the numbered notes its rows refer to."""
+    from mlmm.tables import write_table
+
+    write_table(_long_table(150), tmp_path / "long", "A long table", [])
+    work = tmp_path / "tex"
+    work.mkdir()
+    for suffix, float_env in ((".tex", "table*"), (".column.tex", "table")):
+        tex = (tmp_path / f"long{suffix}").read_text(encoding="utf-8")
+        parts = re.findall(r"\(part (\d+) of (\d+)\)", tex)
+        assert len(parts) >= 2 and {m for _, m in parts} == {str(len(parts))}, suffix
+        assert tex.count(f"\\begin{{{float_env}}}") == len(parts)
+        rows = re.findall(r"^(?:row\\_\\allowbreak\{\}(\d{3})[^&]*|\{\}\[(\d+)\]) &", tex, re.M)
+        notes = {text.split(": ")[0] for text in re.findall(r"^\[\d+\] (.*)", (
+            tmp_path / "long.notes.txt").read_text(encoding="utf-8"), re.M)}  # fmt: skip
+        panels = tex.count("\\begin{tabular}") // len(parts)
+        assert len(rows) == 150 * panels and len(notes) == len(range(0, 150, 7)), suffix
+        for part in tex.split(f"\\end{{{float_env}}}")[:-1]:
+            body, _, below = part.partition("\\bottomrule")
+            referred = set(re.findall(r"\[(\d+)\]", body))
+            assert referred == set(re.findall(r"\[(\d+)\]\\enspace", below)), suffix
+        problems = compile_problems(tmp_path / f"long{suffix}", work)
+        assert not problems, "\n".join(problems)
+
+
+def test_a_builder_chooses_the_latex_columns_and_the_others_go_to_the_notes_file(tmp_path):
+    from mlmm.tables import write_table
+
+    frame = pd.DataFrame({
+        "claim": ["first_claim", "second_claim"], "verdict": ["reproduced", "not run"],
+        "effect": [1.25, np.nan], "low": [0.5, np.nan], "high": [2.0, np.nan],
+        "quote": ["a long quotation from the paper, " * 3, "another quotation"],
+    })  # fmt: skip
+    columns = {"claim": "claim", "verdict": "verdict", "effect": "ours",
+               "low": ("interval", "low"), "high": ("interval", "high")}  # fmt: skip
+    write_table(frame, tmp_path / "c", "Claims", [], latex_columns=columns)
+    assert list(pd.read_csv(tmp_path / "c.csv"))[:6] == list(frame)
+    assert "another quotation" in (tmp_path / "c.md").read_text(encoding="utf-8")
+    assert "another quotation" in (tmp_path / "c.html").read_text(encoding="utf-8")
+    for suffix in (".tex", ".column.tex"):
+        tex = (tmp_path / f"c{suffix}").read_text(encoding="utf-8")
+        body = tex.split("\\begin{table", 1)[1]
+        assert "quotation" not in body and "\\multicolumn{2}{c}{interval}" in body
+        assert "claim[1] & verdict & ours & low & high" in body
+        assert "not here: quote" in body  # the numbered note says where the rest is
+        assert tex.count("\\begin{table") == 1, "one float: no slices by the interval level"
+    notes = (tmp_path / "c.notes.txt").read_text(encoding="utf-8")
+    assert "- second_claim\n  quote: another quotation" in notes
+    with pytest.raises(ValueError, match="missing"):
+        write_table(frame, tmp_path / "d", "Claims", [], latex_columns={"missing": "x"})
+
+
+@pytest.mark.parametrize("stem", CLAIMS_TABLES)
+def test_claims_latex_shows_the_verdicts_numbers_and_the_notes_file_their_texts(outputs, stem):
+    """The claims table in LaTeX is paste-able: the claim, its verdict and numbers; the
+    quote, finding, reason and compared rows are in the notes file, every column in the CSV."""
+    tables = outputs[0]
+    tex = (tables / stem).with_suffix(".tex").read_text(encoding="utf-8")
+    header, _ = _tabular(tex)
+    assert [re.sub(r"\[\d+\]", "", cell) for cell in header[-1]] == [
+        "claim", "verdict", "paper", "ours", "low", "high", "MDE", "Holm p", "seeds", "compares",
+    ]  # fmt: skip
+    tidy = pd.read_csv((tables / stem).with_suffix(".csv"), keep_default_na=False)
+    assert {"quote", "finding", "reason", "better", "than", "section"} <= set(tidy)
+    notes = (tables / stem).with_suffix(".notes.txt").read_text(encoding="utf-8")
+    typeset = "\n".join(line for line in tex.splitlines() if not line.startswith("%"))
+    for claim, quote in zip(tidy["claim"], tidy["quote"], strict=True):
+        assert f"- {claim}\n" in notes and f"  quote: {quote}\n" in notes, claim
+        assert latex_name(quote) not in typeset, claim

@@ -526,6 +526,23 @@ def claims_figure(frame: pd.DataFrame, stem: Path, origin: Origin, title: str) -
     return paths
 
 
+# The claims table in LaTeX, for a paper: the verdict and its numbers by claim; the texts
+# (compared rows, cells, test, reason, finding, section, quote) are given per claim in the
+# notes file, and every column in the CSV, Markdown and HTML.
+LATEX_COLUMNS = {
+    "claim": "claim",
+    "verdict": "verdict",
+    "paper_effect": ("effect", "paper"),
+    "our_effect": ("effect", "ours"),
+    "effect_low": ("interval", "low"),
+    "effect_high": ("interval", "high"),
+    "mde": "MDE",
+    "p_holm": "Holm p",
+    "seeds": "seeds",
+    "compares": "compares",
+}
+
+
 def write_claims(
     runs,
     registry: Path,
@@ -568,6 +585,7 @@ def write_claims(
         "verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())),
         f"registry: {registry.name}",
     ]
-    paths = write_table(frame, Path(tables) / f"{paper}_claims", title, notes, origin)
+    paths = write_table(frame, Path(tables) / f"{paper}_claims", title, notes, origin,
+                        latex_columns=LATEX_COLUMNS)  # fmt: skip
     paths += claims_figure(frame, Path(figures) / f"{paper}_claims", origin, title)
     return paths

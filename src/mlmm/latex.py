@@ -13,15 +13,19 @@ CSV, Markdown and HTML:
 A table fits by design, not by scaling: each cell of ours is "mean ± sd", the paper's number
 has its own column, a long row label (the paper's row description, a long text cell) becomes a
 numbered table note, and the columns are split into stacked panels (row labels repeated) where
-they would not fit the width (and into floats "(part 1 of 2)" where those would be taller than
-a page). The caption is the table's title; where the numbers come from
-(data, configuration, backbones) and the run notes go to a comment block at the top of the
-file and to ``<stem>.notes.txt``.
+they would not fit the width. Where the table is taller than a page, its rows are cut into
+continued floats "(part 1 of 2)", each with the numbered notes its rows refer to. A builder
+may choose which of a table's columns LaTeX shows (``plain_grid``; the claims tables show the
+verdict and its numbers): the others are given per row in the notes file. The caption is the
+table's title; where the numbers come from (data, configuration, backbones) and the run notes
+go to a comment block at the top of the file and to ``<stem>.notes.txt``.
 
 The files compile with the standard pdfLaTeX preamble ``PREAMBLE`` (booktabs, array; T1 and
 T2A font encodings with babel's russian for Cyrillic words, which are wrapped in
-``\\foreignlanguage{russian}``). Japanese (CJK) text needs the LuaLaTeX variant
-``LUALATEX_PREAMBLE`` (luatexja); docs/latex.md says how to use both.
+``\\foreignlanguage{russian}``; Greek letters are written as math, ``$\\beta$``; a character
+neither preamble sets is written as its code, '[U+05D0]', ``mlmm.tables.latex_text``).
+Japanese (CJK) text needs the LuaLaTeX variant ``LUALATEX_PREAMBLE`` (luatexja);
+docs/latex.md says how to use both.
 """
 
 from __future__ import annotations
@@ -233,7 +237,9 @@ def _header_rows(grid: Grid, columns: list[int], first: int) -> list[str]:
     return lines
 
 
-def _panel(grid: Grid, columns: list[int], page: Page) -> str:
+def _panel(grid: Grid, columns: list[int], page: Page, rows: range | None = None) -> str:
+    """One tabular: the row labels and ``columns`` of the grid's ``rows`` (default all)."""
+    rows = range(grid.rows) if rows is None else rows
     widths = _label_widths(grid, page)
     spec = "".join(f">{{\\raggedright\\arraybackslash}}p{{{w:.0f}pt}}" for w in widths)
     spec += "".join("l" if _is_text(grid.cells[i]) else "r" for i in columns)
@@ -241,7 +247,7 @@ def _panel(grid: Grid, columns: list[int], page: Page) -> str:
     lines += _header_rows(grid, columns, len(widths))
     lines.append("\\midrule")
     previous: list[str] = [""] * len(grid.labels)
-    for row in range(grid.rows):
+    for row in rows:
         labels = []
         for level, values in enumerate(grid.labels):
             value = values[row]
@@ -279,72 +285,150 @@ def render(grid: Grid, caption: str, label: str, comments: list[str], page: Page
 
 
 def _float(grid: Grid, caption: str, label: str, page: Page, env: str) -> str:
-    """The grid's panels in as few floats as fit the page's height (``PAGE_HEIGHT``): one
-    float where they fit, else parts captioned '(part 2 of 3)', the notes under the last."""
-    parts: list[list[list[int]]] = []
-    height = 0.0
-    notes = _notes_height(grid, page)
-    for columns in panels(grid, page):
-        tall = _panel_height(grid, columns, page)
-        if parts and height + tall + notes > PAGE_HEIGHT:
-            parts.append([columns])
-            height = tall
-        elif parts:
-            parts[-1].append(columns)
-            height += tall
+    """The grid in as few floats as fit the page's height (``PAGE_HEIGHT``): one float
+    where it fits, else parts captioned '(part 2 of 3)'. The rows are cut into runs whose
+    panels (column groups, ``panels``) each fit a float, and the panels of every run are
+    stacked into floats while they fit; under each float the numbered notes it refers to."""
+    room = PAGE_HEIGHT - CAPTION_HEIGHT
+    column_groups = panels(grid, page)
+    heights = _row_heights(grid, page)
+    blocks = [(columns, rows) for rows in _row_runs(grid, column_groups, heights, page, room)
+              for columns in column_groups]  # fmt: skip
+    parts: list[list[tuple[list[int], range]]] = []
+    for block in blocks:
+        if parts and _height(grid, [*parts[-1], block], page, heights) <= room:
+            parts[-1].append(block)
         else:
-            parts.append([columns])
-            height = tall
+            parts.append([block])
     out = []
     for n, chunk in enumerate(parts, start=1):
-        body = "\\par\\medskip\n".join(_panel(grid, columns, page) for columns in chunk)
+        body = "\\par\\medskip\n".join(
+            _panel(grid, columns, page, rows) for columns, rows in chunk
+        )
         title = caption if len(parts) == 1 else f"{caption} (part {n} of {len(parts)})"
         name = label if n == 1 else f"{label}-part{n}"
         out.append(
             f"\\begin{{{env}}}[t]\n\\centering{page.size}"
             f"\\setlength{{\\tabcolsep}}{{{page.tabcolsep:g}pt}}\n"
             + body
-            + (_notes(grid) if n == len(parts) else "")
+            + _notes(grid, _used_notes(grid, chunk))
             + f"\\caption{{{latex_text(title)}}}\n\\label{{{name}}}\n\\end{{{env}}}\n"
         )
     return "".join(out)
 
 
+MARKER = re.compile(r"\[(\d+)\]")
+
+
+def _used_notes(grid: Grid, blocks: list[tuple[list[int], range]]) -> list[int]:
+    """The numbers (from 1) of the notes that ``blocks`` (columns, rows) refer to."""
+    texts = list(grid.label_names)
+    for columns, rows in blocks:
+        texts += [label for values in grid.labels for label in values[rows.start : rows.stop]]
+        for i in columns:
+            texts += [*grid.headers[i], *grid.cells[i][rows.start : rows.stop]]
+    used = {int(m) for text in texts for m in MARKER.findall(str(text))}
+    return sorted(n for n in used if 1 <= n <= len(grid.notes))
+
+
+def _height(
+    grid: Grid, blocks: list[tuple[list[int], range]], page: Page, heights: list[float]
+) -> float:
+    """A generous estimate of a float's height (pt) without its caption: the blocks' panels
+    stacked and the notes they refer to."""
+    panels_height = sum(
+        _panel_height(grid, columns, page, heights, rows) for columns, rows in blocks
+    )
+    return panels_height + _notes_height(grid, _used_notes(grid, blocks), page)
+
+
 PAGE_HEIGHT = 560.0  # pt: the most a float may take of an ACL page's 700 pt text height
+CAPTION_HEIGHT = 3 * 13.6 + 12.0  # pt: a caption of up to three lines and the skip above it
+NOTE_FONT, NOTE_LINE = 8.0, 9.5  # pt: \scriptsize of an 11 pt page, the notes' type
 
 
 def _lines(text: str, width: float, font: float) -> int:
-    return max(1, -(-int(_width(text, font)) // max(int(width), 1)))
+    """The lines ``text`` takes in a ragged-right column ``width`` pt wide: its words (they
+    break at spaces, after '_' and '/') filled greedily, a longer word on lines of its own."""
+    lines, used = 1, 0.0
+    for word in re.findall(r"[^\s_/]*[\s_/]*", str(text)):
+        if not word:
+            continue
+        tall = _width(word.rstrip(), font)
+        if used and used + tall > width:
+            lines, used = lines + 1, 0.0
+        if tall > width:  # a word wider than the column: lines of its own
+            lines += int(tall // max(width, 1.0))
+            used = tall % max(width, 1.0)
+        else:
+            used += _width(word, font)
+    return lines
 
 
-def _panel_height(grid: Grid, columns: list[int], page: Page) -> float:
-    """A generous estimate of a panel's height (pt): header, rows (wrapped labels), rules."""
+def _row_heights(grid: Grid, page: Page) -> list[float]:
+    """A generous estimate of each row's height (pt): its row labels wrap in their columns."""
     line = page.font * 1.25
     widths = _label_widths(grid, page)
-    rows = 0
-    for row in range(grid.rows):
-        rows += max(
-            _lines(values[row], width, page.font)
-            for values, width in zip(grid.labels, widths, strict=True)
-        ) if grid.labels else 1  # fmt: skip
+    return [
+        line * max(
+            (_lines(values[row], width, page.font)
+             for values, width in zip(grid.labels, widths, strict=True)),
+            default=1,
+        )
+        for row in range(grid.rows)
+    ]  # fmt: skip
+
+
+def _panel_height(
+    grid: Grid, columns: list[int], page: Page, heights: list[float], rows: range
+) -> float:
+    """A generous estimate of a panel's height (pt): header, ``rows``, rules, the skip."""
     depth = len(grid.headers[columns[0]]) if columns else 1
-    return (rows + depth) * line + 6 * 3.0 + 2 * page.font  # rules, the skip between panels
+    body = sum(heights[row] for row in rows)
+    return body + depth * page.font * 1.25 + 6 * 3.0 + 2 * page.font
 
 
-def _notes_height(grid: Grid, page: Page) -> float:
-    """The numbered notes' and the caption's height (pt)."""
-    text = " ".join(f"[{n}] {t}." for n, t in enumerate(grid.notes, start=1))
-    lines = _lines(text, page.width, 7.0) if grid.notes else 0
-    return lines * 8.5 + 3 * 13.6 + 12.0
+def _row_runs(
+    grid: Grid, column_groups: list[list[int]], heights: list[float], page: Page, room: float
+) -> list[range]:
+    """The rows cut into as few runs as make every panel of each run, with the notes it
+    refers to, fit ``room`` (pt), of near-equal numbers of rows; one run where the whole
+    table fits (a row taller than ``room`` makes a run of its own)."""
+    if grid.rows == 0:
+        return [range(0)]
+
+    def fits(rows: range) -> bool:
+        return all(_height(grid, [(c, rows)], page, heights) <= room for c in column_groups)
+
+    def cut(most: int) -> list[range]:
+        runs, start = [], 0
+        for row in range(1, grid.rows):
+            if row - start >= most or not fits(range(start, row + 1)):
+                runs.append(range(start, row))
+                start = row
+        return [*runs, range(start, grid.rows)]
+
+    runs = cut(grid.rows)
+    even = cut(-(-grid.rows // len(runs)))  # the same number of runs, evened out
+    return even if len(even) <= len(runs) else runs
 
 
-def _notes(grid: Grid) -> str:
-    if not grid.notes:
+def _notes_height(grid: Grid, used: list[int], page: Page) -> float:
+    """The height (pt) of the numbered notes ``used``, in a minipage as wide as the float."""
+    if not used:
+        return 0.0
+    text = " ".join(f"[{n}]  {grid.notes[n - 1]}." for n in used)
+    return _lines(text, page.width, NOTE_FONT) * NOTE_LINE + 6.0
+
+
+def _notes(grid: Grid, used: list[int]) -> str:
+    """The numbered notes ``used`` (numbers from 1), in a minipage under the panels."""
+    if not used:
         return ""
     items = " ".join(
-        f"[{n}]\\enspace {_breakable(latex_text(text))}"
-        + ("." if not text.rstrip().endswith(".") else "")
-        for n, text in enumerate(grid.notes, start=1)
+        f"[{n}]\\enspace {_breakable(latex_text(grid.notes[n - 1]))}"
+        + ("." if not grid.notes[n - 1].rstrip().endswith(".") else "")
+        for n in used
     )
     return (
         "\\par\\smallskip\n\\begin{minipage}{\\linewidth}\\raggedright\\scriptsize\n"
@@ -356,8 +440,8 @@ def slices(grid: Grid) -> list[tuple[str, Grid]]:
     """The grid cut along its first header level (a language, a direction) where that level
     has several values: (its label, the grid of its columns, with only the notes it uses)."""
     firsts = list(dict.fromkeys(h[0] for h in grid.headers)) if grid.headers else []
-    if len(firsts) < 2 or len(grid.headers[0]) < 2:
-        return [("", grid)]
+    if len(firsts) < 2 or len(grid.headers[0]) < 2 or not all(firsts):
+        return [("", grid)]  # one slice, or a level that groups some columns only
     out = []
     for first in firsts:
         columns = [i for i, h in enumerate(grid.headers) if h[0] == first]
@@ -467,16 +551,52 @@ def _direction(value: str) -> str:
     return DIRECTION_NAMES.get(str(value), str(value))
 
 
-def plain_grid(shown: pd.DataFrame) -> Grid:
-    """A table not beside a paper's (text cells already formatted, ``mlmm.tables``): its first
-    column labels the rows, every cell longer than LONG_LABEL characters is a numbered note."""
+def plain_grid(shown: pd.DataFrame, columns: dict | None = None) -> Grid:
+    """A table not beside a paper's (text cells already formatted, ``mlmm.tables``).
+
+    ``columns`` (default: every column, headed by its name) are the columns LaTeX shows, each
+    with its header: a name, or a tuple of header levels ('interval', 'low'); the first
+    labels the rows. The table's other columns are left to the notes file and the CSV, which
+    a note on the row labels' header says. A row label longer than LONG_ROW_LABEL characters
+    and any other cell or header longer than LONG_LABEL is a numbered note."""
     notes: list[str] = []
-    columns = list(shown.columns)
-    first, rest = (columns[0], columns[1:]) if columns else (None, [])
-    labels = [[shorten(v, notes) for v in shown[first]]] if first is not None else []
+    columns = dict(columns) if columns else {c: c for c in shown.columns}
+    unknown = [c for c in columns if c not in shown.columns]
+    if unknown:
+        raise ValueError(f"LaTeX columns {unknown} are not columns of the table {list(shown)}")
+    if not columns:
+        return Grid([], [], [], [], notes)
+    first, *rest = columns
+    heads = [h if isinstance(h, tuple) else (str(h),) for h in (columns[c] for c in rest)]
+    depth = max((len(h) for h in heads), default=1)
+    headers = [tuple(shorten(x, notes) for x in ("",) * (depth - len(h)) + h) for h in heads]
+    labels = [[note_marker(notes, str(v)) if len(str(v)) > LONG_ROW_LABEL else str(v)
+               for v in shown[first]]]  # fmt: skip
+    name = columns[first][-1] if isinstance(columns[first], tuple) else str(columns[first])
+    left = [str(c) for c in shown.columns if c not in columns]
+    if left:
+        name += note_marker(
+            notes, f"Per row in the notes file and the CSV, not here: {', '.join(left)}"
+        )
     cells = [[shorten(v, notes) for v in shown[c]] for c in rest]
-    headers = [(shorten(c, notes),) for c in rest]
-    return Grid([str(first)] if first is not None else [], labels, headers, cells, notes)
+    return Grid([name], labels, headers, cells, notes)
+
+
+def left_out(shown: pd.DataFrame, columns: dict | None) -> list[str]:
+    """For the notes file, one text per row: the row's label, then a line for each cell of
+    the columns the LaTeX table leaves out (``plain_grid``), blank ones skipped."""
+    if not columns:
+        return []
+    first = next(iter(columns))
+    left = [c for c in shown.columns if c not in columns]
+    if not left:
+        return []
+    return [
+        "\n".join([str(row[first])] + [
+            f"  {c}: {row[c]}" for c in left if str(row[c]).strip() not in ("", "–")
+        ])
+        for _, row in shown.iterrows()
+    ]  # fmt: skip
 
 
 def write_latex(

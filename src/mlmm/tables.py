@@ -302,15 +302,95 @@ LATEX_TEXT = {
     "≈": r"$\approx$",
     "≠": r"$\neq$",
 }
-_LATEX_TABLE = str.maketrans(LATEX_TEXT)
+
+
+def _greek() -> dict[str, str]:
+    """Greek letters as math (the pdfLaTeX preamble has no Greek text font): small letters
+    as ``$\\beta$``, capitals with a math command as ``$\\Gamma$``, the others as the Latin
+    capital they look like (A, B, E, ...); accented letters fall back to their base letter."""
+    import unicodedata
+
+    latin = {"ALPHA": "A", "BETA": "B", "EPSILON": "E", "ZETA": "Z", "ETA": "H", "IOTA": "I",
+             "KAPPA": "K", "MU": "M", "NU": "N", "OMICRON": "O", "RHO": "P", "TAU": "T",
+             "CHI": "X"}  # fmt: skip
+    # Unicode's small epsilon and phi are TeX's open forms; its symbols are TeX's others
+    out = {"ε": r"$\varepsilon$", "φ": r"$\varphi$", "ς": r"$\varsigma$", "ϑ": r"$\vartheta$",
+           "ϕ": r"$\phi$", "ϖ": r"$\varpi$", "ϱ": r"$\varrho$", "ϵ": r"$\epsilon$"}  # fmt: skip
+    for code in range(0x391, 0x3CA):
+        words = unicodedata.name(chr(code), "").split()
+        if len(words) != 4 or words[2] != "LETTER" or chr(code) in out:
+            continue  # unassigned, or an accented letter (its decomposition)
+        letter, name = words[3].replace("LAMDA", "LAMBDA"), " ".join(words)
+        if "SMALL" in name:
+            out[chr(code)] = "o" if letter == "OMICRON" else f"$\\{letter.lower()}$"
+        else:
+            out[chr(code)] = latin.get(letter, f"$\\{letter.capitalize()}$")
+    return out
+
+
+LATEX_TEXT.update({c: t for c, t in _greek().items() if c not in LATEX_TEXT})
+
+# What the documented pdfLaTeX preamble (``mlmm.latex.PREAMBLE``: T1, TS1 and T2A through
+# inputenc's utf8) sets as it is: printable ASCII, Latin-1, Latin Extended-A but for the nine
+# letters T1 lacks, the Russian/Ukrainian Cyrillic of T2A, the typographic punctuation.
+_T1_LACKS = set("ĦħĸĿŀŉŦŧſ")
+_PUNCTUATION = set("‐‑‒–—―‖‘’‚“”„†‡•‰‱‹›€™")
+
+
+def pdflatex_sets(char: str) -> bool:
+    """Whether the documented pdfLaTeX preamble typesets ``char`` as it is."""
+    code = ord(char)
+    return (
+        0x20 <= code < 0x7F
+        or (0xA0 <= code <= 0x17F and char not in _T1_LACKS)
+        or 0x400 <= code <= 0x45F
+        or char in "Ґґ"
+        or char in _PUNCTUATION
+    )
+
+
+def _cjk(char: str) -> bool:
+    """Japanese and Chinese text, which the LuaLaTeX preamble (luatexja) typesets."""
+    code = ord(char)
+    return (
+        0x3000 <= code <= 0x30FF  # CJK punctuation, hiragana, katakana
+        or 0x3400 <= code <= 0x4DBF
+        or 0x4E00 <= code <= 0x9FFF
+        or 0xFF00 <= code <= 0xFFEF  # full-width forms
+    )
+
+
+def _latex_char(char: str) -> str:
+    """One character as text the preamble typesets: escaped or a symbol (``LATEX_TEXT``),
+    as it is, Japanese as it is (LuaLaTeX); else its compatibility decomposition without
+    accents where the preamble sets that (a thin space, 'ﬀ', 'ά'), else '[U+XXXX]'."""
+    import unicodedata
+
+    if char in LATEX_TEXT:
+        return LATEX_TEXT[char]
+    if pdflatex_sets(char) or _cjk(char):
+        return char
+    if char.isspace():
+        return " "
+    if unicodedata.category(char) in ("Cc", "Cf"):  # controls, joiners, direction marks
+        return ""
+    base = "".join(
+        d for d in unicodedata.normalize("NFKD", char) if not unicodedata.combining(d)
+    )
+    if base and base != char and all(d in LATEX_TEXT or pdflatex_sets(d) for d in base):
+        return "".join(LATEX_TEXT.get(d, d) for d in base)
+    return f"[U+{ord(char):04X}]"
+
+
 # A run of Cyrillic words: typeset in babel's russian (T2A), which the documented preamble loads
 CYRILLIC = re.compile(r"[\u0400-\u04ff](?:[\u0400-\u04ff\s-]*[\u0400-\u04ff])?")
 
 
 def latex_text(text) -> str:
     """``text`` as LaTeX that typesets it literally (``log p(Y|X)``, ``R@10 (%)``, ``a_b``),
-    each run of Cyrillic words in ``\\foreignlanguage{russian}`` (``mlmm.latex.PREAMBLE``)."""
-    escaped = str(text).translate(_LATEX_TABLE)
+    each run of Cyrillic words in ``\\foreignlanguage{russian}`` (``mlmm.latex.PREAMBLE``),
+    Greek letters as math; a character neither preamble sets becomes '[U+XXXX]'."""
+    escaped = "".join(_latex_char(c) for c in str(text))
     return CYRILLIC.sub(lambda m: r"\foreignlanguage{russian}{" + m.group(0) + "}", escaped)
 
 
@@ -328,15 +408,24 @@ def _plain_cells(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def notes_text(
-    title: str, notes: list[str], numbered: list[str], stem: Path, intervals: bool = False
+    title: str,
+    notes: list[str],
+    numbered: list[str],
+    stem: Path,
+    intervals: bool = False,
+    rows: list[str] | None = None,
 ) -> str:
-    """``stem``.notes.txt: everything the LaTeX table leaves out, for the paper's author."""
+    """``stem``.notes.txt: everything the LaTeX table leaves out, for the paper's author
+    (``rows``: per row, the cells of the columns it does not show)."""
     from mlmm.latex import LUALATEX_PREAMBLE, PREAMBLE
 
     lines = [title, "", *[f"- {note}" for note in notes]]
     if numbered:
         lines += ["", "Numbered notes of the LaTeX table:"]
         lines += [f"[{n}] {text}" for n, text in enumerate(numbered, start=1)]
+    if rows:
+        lines += ["", "Per row, the columns the LaTeX table leaves out:"]
+        lines += [f"- {row}" for row in rows]  # the row's label, then one cell a line
     lines += [
         "",
         f"LaTeX: {stem.name}.tex (table*, two-column page), {stem.name}.column.tex (one column)"
@@ -355,6 +444,7 @@ def write_table(
     title: str,
     notes: list[str],
     origin: Origin | None = None,
+    latex_columns: dict | None = None,
 ) -> list[Path]:
     """Write ``stem``.csv (tidy, for programs) and ``stem``.md, .tex, .html in the paper's shape
     (``paper_shape``; tables that are not beside a paper's are written as they are); the notes
@@ -368,8 +458,13 @@ def write_table(
     in the title and a first note naming data, configuration and backbones; the CSV's columns
     ``data``, ``configs``, ``backbone``. Returns the four files every table has (a rule's
     declared outputs, ``mlmm.io.TABLE_SUFFIXES``); the other LaTeX files and the notes file
-    lie beside them."""
-    from mlmm.latex import PREAMBLE, paper_grids, plain_grid, write_latex
+    lie beside them.
+
+    ``latex_columns`` (a table not beside a paper's): the columns the LaTeX shows, in order,
+    each with its header (a name or a tuple of header levels), the first labelling the rows;
+    the others (long texts) are given per row in the notes file (``mlmm.latex.plain_grid``).
+    The CSV, Markdown and HTML keep every column."""
+    from mlmm.latex import PREAMBLE, left_out, paper_grids, plain_grid, write_latex
 
     origin = origin or Origin.current()
     title, notes = origin.title(title), [origin.note(), *notes]
@@ -381,7 +476,8 @@ def write_table(
     if wide is None:
         shown = _plain_cells(frame)
         flat, html = shown, shown.to_html(index=False)
-        grid, companion = plain_grid(shown), None
+        grid, companion = plain_grid(shown, latex_columns), None
+        per_row = left_out(shown, latex_columns)
     else:
         notes = [notes[0], CELL_NOTE, *notes[1:]]
         # the paper's label of a row (the key to its cells), not a description of our run
@@ -389,6 +485,7 @@ def write_table(
         flat = _flat(wide)
         html = wide.to_html(sparsify=True)
         grid, companion = paper_grids(frame, stem.name)
+        per_row = []
     markdown = [
         f"# {title}",
         "",
@@ -407,6 +504,6 @@ def write_table(
     for suffix, text in write_latex(grid, companion, stem, title, comments).items():
         write_text(stem.with_suffix(suffix), text)
     write_text(html_path, _html_page(title, html, notes))
-    notes_file = notes_text(title, notes, grid.notes, stem, companion is not None)
+    notes_file = notes_text(title, notes, grid.notes, stem, companion is not None, per_row)
     write_text(stem.with_suffix(".notes.txt"), notes_file)
     return paths
