@@ -19,9 +19,9 @@ Standard library only (imported by the Snakefile).
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
-import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,7 +48,7 @@ def gpu_requirement(local_exec: bool, remote_exec: bool, nvidia: bool) -> str | 
 
 def auto_device(cuda_available: bool, environ: Mapping[str, str] = os.environ) -> str:
     """What `device: auto` runs on: ``cuda`` when CUDA sees a device; without one ``cpu``,
-    said on stderr, unless the workflow marked this job as one that must see a GPU
+    said in the command's log, unless the workflow marked this job as one that must see a GPU
     (MLMM_REQUIRE_GPU): then one InputError, before any work (docs/gpu.md)."""
     if cuda_available:
         return "cuda"
@@ -61,7 +61,7 @@ def auto_device(cuda_available: bool, environ: Mapping[str, str] = os.environ) -
             f"a visible CUDA GPU for device 'auto' ({why})",
             "none (CUDA sees no device); to run this stage on the CPU, configure `device: cpu`",
         )
-    print("device auto: no CUDA device visible, running on the CPU", file=sys.stderr)
+    logging.getLogger(__name__).info("device auto: no CUDA device visible, running on the CPU")
     return "cpu"
 
 

@@ -22,8 +22,9 @@ BIN = Path(sys.executable).parent
 PROGRESS = re.compile(r"^[\w -]*: +\d+%\|")
 
 
-# the start and end lines every command logs around its work (mlmm.logs.start_command)
-START_END = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d mlmm [\w-]+ INFO: (start|end): ")
+# the log's information lines: the start and end lines every command logs around its work
+# (mlmm.logs.start_command) and what a module notes on the way (the device that ran)
+START_END = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d mlmm[\w. -]* INFO: ")
 
 
 @dataclass
