@@ -2,7 +2,7 @@
 as config.yaml states them and again with an override merged into each record (the reading they
 replaced), seeds 1..N each, side by side (the "bring your own" effect a fidelity row moves).
 
-The default is issue 28 row 1, Kádár Figure 3: config.yaml's figure3_* runs select on one
+The default is Kádár Figure 3's portions: config.yaml's figure3_* runs select on one
 comparable validation caption per image and score the comparable test set with its 5 captions
 (the paper's protocol); the override is the earlier reading (validation and test on the
 translation portion, one caption). Needs a finished `make demo` in --workdir (its Multi30K

@@ -460,8 +460,8 @@ def test_every_scheduled_mlmm_command_parses(config: list[str], tmp_path: Path) 
 
 
 def test_every_missing_local_data_set_of_the_paper_config_is_named_at_once(tmp_path):
-    """Issue 19: `snakemake -n` names the key and the path, not a job hours into the run; issue
-    28: every missing set in one message (it took five runs, one set each), and an empty
+    """`snakemake -n` names the key and the path, not a job hours into the run; every
+    missing set in one message (it took five runs, one set each), and an empty
     directory is no copy."""
     (tmp_path / "semeval-sts").mkdir()
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
@@ -482,7 +482,7 @@ def test_every_missing_local_data_set_of_the_paper_config_is_named_at_once(tmp_p
 
 @pytest.mark.parametrize("config", [[], ["--configfile", "config/paper.yaml"]])
 def test_every_path_in_every_shell_command_survives_spaces(config: list[str], tmp_path: Path):
-    """Issue 22: with `results: "my results"` an unquoted log redirect wrote to ./my, and a
+    """With `results: "my results"` an unquoted log redirect wrote to ./my, and a
     checkout path with a space broke the table jobs. Every path placeholder is quoted (`:q`, or
     shlex.quote inside option strings): no command word is a piece of a split path."""
     from helpers.workflow import copy_workflow
@@ -512,7 +512,7 @@ def test_every_path_in_every_shell_command_survives_spaces(config: list[str], tm
 
 
 def test_a_key_named_twice_in_a_config_file_is_refused_naming_file_and_line(tmp_path: Path):
-    """PyYAML would keep the last value without a word (issue 22)."""
+    """PyYAML would keep the last value without a word."""
     override = tmp_path / "mine.yaml"
     override.write_text("retrieval:\n  threads: 2\n  threads: 4\n")
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
@@ -531,7 +531,7 @@ def test_a_key_named_twice_in_a_config_file_is_refused_naming_file_and_line(tmp_
 
 def test_a_byte_order_mark_is_dropped_where_text_is_read(tmp_path: Path):
     """A BOM from a Windows editor is no part of the first word (a vocabulary entry, a BLEU
-    token): documented normalisation in mlmm.io.read_lines (issue 22)."""
+    token): documented normalisation in mlmm.io.read_lines."""
     from mlmm.io import read_lines
 
     path = tmp_path / "hyp.de"

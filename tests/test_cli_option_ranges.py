@@ -186,7 +186,7 @@ def test_a_checked_option_takes_the_range_of_its_config_key():
 
 
 # ------------------------------------------------------------------------------------------
-# outputs over inputs (issue 22): mlmm.io.guard_outputs before anything is read or written
+# outputs over inputs: mlmm.io.guard_outputs before anything is read or written
 
 from helpers.one_line import Case, check  # noqa: E402
 
@@ -306,7 +306,7 @@ def test_paper_tables_where_the_workflow_writes_its_tables(paper, tmp_path, monk
 
 
 # ------------------------------------------------------------------------------------------
-# wrong input, plausible numbers (issue 22): feature arrays, n-best images, MIRA weights
+# wrong input, plausible numbers: feature arrays, n-best images, MIRA weights
 
 import numpy as np  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""Every rule's software environment holds what its command imports (issue 30).
+"""Every rule's software environment holds what its command imports.
 
 For every rule of the default and the paper configuration (parsed by Snakemake itself), the
 `mlmm` subcommands its shell command calls are resolved to their handlers (the CLI's own

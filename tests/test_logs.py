@@ -80,7 +80,7 @@ END = r"end: %s after \d+\.\d s \(CPU \d+\.\d s, peak memory \d+ MB\)"
 
 @pytest.mark.parametrize("command", sorted(_parser_and_subcommands()[1]))
 def test_every_subcommand_logs_a_start_and_an_end_line(command, tmp_path, monkeypatch):
-    """Issue 30: the log of a job whose command logs nothing else still says when it ran and
+    """The log of a job whose command logs nothing else still says when it ran and
     for how long: `main` writes both lines for every subcommand of the parser (the
     subcommand's own work is stubbed here; its options are checked as in a real run)."""
     import mlmm.cli

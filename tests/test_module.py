@@ -1,4 +1,4 @@
-"""The workflow used as a Snakemake module (issue 30): another workflow imports it with
+"""The workflow used as a Snakemake module: another workflow imports it with
 `module mlmm: snakefile: <path>/Snakefile  config: config` and `use rule * from mlmm`, as
 snakedeploy's deployed Snakefile does. Its repository files are found through Snakemake's
 source-path API (from its own Snakefile, not from the importing workflow's directory), and its

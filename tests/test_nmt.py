@@ -281,7 +281,7 @@ TOKENISED_REFS = [
 
 
 def test_reported_and_validation_bleu_score_the_tokens_as_they_are():
-    """Issue 28: the reported BLEU (mt-score's mt_metrics) and the NMT's validation BLEU run
+    """The reported BLEU (mt-score's mt_metrics) and the NMT's validation BLEU run
     sacrebleu with tokenize='none' on the tokenised text, unsmoothed; a change to 13a (or any
     other tokeniser) fails here."""
     import sacrebleu

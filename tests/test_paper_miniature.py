@@ -31,7 +31,7 @@ from mlmm.demo.paper_layouts import LOCATION_KEYS, flattened_keys
 
 PAPER = REPO / "config" / "paper.yaml"
 MINIATURE = REPO / "config" / "paper_miniature.yaml"
-# The only keys config/paper_miniature.yaml may set: true sizes (issue 28), each with why it
+# The only keys config/paper_miniature.yaml may set: true sizes, each with why it
 # moves no mechanism. A protocol key (loss, batching and batch size, selection, validation
 # intervals, patience, decay, alignment interval, checkpointing, the epochs of a fixed-length
 # protocol, data portions, splits, decoder, beam, MIRA iterations, perceptron epochs, features,
@@ -416,7 +416,7 @@ def test_the_paper_configuration_runs_every_rule_in_miniature(tmp_path, paper_ru
 
 
 def check_mechanisms_and_labels(workdir: Path) -> None:
-    """Issue 28: every protocol mechanism fired at least once (one entry each), what CPU sizes
+    """Every protocol mechanism fired at least once (one entry each), what CPU sizes
     cannot reach did not (NOT_REACHED says why), and every table says its data are generated."""
     found = mechanisms(workdir)
     assert set(NOT_REACHED) <= set(found)

@@ -231,7 +231,7 @@ def test_table5_corrnet_mt_is_an_x_to_en_nmt_on_z2_with_the_one_recipe():
         recipe = {k: v for k, v in record["train"].items() if k != "max_length"}
         assert recipe == {k: v for k, v in config["nmt"]["train"].items() if k != "max_length"}
         assert record["beam"] == 12  # wmt16-scripts sample/translate.sh: -k 12
-        # one cut, data and trainer: Moses's "sentences longer than 100 words" (issue 28 row 8)
+        # one cut, data and trainer: Moses's "sentences longer than 100 words"
         assert record["max_length"] == record["train"]["max_length"] == 100
     assert config["pivot"]["ted"] == "ted"  # Z2 = the TED stage's ted-cldc corpus
     row = _fidelity_row("Rajendran et al. 2016, Table 5", "CorrNet + MT rows")

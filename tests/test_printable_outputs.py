@@ -1,5 +1,5 @@
 """Every table and figure the catalogue lists, built by the workflow's own builders from small
-generated inputs, as a paper would print it (issue 30): LaTeX headers without Python tuples,
+generated inputs, as a paper would print it: LaTeX headers without Python tuples,
 every LaTeX special escaped, the origin (data, configuration, backbone) in the caption, one
 number format per column, '–' in blank cells; figures whose texts neither overlap nor leave
 the canvas."""

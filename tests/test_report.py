@@ -251,7 +251,7 @@ def test_a_figure_without_runs_fails_instead_of_drawing_a_placeholder(setup, tmp
 
 
 def test_notes_name_runs_the_cap_stopped_while_still_improving(setup, tmp_path):
-    """Issue 11: a run stopped by its epoch cap at its best validation says so in the notes."""
+    """A run stopped by its epoch cap at its best validation says so in the notes."""
     config, runs, paper = setup
     fabricate(runs, "bilingual_c2c", 3, 42.0, stopped_by="cap", still_improving=True)
     loaded = report.load_runs([runs], report.read_section([config]))
@@ -294,7 +294,7 @@ def _figure_texts(monkeypatch) -> dict[str, list[str]]:
 def test_tables_and_figures_say_which_data_config_and_backbone_ran(
     setup, tmp_path, monkeypatch, source
 ):
-    """Issue 21 item 4: demo-world numbers beside the papers' are labelled demo in every format
+    """Demo-world numbers beside the papers' are labelled demo in every format
     (md, tex, html, csv) and figure, with the backbone that ran (EfficientNet-Lite0, not the
     paper row's 'ResNet50 features'); runs on real data (provenance: mirror) never say demo."""
     config, runs, paper = setup
@@ -351,7 +351,7 @@ def test_origin_of_runs_without_a_record_is_this_jobs(monkeypatch):
 
 
 def test_generated_data_in_the_real_layouts_is_never_labelled_real(monkeypatch, tmp_path):
-    """Issue 28: the paper miniature's sources are url/path/files (the real layouts), so the
+    """The paper miniature's sources are url/path/files (the real layouts), so the
     sources alone read "real data"; the marker mlmm demo-paper-layouts leaves in the working
     directory makes every source ':generated', and the notes, titles and CSV columns say so."""
     import pandas as pd

@@ -305,8 +305,8 @@ def _fixed_lists():
 
 
 def test_mira_weights_are_those_before_the_speed_work():
-    """Weights, best epoch and statistics recorded with the implementation before issue 31's
-    optimisation (per-hypothesis reference counts, row-layout BLEU with numpy.mean): the
+    """Weights, best epoch and statistics recorded with the implementation before the
+    speed work (per-hypothesis reference counts, row-layout BLEU with numpy.mean): the
     faster code must tune to the same numbers (relative 1e-12 leaves room only for another
     CPU's last-bit log/exp, not for any change of the algorithm)."""
     texts, refs, feats = _fixed_lists()

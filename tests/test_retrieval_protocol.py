@@ -325,7 +325,7 @@ def test_mixed_encoder_batches_embed_each_row_with_its_encoder(world, tmp_path):
         assert torch.allclose(together[row], alone[0], atol=1e-5)
 
 
-# ---------------------------------------------------------------- Calixto & Liu 2017 (issue 20)
+# ---------------------------------------------------------------- Calixto & Liu 2017
 def test_calixto_word_dropout_drops_whole_tokens():
     """source_dropout: one draw per (sentence, position), tiled over the embedding dimensions."""
     torch.manual_seed(0)

@@ -319,7 +319,7 @@ def test_training_log_has_a_start_line_timestamped_validations_and_a_bounded_siz
 ):
     """The log a Snakemake job writes (stderr to a file, not a terminal): what the run is about
     to do, one timestamped line per validation, and progress bars of the epoch's steps drawn a
-    few times per epoch, not ten times a second (issue 21 item 7)."""
+    few times per epoch, not ten times a second."""
     import re
 
     import yaml

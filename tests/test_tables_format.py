@@ -1,4 +1,4 @@
-"""What a reader of the written tables sees (issue 21): a `|` inside a cell stays in its cell,
+"""What a reader of the written tables sees: a `|` inside a cell stays in its cell,
 and every kind of number has one format."""
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def test_a_pipe_inside_a_cell_keeps_every_markdown_column(tmp_path):
 
 
 def test_one_format_per_metric_the_papers():
-    """Issue 30: the decimals the papers print, whatever the value (no "1.00" above "0.870")."""
+    """The decimals the papers print, whatever the value (no "1.00" above "0.870")."""
     assert format_number(2.0, "medr") == "2.0" and format_number(4.8, "medr") == "4.8"
     assert format_number(17571.0, "vocab_total") == "17571" and format_number(62.0, "count") == "62"
     assert format_number(70.7, "R@10") == "70.7" and format_number(50.81, "R@10") == "50.8"

@@ -158,7 +158,7 @@ def test_ted_fetch_demo_replaces_its_own_unedited_corpus(tmp_path, capsys):
 
 
 # ------------------------------------------------------------------------------------------
-# outputs over inputs (issue 22): ted-fetch --source url keeps what it did not make
+# outputs over inputs: ted-fetch --source url keeps what it did not make
 
 
 def _url_argv(archive: Path, out: Path, *extra: str) -> list[str]:

@@ -62,7 +62,7 @@ def test_f1_equals_sklearn_with_zero_division_0():
 
 @pytest.mark.parametrize("predicted", [False, True], ids=["never_predicted", "predicted"])
 def test_a_topic_without_positive_test_talk_is_left_out_by_name(predicted):
-    """Issue 27: such a topic was averaged in as F1 0; its F1 is 0/0 (no recall)."""
+    """Such a topic was averaged in as F1 0; its F1 is 0/0 (no recall)."""
     y_true = np.array([[1, 0, 1], [0, 0, 1], [1, 0, 0]], dtype=bool)
     y_pred = np.array([[1, predicted, 1], [0, 0, 0], [1, 0, 0]], dtype=bool)
     per_topic = topic_f1(y_true, y_pred)

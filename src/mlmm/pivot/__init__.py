@@ -28,7 +28,7 @@ def nmt_records(config: dict) -> dict[str, dict]:
     what `pivot.mt.model` / `pivot.mt.train` change; direction X -> en, data = Z2's sentences.
     One length cut, `pivot.mt.max_length` (Moses's 100 words, the paper's MT): the data step
     drops the longer training pairs and the trainer gets the same cut (`nmt.train.max_length`,
-    Nematus's 50, would drop more: issue 28 row 8).
+    Nematus's 50, would drop more).
     """
     pivot, nmt = config["pivot"], config["nmt"]
     mt = pivot["mt"]
