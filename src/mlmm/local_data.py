@@ -1,10 +1,11 @@
 """The local data sets a configuration reads (copies that cannot be downloaded), checked while
-the workflow is planned: every missing or incomplete one named in one message, not one per run
-and not by a job hours into the run.
+the workflow is planned, for the jobs that read them: a missing or incomplete one is named by
+`snakemake -n`, not by a job hours into the run, and a target whose jobs do not read a data set
+plans without it (Kadar's tables need the Flickr30K images, not the TED corpus).
 
-The rules files declare each local data set they need (`require_local_data` in
-workflow/rules/common.smk appends a `LocalData`); the Snakefile checks them all once, after
-every rules file is read (`check_local_data`). A data set is its directory or file and the
+The rules files declare each local data set (`require_local_data` in workflow/rules/common.smk
+keeps a `LocalData` per config key) and name the ones each rule reads in its input
+(`local_data_input`, whose check is `check_job_data`). A data set is its directory or file and the
 files expected inside it: glob patterns relative to it, each of which must match at least one
 file, so that an empty directory, or a copy missing a part (one year of the STS sets, one side
 of a TED pair, the paraphrase table beside the METEOR jar), stops the planning too. The readers
@@ -102,6 +103,15 @@ def check_local_data(sets: list[LocalData], cwd: Path | None = None) -> None:
             f"config error: {len(lines)} local data set(s) missing or incomplete (paths "
             f"relative to {where}):\n" + "\n".join(f"  {line}" for line in lines)
         )
+
+
+def check_job_data(needed: list[LocalData], declared: list[LocalData] = ()) -> None:
+    """The check of one planned job: stop, naming the missing or incomplete sets among
+    ``needed`` (those the job reads). When one is missing and ``declared`` is given (every set
+    of the configuration, as planning the whole configuration needs them all), the message
+    names every missing set of ``declared`` at once, not one per attempt."""
+    if problems(needed):
+        check_local_data(list(declared) or needed)
 
 
 def tree_identity(directory: str | Path) -> str:

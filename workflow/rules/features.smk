@@ -82,6 +82,7 @@ rule extract_features:
     input:
         split_lists=lambda wildcards: FEATURE_SOURCES[wildcards.dataset][0],
         images=lambda wildcards: FEATURE_SOURCES[wildcards.dataset][2],
+        local=local_data_input(lambda w: [f"{w.dataset}.images"]),
     output:
         features=RESULTS / "{dataset}/features/{backbone}/{split}.npy",
         sidecar=RESULTS / "{dataset}/features/{backbone}/{split}.json",

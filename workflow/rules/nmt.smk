@@ -162,6 +162,7 @@ rule rerank:
 rule mt_score:
     input:
         hyp=NMT_DIR / "systems/{system}/test_2016_flickr.1best",
+        local=local_data_input(["nmt.meteor_jar"]),
     output:
         metrics=NMT_DIR / "systems/{system}/metrics.json",
         sentences=NMT_DIR / "systems/{system}/sentences.npz",

@@ -298,6 +298,7 @@ rule pivot_examples:
             PIVOT_DIR / "{pivot_job}/test_ranking.npz", pivot_job=PIVOT_EXAMPLE_RUNS
         ),
         images=COCO_IMAGES_INPUT,
+        local=local_data_input(["coco.images"]),
     output:
         reported(PIVOT_EXAMPLE_FILES),
     log:

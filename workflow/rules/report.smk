@@ -23,45 +23,85 @@ RETRIEVAL_FIGURE_FILES = [
     for paper, number in FIGURES.items()
     for suffix in ("png", "pdf")
 ]
+# One table job and one figure job per paper, reading the runs of the variants whose
+# paper_rows name that paper (every run where none does): a paper's tables plan and run with
+# that paper's data only.
+REPORT_PAPERS = list(dict.fromkeys(spec.paper for spec in TABLES))
+REPORT_PAPER_RUNS = {
+    paper: [
+        path
+        for path in RETRIEVAL_RUN_FILES
+        if any(
+            row["paper"] == paper
+            for row in RETRIEVAL_RECORDS[path.parent.parent.name]["paper_rows"]
+        )
+    ]
+    or RETRIEVAL_RUN_FILES
+    for paper in REPORT_PAPERS
+}
 
 
-rule retrieval_tables:
-    input:
-        runs=REPORT_RUNS,
-        paper=[path for paths in PAPER_CSVS.values() for path in paths],
-        queries=REPORT_QUERIES,
-    output:
-        reported(RETRIEVAL_TABLE_FILES),
-    log:
-        LOGS / "report/retrieval_tables.log",
-    conda:
-        "../../envs/core.yaml"
-    params:
-        section=REPORT_SECTION,
-        paper_tables=(
-            f"--paper-tables {quote(str(PAPER_TABLES))}" if PAPER_TABLES else ""
-        ),
-        out=REPORT_TABLES,
-    shell:
-        "mlmm retrieval-tables --record-json {params.section:q} --runs {input.runs:q} "
-        "{params.paper_tables} --out {params.out:q} > {log:q} 2>&1"
+for _paper in REPORT_PAPERS:
+
+    rule:
+        name:
+            f"retrieval_tables_{_paper}"
+        input:
+            runs=REPORT_PAPER_RUNS[_paper],
+            paper=PAPER_CSVS.get(_paper, []),
+            queries=[
+                path.with_name("queries.npz") for path in REPORT_PAPER_RUNS[_paper]
+            ],
+        output:
+            reported(
+                [
+                    path
+                    for spec in TABLES
+                    if spec.paper == _paper
+                    for path in table_files(REPORT_TABLES / spec.stem)
+                ]
+            ),
+        log:
+            LOGS / f"report/retrieval_tables_{_paper}.log",
+        conda:
+            "../../envs/core.yaml"
+        params:
+            section=REPORT_SECTION,
+            paper_tables=(
+                f"--paper-tables {quote(str(PAPER_TABLES))}" if PAPER_TABLES else ""
+            ),
+            out=REPORT_TABLES,
+            paper=_paper,
+        shell:
+            "mlmm retrieval-tables --record-json {params.section:q} --runs {input.runs:q} "
+            "{params.paper_tables} --papers {params.paper} --out {params.out:q} > {log:q} 2>&1"
 
 
-rule retrieval_figures:
-    input:
-        runs=REPORT_RUNS,
-    output:
-        reported(RETRIEVAL_FIGURE_FILES),
-    log:
-        LOGS / "report/retrieval_figures.log",
-    conda:
-        "../../envs/core.yaml"
-    params:
-        section=REPORT_SECTION,
-        out=REPORT_FIGURES,
-    shell:
-        "mlmm retrieval-figures --record-json {params.section:q} --runs {input.runs:q} "
-        "--out {params.out:q} > {log:q} 2>&1"
+for _paper, _number in FIGURES.items():
+
+    rule:
+        name:
+            f"retrieval_figures_{_paper}"
+        input:
+            runs=REPORT_PAPER_RUNS[_paper],
+        output:
+            reported(
+                [
+                    REPORT_FIGURES / f"{_paper}_figure{_number}.{suffix}"
+                    for suffix in ("png", "pdf")
+                ]
+            ),
+        log:
+            LOGS / f"report/retrieval_figures_{_paper}.log",
+        conda:
+            "../../envs/core.yaml"
+        params:
+            section=REPORT_SECTION,
+            out=REPORT_FIGURES,
+            paper=_paper,
+        shell:
+            "mlmm retrieval-figures --record-json {params.section:q} --runs {input.runs:q} "
+            "--papers {params.paper} --out {params.out:q} > {log:q} 2>&1"
 
 
 # Each paper's claims (resources/claims/<paper>.yaml) tested on the runs: mlmm.claims

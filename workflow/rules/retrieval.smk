@@ -9,6 +9,7 @@ include: "retrieval_common.smk"
 rule train_retrieval:
     input:
         unpack(retrieval_inputs),
+        local=local_data_input(retrieval_local_data),
     output:
         model=RETRIEVAL_DIR / "{variant}/seed{seed}/model.pt",
         metrics=RETRIEVAL_DIR / "{variant}/seed{seed}/metrics.json",

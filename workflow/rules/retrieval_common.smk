@@ -149,6 +149,16 @@ def retrieval_inputs(wildcards):
     return files
 
 
+def retrieval_local_data(wildcards):
+    """The local data sets a run reads: the STS sets (evaluated on STS), MUSE's <lang>-en
+    dictionaries (AME's two mappings)."""
+    record = RETRIEVAL_RECORDS[wildcards.variant]
+    keys = ["retrieval.sts"] if record["sts"] else []
+    if record["word_embeddings"] == "ame" and record["alignment"]["mappings"] == "two":
+        keys.append("retrieval.muse")
+    return keys
+
+
 def retrieval_section(wildcards):
     """The defaults and this one variant: editing another variant does not rerun this one."""
     name = wildcards.variant

@@ -52,6 +52,8 @@ wildcard_constraints:
 
 
 rule ted_corpus:
+    input:
+        local=local_data_input(["ted.path"]),
     output:
         TED_DIR / "corpus/index.json",
     log:
