@@ -117,3 +117,28 @@ def test_lint_and_list_rules_need_no_local_data(layouts, tmp_path):
     message = _message(proc.stdout)
     assert message[0].startswith(f"config error: {len(LOCAL)} local data set(s)"), message
     assert {line.split("'")[1] for line in message[1:]} == set(LOCAL)
+
+
+def test_kadars_tables_plan_from_published_features_with_no_images(layouts, tmp_path):
+    """features.published: the release's <split>-resnet50-avgpool.npy stand in for the
+    Flickr30K images; Kádár's tables plan with no image directory, from those arrays."""
+    import numpy as np
+
+    published = tmp_path / "imgfeats"
+    published.mkdir()
+    for split in ("train", "val", "test_2016_flickr"):
+        np.save(published / f"{split}-resnet50-avgpool.npy", np.ones((3, 2048), np.float16))
+    workdir = _workdir(tmp_path / "w", layouts, [])
+    proc = _snakemake(workdir, layouts, "-n", "--config", f"features={{published: {published}}}",
+                      "--", *_targets("kadar2018"))  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    jobs = proc.stdout.split("Job stats:", 1)[1].split("total", 1)[0]
+    assert "published_features" in jobs and "extract_features" not in jobs, jobs
+    # an array missing: the one line naming the key
+    (published / "val-resnet50-avgpool.npy").unlink()
+    setting = f"features={{published: {published}}}"
+    proc = _snakemake(workdir, layouts, "-n", "-q", "--config", setting, "--",
+                      *_targets("kadar2018"))  # fmt: skip
+    message = _message(proc.stdout)
+    assert proc.returncode != 0 and "key 'features.published'" in message[1], message
+    assert "val-resnet50-avgpool.npy" in message[1], message

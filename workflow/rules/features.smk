@@ -59,6 +59,16 @@ else:
     FEATURE_IMAGES = FEATURE_IMAGES_INPUT = (
         "<config multi30k.images: set it to the directory of the Flickr30K images>"
     )
+# The Multi30K release's published ResNet-50 average-pool features, when configured, instead of
+# extracting them from the images (rule published_features; docs/data.md).
+PUBLISHED_FEATURES = FEATURES["published"]
+if PUBLISHED_FEATURES:
+    require_local_data(
+        "features.published",
+        PUBLISHED_FEATURES,
+        "the Multi30K release's ResNet-50 average-pool features (docs/data.md)",
+        [f"{split}-resnet50-avgpool.npy" for split in FEATURE_SPLITS["multi30k"]],
+    )
 FEATURE_SOURCES = {  # data set -> (split lists marker, image directory, its input)
     "multi30k": (MULTI30K_MARKER, FEATURE_IMAGES, FEATURE_IMAGES_INPUT),
     "coco": (COCO_MARKER, COCO_IMAGES, COCO_IMAGES_INPUT),
@@ -82,7 +92,15 @@ rule extract_features:
     input:
         split_lists=lambda wildcards: FEATURE_SOURCES[wildcards.dataset][0],
         images=lambda wildcards: FEATURE_SOURCES[wildcards.dataset][2],
-        local=local_data_input(lambda w: [f"{w.dataset}.images"]),
+        # (none for the features that rule published_features makes: Snakemake plans a job of
+        # each rule that could make a file before choosing by ruleorder)
+        local=local_data_input(
+            lambda w: (
+                []
+                if PUBLISHED_FEATURES and (w.dataset, w.backbone) == ("multi30k", "resnet50")
+                else [f"{w.dataset}.images"]
+            )
+        ),
     output:
         features=RESULTS / "{dataset}/features/{backbone}/{split}.npy",
         sidecar=RESULTS / "{dataset}/features/{backbone}/{split}.json",
@@ -126,3 +144,35 @@ rule extract_features:
         " --weights {params.weights} --threads {threads}"
         " --shard-size {params.shard_size} --on-bad-image {params.on_bad_image}"
         " {params.options} > {log:q} 2>&1"
+
+
+if PUBLISHED_FEATURES:
+
+    ruleorder: published_features > extract_features
+
+    rule published_features:
+        input:
+            split_lists=MULTI30K_MARKER,
+            local=local_data_input(["features.published"]),
+            published=lambda w: Path(PUBLISHED_FEATURES)
+            / f"{w.split}-resnet50-avgpool.npy",
+        output:
+            features=RESULTS / "multi30k/features/resnet50/{split}.npy",
+            sidecar=RESULTS / "multi30k/features/resnet50/{split}.json",
+            image_list=RESULTS / "multi30k/features/resnet50/{split}.txt",
+        log:
+            LOGS / "features/multi30k_resnet50_{split}.log",
+        wildcard_constraints:
+            split="|".join(FEATURE_SPLITS["multi30k"]),
+        conda:
+            "../../envs/torch.yaml"
+        threads: 1
+        resources:
+            mem_mb=4000,
+            runtime=30,
+        params:
+            published=PUBLISHED_FEATURES,
+            split=lambda w: RESULTS / f"multi30k/data/task1/image_splits/{w.split}.txt",
+        shell:
+            "mlmm published-features --backbone resnet50 --published {params.published:q}"
+            " --split {params.split:q} --out {output.features:q} > {log:q} 2>&1"
