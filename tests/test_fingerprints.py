@@ -57,8 +57,8 @@ def _images(root: Path) -> Path:
 
 IMAGE_CHANGES = {
     "replaced under its name (other size)": lambda r: (r / "a.jpg").write_bytes(b"firstly"),
-    "edited in place (same size, later mtime)": lambda r: os.utime(
-        r / "a.jpg", ns=(0, (r / "a.jpg").stat().st_mtime_ns + 10**9)
+    "edited in place (same size)": lambda r: (r / "a.jpg").write_bytes(
+        bytes(reversed((r / "a.jpg").read_bytes()))
     ),
     "added": lambda r: (r / "c.jpg").write_bytes(b"third"),
     "removed": lambda r: (r / "sub/b.jpg").unlink(),
@@ -76,6 +76,26 @@ def test_tree_identity_of_an_image_directory_sees_every_change(change, tmp_path)
     assert tree_identity(root) == before
     IMAGE_CHANGES[change](root)
     assert tree_identity(root) != before
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_tree_identity_survives_a_copy_that_changes_every_mtime(cached, tmp_path):
+    """`cp -r` or rsync without -t: the same images, new modification times, no rerun; an
+    edit that keeps size and mtime is still seen once the cache is gone (content, not stat)."""
+    root = _images(tmp_path / "images")
+    cache = tmp_path / "cache.json" if cached else None
+    before = tree_identity(root, cache)
+    for path in root.rglob("*.jpg"):
+        os.utime(path, ns=(0, path.stat().st_mtime_ns + 10**9))
+    assert tree_identity(root, cache) == before
+    if cached:
+        assert json.loads(cache.read_text())  # digests kept under size and mtime
+        stamp = (root / "a.jpg").stat()
+        (root / "a.jpg").write_bytes(bytes(reversed((root / "a.jpg").read_bytes())))
+        os.utime(root / "a.jpg", ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+        assert tree_identity(root, cache) == before  # trusted: same size, same mtime
+        cache.unlink()
+        assert tree_identity(root, cache) != before
 
 
 def test_tree_identity_of_a_missing_directory_plans_without_images(tmp_path):

@@ -73,11 +73,17 @@ FEATURE_SOURCES = {  # data set -> (split lists marker, image directory, its inp
     "multi30k": (MULTI30K_MARKER, FEATURE_IMAGES, FEATURE_IMAGES_INPUT),
     "coco": (COCO_MARKER, COCO_IMAGES, COCO_IMAGES_INPUT),
 }
-# A user's image directory (no input): the names, sizes and mtimes of its files, a param of
-# extract_features, so that an image replaced under its name reruns the extraction
-# (mlmm.local_data.tree_identity; one stat per image at planning time, no image read).
+# A user's image directory (no input): the names, sizes and contents of its files, a param of
+# extract_features, so that an image replaced, edited, added or removed reruns the extraction
+# and a copy with new mtimes does not (mlmm.local_data.tree_identity: each file's digest is
+# kept under its size and mtime in the working directory's .snakemake/, so planning reads an
+# image only when it changed).
 IMAGES_IDENTITY = {
-    dataset: tree_identity(images) if images_input == [] else ""
+    dataset: (
+        tree_identity(images, Path(".snakemake/mlmm/image_digests") / f"{dataset}.json")
+        if images_input == []
+        else ""
+    )
     for dataset, (_, images, images_input) in FEATURE_SOURCES.items()
 }
 # Unset batch size / workers keep the command's device-aware defaults.
@@ -97,7 +103,8 @@ rule extract_features:
         local=local_data_input(
             lambda w: (
                 []
-                if PUBLISHED_FEATURES and (w.dataset, w.backbone) == ("multi30k", "resnet50")
+                if PUBLISHED_FEATURES
+                and (w.dataset, w.backbone) == ("multi30k", "resnet50")
                 else [f"{w.dataset}.images"]
             )
         ),
