@@ -130,14 +130,15 @@ rule extract_features:
         mem_mb=8000,
         runtime=360,
         gpu=gpu_need("extract_features", lambda w: FEATURES["device"]),
+        # throughput settings (device, batch size, loader workers), not results: a resource,
+        # not a param, so that changing one reruns nothing
+        feature_throughput=f"--device {FEATURES['device']} {FEATURE_OPTIONS}".strip(),
     params:
         images=lambda wildcards: FEATURE_SOURCES[wildcards.dataset][1],
         images_identity=lambda wildcards: IMAGES_IDENTITY[wildcards.dataset],
         split=lambda wildcards: RESULTS
         / wildcards.dataset
         / f"data/task1/image_splits/{wildcards.split}.txt",
-        options=FEATURE_OPTIONS,
-        device=FEATURES["device"],
         dtype=FEATURES["dtype"],
         precision=FEATURES["precision"],
         decode=FEATURES["decode"],
@@ -146,11 +147,11 @@ rule extract_features:
         on_bad_image=FEATURES["on_bad_image"],
     shell:
         "mlmm features --backbone {wildcards.backbone} --images {params.images:q}"
-        " --split {params.split:q} --out {output.features:q} --device {params.device}"
+        " --split {params.split:q} --out {output.features:q} {resources.feature_throughput}"
         " --dtype {params.dtype} --precision {params.precision} --decode {params.decode}"
         " --weights {params.weights} --threads {threads}"
         " --shard-size {params.shard_size} --on-bad-image {params.on_bad_image}"
-        " {params.options} > {log:q} 2>&1"
+        " > {log:q} 2>&1"
 
 
 if PUBLISHED_FEATURES:

@@ -12,7 +12,18 @@ from mlmm.catalogue import CLAIM_PAPERS, FIGURES, TABLES
 REPORT_RUNS = RETRIEVAL_RUN_FILES
 # their per-query outcomes (queries.npz beside each metrics.json): the cells' intervals, claims
 REPORT_QUERIES = [path.with_name("queries.npz") for path in RETRIEVAL_RUN_FILES]
-REPORT_SECTION = json.dumps(RETRIEVAL)
+# without the throughput settings (threads, the records' devices): they change no table
+REPORT_SECTION = json.dumps(
+    {
+        key: (
+            {name: without_throughput(v) for name, v in value.items()}
+            if key == "variants"
+            else without_throughput(value) if key == "defaults" else value
+        )
+        for key, value in RETRIEVAL.items()
+        if key != "threads"
+    }
+)
 REPORT_TABLES = RESULTS / "tables"
 REPORT_FIGURES = RESULTS / "figures"
 RETRIEVAL_TABLE_FILES = [

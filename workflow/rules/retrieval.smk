@@ -35,6 +35,8 @@ rule train_retrieval:
             shared=True,
         ),
         gpu_slots=gpu_slots(lambda w: RETRIEVAL_RECORDS[w.variant]["device"]),
+        # the device is a throughput setting, not a result: a resource, not a param
+        torch_device=lambda w: RETRIEVAL_RECORDS[w.variant]["device"],
     params:
         section=retrieval_section,
         out=lambda wildcards, output: Path(output.metrics).parent,
@@ -42,6 +44,7 @@ rule train_retrieval:
     shell:
         "mlmm train-retrieval --record-json {params.section:q} --variant {wildcards.variant}"
         " --seed {wildcards.seed} --out {params.out:q} {params.options} --threads {threads}"
+        " --device {resources.torch_device}"
         " > {log:q} 2>&1"
 
 
