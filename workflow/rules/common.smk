@@ -14,6 +14,7 @@ from shlex import (
 from snakemake.exceptions import WorkflowError
 
 import mlmm.local_data as local_data
+from mlmm.records import write_record
 from mlmm.slurm import nvidia_present
 
 # The Snakefile's own directory (WORKFLOW_ROOT: this workflow's, also when it is a module).
@@ -66,6 +67,12 @@ def local_data_input(keys):
         return []
 
     return check
+
+
+# Configuration records a stage command reads from a file (`--config FILE`), not its command
+# line: written when a job needing one is planned, rewritten only when it changes (an input
+# whose mtime follows the record), under results/records/ (mlmm.records).
+RECORDS = RESULTS / "records"
 
 
 # The GPU rules' need, stated in their own `resources:` (profiles choose partitions and

@@ -24,6 +24,10 @@ REPORT_SECTION = json.dumps(
         if key != "threads"
     }
 )
+# the tables', figures' and claims' jobs read it from one file (written when one is planned)
+REPORT_RECORD = lambda wildcards: write_record(
+    RECORDS / "retrieval_tables.json", {"retrieval": json.loads(REPORT_SECTION)}
+)
 REPORT_TABLES = RESULTS / "tables"
 REPORT_FIGURES = RESULTS / "figures"
 RETRIEVAL_TABLE_FILES = [
@@ -59,6 +63,7 @@ for _paper in REPORT_PAPERS:
             f"retrieval_tables_{_paper}"
         input:
             runs=REPORT_PAPER_RUNS[_paper],
+            record=REPORT_RECORD,
             paper=PAPER_CSVS.get(_paper, []),
             queries=[
                 path.with_name("queries.npz") for path in REPORT_PAPER_RUNS[_paper]
@@ -84,7 +89,7 @@ for _paper in REPORT_PAPERS:
             out=REPORT_TABLES,
             paper=_paper,
         shell:
-            "mlmm retrieval-tables --record-json {params.section:q} --runs {input.runs:q} "
+            "mlmm retrieval-tables --config {input.record:q} --runs {input.runs:q} "
             "{params.paper_tables} --papers {params.paper} --out {params.out:q} > {log:q} 2>&1"
 
 
@@ -95,6 +100,7 @@ for _paper, _number in FIGURES.items():
             f"retrieval_figures_{_paper}"
         input:
             runs=REPORT_PAPER_RUNS[_paper],
+            record=REPORT_RECORD,
         output:
             reported(
                 [
@@ -111,7 +117,7 @@ for _paper, _number in FIGURES.items():
             out=REPORT_FIGURES,
             paper=_paper,
         shell:
-            "mlmm retrieval-figures --record-json {params.section:q} --runs {input.runs:q} "
+            "mlmm retrieval-figures --config {input.record:q} --runs {input.runs:q} "
             "--papers {params.paper} --out {params.out:q} > {log:q} 2>&1"
 
 
@@ -133,6 +139,7 @@ CLAIM_FILES = [
 rule claims:
     input:
         runs=REPORT_RUNS,
+        record=REPORT_RECORD,
         queries=REPORT_QUERIES,
         registries=CLAIM_REGISTRIES,
         nmt=NMT_SCORE_FILES,
@@ -161,7 +168,7 @@ rule claims:
         tables=REPORT_TABLES,
         figures=REPORT_FIGURES,
     shell:
-        "mlmm claims --record-json {params.section:q} --runs {input.runs:q} "
+        "mlmm claims --config {input.record:q} --runs {input.runs:q} "
         "--registry {input.registries:q} --nmt-runs {input.nmt:q} {params.paper_tables} "
         "--ted-cldc {input.ted_cldc:q} --ted-nb {input.ted_nb:q} --pivot-runs {input.pivot:q} "
         "--tables {params.tables:q} "
