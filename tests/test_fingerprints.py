@@ -187,6 +187,29 @@ def test_retrieval_checkpoint_of_the_same_inputs_is_resumed(tmp_path, capsys):
     assert "(config" in capsys.readouterr().err
 
 
+def test_retrieval_checkpoint_of_other_code_is_not_resumed(tmp_path, capsys, monkeypatch):
+    """A checkpoint records the code that wrote it (mlmm.provenance.code_version); a resume by
+    other code (an upgrade, an edited source file) starts over and says so in one line."""
+    from mlmm.retrieval import checkpoint
+
+    world = make_world(tmp_path / "world")
+    record = resolve_variant(section(mono=VARIANT), "mono")
+    Run(record, 1, world, tmp_path / "run").train(progress=False)
+    capsys.readouterr()
+    monkeypatch.setattr(checkpoint, "code_version", lambda: "0.0.0+other")
+    metrics = train_variant(record, 1, world, tmp_path / "run", progress=False, threads=1)
+    assert not metrics["timings"]["resumed"]
+    (line,) = [line for line in capsys.readouterr().err.splitlines() if "starting over" in line]
+    assert line.startswith("checkpoint.pt: written by other code (") and "0.0.0+other" in line
+
+
+def test_the_code_version_follows_the_package_source():
+    from mlmm.provenance import code_version
+
+    version = code_version()
+    assert version == code_version() and version.startswith(__import__("mlmm").__version__ + "+")
+
+
 def test_retrieval_checkpoint_of_other_captions_is_not_resumed(tmp_path, capsys):
     world = make_world(tmp_path / "world")
     record = resolve_variant(section(mono=VARIANT), "mono")
