@@ -11,7 +11,7 @@ file, so that an empty directory, or a copy missing a part (one year of the STS 
 of a TED pair, the paraphrase table beside the METEOR jar), stops the planning too. The readers
 check the contents fully when the jobs run (line counts, every image of a split).
 
-Standard library only: imported while the workflow is parsed (docs/workflow.md).
+Standard library and mlmm.io only: imported while the workflow is parsed (docs/workflow.md).
 """
 
 from __future__ import annotations
@@ -152,16 +152,20 @@ def tree_identity(directory: str | Path, cache: str | Path | None = None) -> str
 
 
 def _read_cache(cache: str | Path | None) -> dict:
+    from mlmm.errors import InputError
+    from mlmm.io import read_json
+
+    if not cache or not Path(cache).is_file():
+        return {}
     try:
-        known = json.loads(Path(cache).read_text(encoding="utf-8")) if cache else {}
-    except (OSError, ValueError):
-        return {}  # no cache, or a damaged one: digests are computed again
+        known = read_json(cache, "the image digest cache")
+    except InputError:
+        return {}  # a damaged cache: digests are computed again
     return known if isinstance(known, dict) else {}
 
 
 def _write_cache(cache: Path, digests: dict) -> None:
-    """Written beside under a temporary name and renamed: a reader never sees half a file."""
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    partial = cache.with_name(f".{cache.name}.{os.getpid()}")
-    partial.write_text(json.dumps(digests), encoding="utf-8")
-    os.replace(partial, cache)
+    """Through the write layer (atomically: a reader never sees half a file)."""
+    from mlmm.io import write_text
+
+    write_text(cache, json.dumps(digests))

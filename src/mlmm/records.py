@@ -10,13 +10,14 @@ shell line stays short. Standard library only: imported while the workflow is pa
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
+
+from mlmm.io import write_text
 
 
 def write_record(path: str | Path, record: dict) -> Path:
-    """``record`` as JSON at ``path``, written (atomically) only when the file does not hold
-    it already; returns the path."""
+    """``record`` as JSON at ``path``, written through the write layer (atomically) only when
+    the file does not hold it already; returns the path."""
     path = Path(path)
     text = json.dumps(record, indent=1, sort_keys=True) + "\n"
     try:
@@ -24,8 +25,5 @@ def write_record(path: str | Path, record: dict) -> Path:
             return path
     except OSError:
         pass
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}")
-    partial.write_text(text, encoding="utf-8")
-    os.replace(partial, path)
+    write_text(path, text)
     return path
