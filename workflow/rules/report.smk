@@ -87,10 +87,10 @@ for _paper in REPORT_PAPERS:
                 f"--paper-tables {quote(str(PAPER_TABLES))}" if PAPER_TABLES else ""
             ),
             out=REPORT_TABLES,
-            paper=_paper,
+            subset=_paper,
         shell:
             "mlmm retrieval-tables --config {input.record:q} --runs {input.runs:q} "
-            "{params.paper_tables} --papers {params.paper} --out {params.out:q} > {log:q} 2>&1"
+            "{params.paper_tables} --papers {params.subset} --out {params.out:q} > {log:q} 2>&1"
 
 
 for _paper, _number in FIGURES.items():
@@ -115,10 +115,10 @@ for _paper, _number in FIGURES.items():
         params:
             section=REPORT_SECTION,
             out=REPORT_FIGURES,
-            paper=_paper,
+            subset=_paper,
         shell:
             "mlmm retrieval-figures --config {input.record:q} --runs {input.runs:q} "
-            "--papers {params.paper} --out {params.out:q} > {log:q} 2>&1"
+            "--papers {params.subset} --out {params.out:q} > {log:q} 2>&1"
 
 
 # Each paper's claims (resources/claims/<paper>.yaml) tested on the runs: mlmm.claims
