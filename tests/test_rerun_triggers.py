@@ -2,7 +2,7 @@
 recorded by `snakemake --touch --forceall`: nothing trained), a dry run with only the params
 rerun trigger after one configuration change lists the jobs Snakemake would rerun. A setting
 that changes no result (a table label, the feature extraction's batch size, loader workers,
-threads, the device of extraction and of training) reruns nothing outside the tables; a
+threads, the device of every stage) reruns nothing outside the tables; a
 setting that changes results reruns the jobs it changes (so the check can fail)."""
 
 from __future__ import annotations
@@ -37,6 +37,9 @@ NOT_RESULTS = {
     "features.device": ({"features": {"device": "cpu"}}, set()),
     "retrieval.threads": ({"retrieval": {"threads": 2}}, set()),
     "retrieval.defaults.device": ({"retrieval": {"defaults": {"device": "cpu"}}}, set()),
+    "nmt.device": ({"nmt": {"device": "cpu"}}, set()),
+    "ted.device": ({"ted": {"device": "cpu"}}, set()),
+    "pivot.device": ({"pivot": {"device": "cpu"}}, set()),
 }
 RESULTS = {
     # a label: the tables that print it, never a training
