@@ -97,10 +97,6 @@ include: "workflow/rules/pivot.smk"
 include: "workflow/rules/report.smk"
 
 
-# Every local data set the rules files declared, checked at once (one message naming them all)
-local_data.check_local_data(LOCAL_DATA)
-
-
 rule all:
     default_target: True
     input:

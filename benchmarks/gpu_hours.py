@@ -8,7 +8,8 @@ work of config/paper.yaml merged over config.yaml, resolved with the package's o
 
 - retrieval: runs = variants x seeds; steps = epochs x ceil(examples / batch) each, where a
   variant that stops on patience (Kadar: a 1000-epoch cap) counts --patience-epochs epochs
-  (default 30, an earlier H100 measurement's count) and one without counts all its epochs; examples counted
+  (default 30,
+  an earlier H100 measurement's count) and one without counts all its epochs; examples counted
   with `mlmm.retrieval.data.training_captions` on the
   real Multi30K captions when --multi30k holds them, else from the published sizes
   (29,000 images, 5 comparable captions, 1 translation a language); COCO from Karpathy's
@@ -342,7 +343,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     parser.add_argument("--quick", action="store_true", help="few steps/images per measurement")
-    parser.add_argument("--multi30k", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/multi30k",
+    parser.add_argument("--multi30k", type=Path, default=ROOT.parent / "shared/data/multi30k",
                         help="Multi30K root (data/task1, data/task2) for the real caption counts")
     parser.add_argument("--patience-epochs", type=int, default=30,
                         help="epochs counted for a retrieval run that stops on patience")

@@ -21,6 +21,9 @@ import pytest
 import yaml
 from helpers.workflow import REPO, copy_workflow, tool_env
 
+# deployment checks (wheel, snakedeploy, a module over HTTP): the second tier
+pytestmark = [pytest.mark.full]
+
 SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
 SMALL_TARGET = "results/demo/world/MANIFEST.sha256"
 

@@ -372,6 +372,7 @@ rule mira:
 """
 
 
+@pytest.mark.full
 @pytest.mark.slow  # installs the package into a bare env (compiles the MIRA loop): about 30 s
 def test_an_env_installs_the_package_and_its_jobs_run_the_compiled_mira_loop(tmp_path):
     """The post-deploy script installs mlmm from MLMM_SOURCE (here the checkout, as the

@@ -57,8 +57,8 @@ def _images(root: Path) -> Path:
 
 IMAGE_CHANGES = {
     "replaced under its name (other size)": lambda r: (r / "a.jpg").write_bytes(b"firstly"),
-    "edited in place (same size, later mtime)": lambda r: os.utime(
-        r / "a.jpg", ns=(0, (r / "a.jpg").stat().st_mtime_ns + 10**9)
+    "edited in place (same size)": lambda r: (r / "a.jpg").write_bytes(
+        bytes(reversed((r / "a.jpg").read_bytes()))
     ),
     "added": lambda r: (r / "c.jpg").write_bytes(b"third"),
     "removed": lambda r: (r / "sub/b.jpg").unlink(),
@@ -76,6 +76,26 @@ def test_tree_identity_of_an_image_directory_sees_every_change(change, tmp_path)
     assert tree_identity(root) == before
     IMAGE_CHANGES[change](root)
     assert tree_identity(root) != before
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_tree_identity_survives_a_copy_that_changes_every_mtime(cached, tmp_path):
+    """`cp -r` or rsync without -t: the same images, new modification times, no rerun; an
+    edit that keeps size and mtime is still seen once the cache is gone (content, not stat)."""
+    root = _images(tmp_path / "images")
+    cache = tmp_path / "cache.json" if cached else None
+    before = tree_identity(root, cache)
+    for path in root.rglob("*.jpg"):
+        os.utime(path, ns=(0, path.stat().st_mtime_ns + 10**9))
+    assert tree_identity(root, cache) == before
+    if cached:
+        assert json.loads(cache.read_text())  # digests kept under size and mtime
+        stamp = (root / "a.jpg").stat()
+        (root / "a.jpg").write_bytes(bytes(reversed((root / "a.jpg").read_bytes())))
+        os.utime(root / "a.jpg", ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+        assert tree_identity(root, cache) == before  # trusted: same size, same mtime
+        cache.unlink()
+        assert tree_identity(root, cache) != before
 
 
 def test_tree_identity_of_a_missing_directory_plans_without_images(tmp_path):
@@ -165,6 +185,29 @@ def test_retrieval_checkpoint_of_the_same_inputs_is_resumed(tmp_path, capsys):
     other = train_variant(record, 2, world, tmp_path / "other", progress=False, threads=1)
     assert not other["timings"]["resumed"]
     assert "(config" in capsys.readouterr().err
+
+
+def test_retrieval_checkpoint_of_other_code_is_not_resumed(tmp_path, capsys, monkeypatch):
+    """A checkpoint records the code that wrote it (mlmm.provenance.code_version); a resume by
+    other code (an upgrade, an edited source file) starts over and says so in one line."""
+    from mlmm.retrieval import checkpoint
+
+    world = make_world(tmp_path / "world")
+    record = resolve_variant(section(mono=VARIANT), "mono")
+    Run(record, 1, world, tmp_path / "run").train(progress=False)
+    capsys.readouterr()
+    monkeypatch.setattr(checkpoint, "code_version", lambda: "0.0.0+other")
+    metrics = train_variant(record, 1, world, tmp_path / "run", progress=False, threads=1)
+    assert not metrics["timings"]["resumed"]
+    (line,) = [line for line in capsys.readouterr().err.splitlines() if "starting over" in line]
+    assert line.startswith("checkpoint.pt: written by other code (") and "0.0.0+other" in line
+
+
+def test_the_code_version_follows_the_package_source():
+    from mlmm.provenance import code_version
+
+    version = code_version()
+    assert version == code_version() and version.startswith(__import__("mlmm").__version__ + "+")
 
 
 def test_retrieval_checkpoint_of_other_captions_is_not_resumed(tmp_path, capsys):

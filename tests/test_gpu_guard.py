@@ -74,6 +74,7 @@ use rule * from mlmm
 """
 
 
+@pytest.mark.full
 @pytest.mark.slow  # the demo world and a features job through the SLURM plugin: about 60 s
 def test_as_a_module_under_slurm_a_gpu_job_without_a_gpu_stops_at_its_start(
     tmp_path, monkeypatch

@@ -18,6 +18,9 @@ import yaml
 from helpers import slurm_stub
 from helpers.workflow import REPO, tool_env
 
+# cluster profile checks through the SLURM plugin: the second tier
+pytestmark = [pytest.mark.full]
+
 PROFILE = REPO / "profiles/slurm"
 
 # Rules named as the workflow's, stating their needs as the workflow's rules do.

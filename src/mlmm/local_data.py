@@ -1,16 +1,17 @@
 """The local data sets a configuration reads (copies that cannot be downloaded), checked while
-the workflow is planned: every missing or incomplete one named in one message, not one per run
-and not by a job hours into the run.
+the workflow is planned, for the jobs that read them: a missing or incomplete one is named by
+`snakemake -n`, not by a job hours into the run, and a target whose jobs do not read a data set
+plans without it (Kadar's tables need the Flickr30K images, not the TED corpus).
 
-The rules files declare each local data set they need (`require_local_data` in
-workflow/rules/common.smk appends a `LocalData`); the Snakefile checks them all once, after
-every rules file is read (`check_local_data`). A data set is its directory or file and the
+The rules files declare each local data set (`require_local_data` in workflow/rules/common.smk
+keeps a `LocalData` per config key) and name the ones each rule reads in its input
+(`local_data_input`, whose check is `check_job_data`). A data set is its directory or file and the
 files expected inside it: glob patterns relative to it, each of which must match at least one
 file, so that an empty directory, or a copy missing a part (one year of the STS sets, one side
 of a TED pair, the paraphrase table beside the METEOR jar), stops the planning too. The readers
 check the contents fully when the jobs run (line counts, every image of a split).
 
-Standard library only: imported while the workflow is parsed (docs/workflow.md).
+Standard library and mlmm.io only: imported while the workflow is parsed (docs/workflow.md).
 """
 
 from __future__ import annotations
@@ -104,21 +105,67 @@ def check_local_data(sets: list[LocalData], cwd: Path | None = None) -> None:
         )
 
 
-def tree_identity(directory: str | Path) -> str:
-    """sha256 over the relative path, size and modification time (ns) of every file under
+def check_job_data(needed: list[LocalData], declared: list[LocalData] = ()) -> None:
+    """The check of one planned job: stop, naming the missing or incomplete sets among
+    ``needed`` (those the job reads). When one is missing and ``declared`` is given (every set
+    of the configuration, as planning the whole configuration needs them all), the message
+    names every missing set of ``declared`` at once, not one per attempt."""
+    if problems(needed):
+        check_local_data(list(declared) or needed)
+
+
+def tree_identity(directory: str | Path, cache: str | Path | None = None) -> str:
+    """sha256 over the relative path, size and content digest of every file under
     ``directory`` (names starting with a dot left out): what a workflow rule whose input is a
-    user's image directory passes as a param, so that an image replaced, edited, added or
-    removed reruns the rule (Snakemake reruns a job whose params changed) while a dry run needs
-    no image bytes. Stat only, no reading: 31K Flickr30K images take a fraction of a second.
+    user's image directory passes as a param, so that an image replaced, edited, added, removed
+    or renamed reruns the rule (Snakemake reruns a job whose params changed) while a copy that
+    does not keep modification times (`cp -r`, rsync without -t) reruns nothing. A dry run
+    needs no image bytes beyond this.
+
+    ``cache`` (a JSON file) keeps each file's digest under its size and modification time, so
+    a file is read once, again only when its size or mtime changes: an unchanged tree costs a
+    stat per file, a copied one a read of every byte once (benchmarks/tree_identity.py).
     "absent" for a directory that is not there (the rule's job reports it when it runs)."""
     root = Path(directory)
     if not root.is_dir():
         return "absent"
-    entries = []
+    known = _read_cache(cache)
+    digests, entries = {}, []
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(f for f in files if not f.startswith(".")):
             path = Path(folder, name)
             stat = path.stat()
-            entries.append((path.relative_to(root).as_posix(), stat.st_size, stat.st_mtime_ns))
+            relative = path.relative_to(root).as_posix()
+            stamp = [stat.st_size, stat.st_mtime_ns]
+            cached = known.get(relative)
+            if cached and cached[:2] == stamp:
+                digest = cached[2]
+            else:
+                with open(path, "rb") as handle:
+                    digest = hashlib.file_digest(handle, "sha256").hexdigest()
+            digests[relative] = [*stamp, digest]
+            entries.append((relative, stat.st_size, digest))
+    if cache is not None and digests != known:
+        _write_cache(Path(cache), digests)
     return hashlib.sha256(json.dumps(entries).encode()).hexdigest()
+
+
+def _read_cache(cache: str | Path | None) -> dict:
+    from mlmm.errors import InputError
+    from mlmm.io import read_json
+
+    if not cache or not Path(cache).is_file():
+        return {}
+    try:
+        known = read_json(cache, "the image digest cache")
+    except InputError:
+        return {}  # a damaged cache: digests are computed again
+    return known if isinstance(known, dict) else {}
+
+
+def _write_cache(cache: Path, digests: dict) -> None:
+    """Through the write layer (atomically: a reader never sees half a file)."""
+    from mlmm.io import write_text
+
+    write_text(cache, json.dumps(digests))

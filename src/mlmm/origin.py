@@ -36,6 +36,10 @@ GENERATED_LABEL = (
     "GENERATED DATA in the real layouts (synthetic, mlmm demo-paper-layouts): not a "
     "reproduction of the papers' numbers"
 )
+# The `features` data source when the Multi30K ResNet-50 features are the release's own arrays
+# (config features.published, mlmm.features.published), and how the notes name them
+PUBLISHED = "published"
+PUBLISHED_NAMES = {"resnet50": "ResNet-50 average pool, published features"}
 # Written by mlmm.demo.paper_layouts into the working directory it makes
 GENERATED_MARKER = "GENERATED_DATA"
 
@@ -53,6 +57,8 @@ def environment(
     ]
     generated = ":generated" if os.path.isfile(GENERATED_MARKER) else ""  # in the working dir
     data = [f"{name}={config[name]['source']}{generated}" for name in DATA_SETS if name in config]
+    if (config.get("features") or {}).get("published"):
+        data.append(f"features={PUBLISHED}{generated}")
     return {
         ENV_DATA: ",".join(data),
         ENV_CONFIGS: ",".join(names + (["--config"] if command_line_config else [])),
@@ -161,8 +167,13 @@ class Origin:
         if self.configs:
             parts.append(f"configuration {' + '.join(self.configs)}")
         if self.backbones:
+            published = PUBLISHED in self.data.get("features", "")
             parts.append(
-                "image features that ran: " + ", ".join(backbone_name(b) for b in self.backbones)
+                "image features that ran: "
+                + ", ".join(
+                    PUBLISHED_NAMES.get(b, backbone_name(b)) if published else backbone_name(b)
+                    for b in self.backbones
+                )
             )
         return "; ".join(parts) + "."
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import platform
 import subprocess
 import sys
@@ -30,6 +32,19 @@ def git_commit(cwd: str | Path | None = None) -> str:
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return commit + ("-dirty" if dirty else "")
+
+
+@functools.cache
+def code_version() -> str:
+    """The version of the code that runs: mlmm's version and a sha256 over the relative path
+    and bytes of every source file of the package (*.py, *.c), so that an edit, a checkout of
+    another commit or another installed copy reads as other code (a commit hash would miss
+    uncommitted edits and change with every commit of docs)."""
+    root = Path(mlmm.__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted([*root.rglob("*.py"), *root.rglob("*.c")]):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return f"{mlmm.__version__}+{digest.hexdigest()[:16]}"
 
 
 def package_versions() -> dict[str, str]:

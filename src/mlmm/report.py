@@ -303,10 +303,15 @@ def _maps_onto(row: dict, spec: TableSpec) -> bool:
     return row["paper"] == spec.paper and row.get("table") == spec.table
 
 
-def build_tables(runs: list[Run], paper_tables: Path | None, out: Path) -> list[Path]:
-    """Write every retrieval table as ``out/<paper>_table<N>.{csv,md,tex}``."""
+def build_tables(
+    runs: list[Run], paper_tables: Path | None, out: Path, papers: list[str] | None = None
+) -> list[Path]:
+    """Write every retrieval table (of ``papers``; None: all) as
+    ``out/<paper>_table<N>.{csv,md,tex}``."""
     written = []
     for spec in TABLES:
+        if papers and spec.paper not in papers:
+            continue
         frame = build_table(runs, spec, paper_tables)
         used = [run for run in runs if any(_maps_onto(row, spec) for row in run.paper_rows)]
         written += write_table(
@@ -454,5 +459,12 @@ def _close(fig, paths: list[Path]) -> list[Path]:
     return paths
 
 
-def build_figures(runs: list[Run], out: Path) -> list[Path]:
-    return kadar_figure3(runs, out) + ame_figure2(runs, out)
+def build_figures(runs: list[Run], out: Path, papers: list[str] | None = None) -> list[Path]:
+    """The retrieval figures (of ``papers``; None: all)."""
+    makers = {"kadar2018": kadar_figure3, "ame2019": ame_figure2}
+    return [
+        path
+        for paper, make in makers.items()
+        if not papers or paper in papers
+        for path in make(runs, out)
+    ]

@@ -89,6 +89,7 @@ rule demo_coco:
 rule prepare_coco:
     input:
         COCO_INPUT,
+        local=local_data_input(["coco.mic.location"]),
     output:
         COCO_MARKER,
     log:

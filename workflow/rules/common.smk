@@ -17,6 +17,7 @@ from snakemake.exceptions import WorkflowError
 
 import mlmm.local_data as local_data
 import mlmm.shipped as shipped
+from mlmm.records import write_record
 from mlmm.slurm import nvidia_present
 
 # The rules files read plain data of the installed package (mlmm.catalogue,
@@ -40,16 +41,42 @@ def repository_path(path):
     return Path(workflow.source_path(f"../../{path}"))
 
 
-# Every local data set the configuration reads (copies that cannot be downloaded), declared by
-# the rules files and checked at once by the Snakefile after the last one (mlmm.local_data): a
-# missing or incomplete copy is found by `snakemake -n`, all of them in one message, not by a
-# job hours into the run.
-LOCAL_DATA = []
+# Every local data set the configuration reads (copies that cannot be downloaded), by config
+# key, declared by the rules files; each rule that reads one names it in its input
+# (`local_data_input`), so that a job is planned only with its data set in place and a target
+# needs only the data sets of its own jobs (mlmm.local_data).
+LOCAL_DATA = {}
 
 
 def require_local_data(key, path, what, expected=()):
     """Declares the local data set at `path` (config `key`) and the files expected inside it."""
-    LOCAL_DATA.append(local_data.LocalData(key, Path(path), what, tuple(expected)))
+    LOCAL_DATA[key] = local_data.LocalData(key, Path(path), what, tuple(expected))
+
+
+def local_data_input(keys):
+    """An input function checking, when a job is planned, the declared local data sets it
+    reads (`keys`: config keys, or a function of the wildcards giving them); it adds no input
+    file (a user's copy is identified by the params that need it). A missing or incomplete set
+    stops the planning with one line naming it; planning the default target, the message
+    names every declared set that is missing, as the whole configuration needs them all.
+    """
+
+    def check(wildcards):
+        wanted = keys(wildcards) if callable(keys) else keys
+        targets = set(workflow.dag_settings.targets)
+        local_data.check_job_data(
+            [LOCAL_DATA[key] for key in wanted if key in LOCAL_DATA],
+            list(LOCAL_DATA.values()) if not targets or "all" in targets else [],
+        )
+        return []
+
+    return check
+
+
+# Configuration records a stage command reads from a file (`--config FILE`), not its command
+# line: written when a job needing one is planned, rewritten only when it changes (an input
+# whose mtime follows the record), under results/records/ (mlmm.records).
+RECORDS = RESULTS / "records"
 
 
 # The GPU rules' need, stated in their own `resources:` (profiles choose partitions and

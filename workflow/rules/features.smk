@@ -59,15 +59,31 @@ else:
     FEATURE_IMAGES = FEATURE_IMAGES_INPUT = (
         "<config multi30k.images: set it to the directory of the Flickr30K images>"
     )
+# The Multi30K release's published ResNet-50 average-pool features, when configured, instead of
+# extracting them from the images (rule published_features; docs/data.md).
+PUBLISHED_FEATURES = FEATURES["published"]
+if PUBLISHED_FEATURES:
+    require_local_data(
+        "features.published",
+        PUBLISHED_FEATURES,
+        "the Multi30K release's ResNet-50 average-pool features (docs/data.md)",
+        [f"{split}-resnet50-avgpool.npy" for split in FEATURE_SPLITS["multi30k"]],
+    )
 FEATURE_SOURCES = {  # data set -> (split lists marker, image directory, its input)
     "multi30k": (MULTI30K_MARKER, FEATURE_IMAGES, FEATURE_IMAGES_INPUT),
     "coco": (COCO_MARKER, COCO_IMAGES, COCO_IMAGES_INPUT),
 }
-# A user's image directory (no input): the names, sizes and mtimes of its files, a param of
-# extract_features, so that an image replaced under its name reruns the extraction
-# (mlmm.local_data.tree_identity; one stat per image at planning time, no image read).
+# A user's image directory (no input): the names, sizes and contents of its files, a param of
+# extract_features, so that an image replaced, edited, added or removed reruns the extraction
+# and a copy with new mtimes does not (mlmm.local_data.tree_identity: each file's digest is
+# kept under its size and mtime in the working directory's .snakemake/, so planning reads an
+# image only when it changed).
 IMAGES_IDENTITY = {
-    dataset: tree_identity(images) if images_input == [] else ""
+    dataset: (
+        tree_identity(images, Path(".snakemake/mlmm/image_digests") / f"{dataset}.json")
+        if images_input == []
+        else ""
+    )
     for dataset, (_, images, images_input) in FEATURE_SOURCES.items()
 }
 # Unset batch size / workers keep the command's device-aware defaults.
@@ -82,6 +98,16 @@ rule extract_features:
     input:
         split_lists=lambda wildcards: FEATURE_SOURCES[wildcards.dataset][0],
         images=lambda wildcards: FEATURE_SOURCES[wildcards.dataset][2],
+        # (none for the features that rule published_features makes: Snakemake plans a job of
+        # each rule that could make a file before choosing by ruleorder)
+        local=local_data_input(
+            lambda w: (
+                []
+                if PUBLISHED_FEATURES
+                and (w.dataset, w.backbone) == ("multi30k", "resnet50")
+                else [f"{w.dataset}.images"]
+            )
+        ),
     output:
         features=RESULTS / "{dataset}/features/{backbone}/{split}.npy",
         sidecar=RESULTS / "{dataset}/features/{backbone}/{split}.json",
@@ -104,14 +130,15 @@ rule extract_features:
         mem_mb=8000,
         runtime=720,
         gpu=gpu_need("extract_features", lambda w: FEATURES["device"]),
+        # throughput settings (device, batch size, loader workers), not results: a resource,
+        # not a param, so that changing one reruns nothing
+        feature_throughput=f"--device {FEATURES['device']} {FEATURE_OPTIONS}".strip(),
     params:
         images=lambda wildcards: FEATURE_SOURCES[wildcards.dataset][1],
         images_identity=lambda wildcards: IMAGES_IDENTITY[wildcards.dataset],
         split=lambda wildcards: RESULTS
         / wildcards.dataset
         / f"data/task1/image_splits/{wildcards.split}.txt",
-        options=FEATURE_OPTIONS,
-        device=FEATURES["device"],
         dtype=FEATURES["dtype"],
         precision=FEATURES["precision"],
         decode=FEATURES["decode"],
@@ -120,8 +147,40 @@ rule extract_features:
         on_bad_image=FEATURES["on_bad_image"],
     shell:
         "mlmm features --backbone {wildcards.backbone} --images {params.images:q}"
-        " --split {params.split:q} --out {output.features:q} --device {params.device}"
+        " --split {params.split:q} --out {output.features:q} {resources.feature_throughput}"
         " --dtype {params.dtype} --precision {params.precision} --decode {params.decode}"
         " --weights {params.weights} --threads {threads}"
         " --shard-size {params.shard_size} --on-bad-image {params.on_bad_image}"
-        " {params.options} > {log:q} 2>&1"
+        " > {log:q} 2>&1"
+
+
+if PUBLISHED_FEATURES:
+
+    ruleorder: published_features > extract_features
+
+    rule published_features:
+        input:
+            split_lists=MULTI30K_MARKER,
+            local=local_data_input(["features.published"]),
+            published=lambda w: Path(PUBLISHED_FEATURES)
+            / f"{w.split}-resnet50-avgpool.npy",
+        output:
+            features=RESULTS / "multi30k/features/resnet50/{split}.npy",
+            sidecar=RESULTS / "multi30k/features/resnet50/{split}.json",
+            image_list=RESULTS / "multi30k/features/resnet50/{split}.txt",
+        log:
+            LOGS / "features/multi30k_resnet50_{split}.log",
+        wildcard_constraints:
+            split="|".join(FEATURE_SPLITS["multi30k"]),
+        conda:
+            "../../envs/torch.yaml"
+        threads: 1
+        resources:
+            mem_mb=4000,
+            runtime=30,
+        params:
+            published=PUBLISHED_FEATURES,
+            split=lambda w: RESULTS / f"multi30k/data/task1/image_splits/{w.split}.txt",
+        shell:
+            "mlmm published-features --backbone resnet50 --published {params.published:q}"
+            " --split {params.split:q} --out {output.features:q} > {log:q} 2>&1"

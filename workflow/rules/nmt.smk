@@ -26,13 +26,14 @@ rule train_nmt:
         mem_mb=4000,
         runtime=1440,
         gpu=gpu_need("train_nmt", lambda w: NMT["device"]),
+        # a throughput setting, not a result: a resource, not a param
+        torch_device=NMT["device"],
     params:
         data=NMT_TOK,
         src=NMT["src"],
         tgt=NMT["tgt"],
         model=NMT["model"],
         train=NMT["train"],
-        device=NMT["device"],
         max_length=(
             f"--max-length {NMT['train']['max_length']}"
             if NMT["train"]["max_length"] is not None
@@ -42,7 +43,7 @@ rule train_nmt:
         "mlmm train-nmt --data {params.data:q} --src {params.src} --tgt {params.tgt}"
         " --embedding {params.model[embedding]} --hidden {params.model[hidden]}"
         " --attention {params.model[attention]} --dropout {params.model[dropout]}"
-        " --decoder {params.model[decoder]} --device {params.device}"
+        " --decoder {params.model[decoder]} --device {resources.torch_device}"
         " --min-count {params.train[min_count]} --batch-size {params.train[batch_size]}"
         " --lr {params.train[learning_rate]} --max-epochs {params.train[max_epochs]}"
         " --patience {params.train[patience]} --seed {params.train[seed]}"
@@ -71,13 +72,14 @@ rule nbest_lists:
         mem_mb=4000,
         runtime=240,
         gpu=gpu_need("nbest_lists", lambda w: NMT["device"]),
+        # a throughput setting, not a result: a resource, not a param
+        torch_device=NMT["device"],
     params:
         source=lambda w: nmt_text(w.split, NMT["src"]),
         beam=NMT["beam"],
-        device=NMT["device"],
     shell:
         "mlmm nbest --model {input.model:q} --source {params.source:q} --beam {params.beam}"
-        " --device {params.device} --threads {threads} --out {output.nbest:q} --stats {output.stats:q} > {log:q} 2>&1"
+        " --device {resources.torch_device} --threads {threads} --out {output.nbest:q} --stats {output.stats:q} > {log:q} 2>&1"
 
 
 rule nbest_features:
@@ -162,6 +164,7 @@ rule rerank:
 rule mt_score:
     input:
         hyp=NMT_DIR / "systems/{system}/test_2016_flickr.1best",
+        local=local_data_input(["nmt.meteor_jar"]),
     output:
         metrics=NMT_DIR / "systems/{system}/metrics.json",
         sentences=NMT_DIR / "systems/{system}/sentences.npz",

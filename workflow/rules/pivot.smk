@@ -25,7 +25,7 @@ PIVOT_TABLES = table_files(RESULTS / "tables/rajendran2016_table5")
 PIVOT_PAPER = f"--paper-tables {quote(str(PAPER_TABLES))}" if PAPER_TABLES else ""
 PIVOT_SETTINGS = " ".join(
     f"--{key.replace('_', '-')} {PIVOT[key]}"
-    for key in ("backbone", "device", "hidden", "epochs", "batch_size", "learning_rate", "input",
+    for key in ("backbone", "hidden", "epochs", "batch_size", "learning_rate", "input",
                 "reconstruction", "min_count", "validation_fraction", "validation_max", "seed")
 ) + (" --standardise-images" if PIVOT["standardise_images"] else " --no-standardise-images")  # fmt: skip
 
@@ -118,6 +118,8 @@ rule pivot_train:
         mem_mb=16000,
         runtime=1440,
         gpu=gpu_need("pivot_train", lambda w: PIVOT["device"]),
+        # a throughput setting, not a result: a resource, not a param
+        torch_device=PIVOT["device"],
     params:
         job=lambda w: PIVOT_JOBS[w.pivot_job][0],
         ted=lambda w: (
@@ -131,7 +133,8 @@ rule pivot_train:
         out_dir=lambda w: PIVOT_DIR / w.pivot_job,
     shell:
         "mlmm pivot-train --coco-root {params.coco:q} --features {params.features:q} {params.job}"
-        " {params.ted} {params.settings} --threads {threads} --out {params.out_dir:q} > {log:q} 2>&1"
+        " {params.ted} {params.settings} --device {resources.torch_device} --threads {threads}"
+        " --out {params.out_dir:q} > {log:q} 2>&1"
 
 
 rule pivot_mt_data:
@@ -183,12 +186,12 @@ rule pivot_train_nmt:
         mem_mb=8000,
         runtime=1440,
         gpu=gpu_need("pivot_train_nmt", lambda w: PIVOT["device"]),
+        torch_device=PIVOT["device"],
     params:
         data=lambda w: PIVOT_MT_DIR / w.language / "data",
         tgt=lambda w: PIVOT_MT[w.language]["tgt"],
         model=lambda w: PIVOT_MT[w.language]["model"],
         train=lambda w: PIVOT_MT[w.language]["train"],
-        device=PIVOT["device"],
         max_length=lambda w: (
             f"--max-length {PIVOT_MT[w.language]['train']['max_length']}"
             if PIVOT_MT[w.language]["train"]["max_length"] is not None
@@ -198,7 +201,7 @@ rule pivot_train_nmt:
         "mlmm train-nmt --data {params.data:q} --src {wildcards.language} --tgt {params.tgt}"
         " --embedding {params.model[embedding]} --hidden {params.model[hidden]}"
         " --attention {params.model[attention]} --dropout {params.model[dropout]}"
-        " --decoder {params.model[decoder]} --device {params.device}"
+        " --decoder {params.model[decoder]} --device {resources.torch_device}"
         " --min-count {params.train[min_count]} --batch-size {params.train[batch_size]}"
         " --lr {params.train[learning_rate]} --max-epochs {params.train[max_epochs]}"
         " --optimizer {params.train[optimizer]} {params.max_length}"
@@ -298,6 +301,7 @@ rule pivot_examples:
             PIVOT_DIR / "{pivot_job}/test_ranking.npz", pivot_job=PIVOT_EXAMPLE_RUNS
         ),
         images=COCO_IMAGES_INPUT,
+        local=local_data_input(["coco.images"]),
     output:
         reported(PIVOT_EXAMPLE_FILES),
     log:

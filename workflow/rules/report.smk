@@ -12,7 +12,22 @@ from mlmm.catalogue import CLAIM_PAPERS, FIGURES, TABLES
 REPORT_RUNS = RETRIEVAL_RUN_FILES
 # their per-query outcomes (queries.npz beside each metrics.json): the cells' intervals, claims
 REPORT_QUERIES = [path.with_name("queries.npz") for path in RETRIEVAL_RUN_FILES]
-REPORT_SECTION = json.dumps(RETRIEVAL)
+# without the throughput settings (threads, the records' devices): they change no table
+REPORT_SECTION = json.dumps(
+    {
+        key: (
+            {name: without_throughput(v) for name, v in value.items()}
+            if key == "variants"
+            else without_throughput(value) if key == "defaults" else value
+        )
+        for key, value in RETRIEVAL.items()
+        if key != "threads"
+    }
+)
+# the tables', figures' and claims' jobs read it from one file (written when one is planned)
+REPORT_RECORD = lambda wildcards: write_record(
+    RECORDS / "retrieval_tables.json", {"retrieval": json.loads(REPORT_SECTION)}
+)
 REPORT_TABLES = RESULTS / "tables"
 REPORT_FIGURES = RESULTS / "figures"
 RETRIEVAL_TABLE_FILES = [
@@ -23,51 +38,93 @@ RETRIEVAL_FIGURE_FILES = [
     for paper, number in FIGURES.items()
     for suffix in ("png", "pdf")
 ]
+# One table job and one figure job per paper, reading the runs of the variants whose
+# paper_rows name that paper (every run where none does): a paper's tables plan and run with
+# that paper's data only.
+REPORT_PAPERS = list(dict.fromkeys(spec.paper for spec in TABLES))
+REPORT_PAPER_RUNS = {
+    paper: [
+        path
+        for path in RETRIEVAL_RUN_FILES
+        if any(
+            row["paper"] == paper
+            for row in RETRIEVAL_RECORDS[path.parent.parent.name]["paper_rows"]
+        )
+    ]
+    or RETRIEVAL_RUN_FILES
+    for paper in REPORT_PAPERS
+}
 
 
-rule retrieval_tables:
-    input:
-        runs=REPORT_RUNS,
-        paper=[path for paths in PAPER_CSVS.values() for path in paths],
-        queries=REPORT_QUERIES,
-    output:
-        reported(RETRIEVAL_TABLE_FILES),
-    log:
-        LOGS / "report/retrieval_tables.log",
-    conda:
-        "../../envs/core.yaml"
-    resources:
-        mem_mb=4000,
-        runtime=60,
-    params:
-        section=REPORT_SECTION,
-        paper_tables=(
-            f"--paper-tables {quote(str(PAPER_TABLES))}" if PAPER_TABLES else ""
-        ),
-        out=REPORT_TABLES,
-    shell:
-        "mlmm retrieval-tables --record-json {params.section:q} --runs {input.runs:q} "
-        "{params.paper_tables} --out {params.out:q} > {log:q} 2>&1"
+for _paper in REPORT_PAPERS:
+
+    rule:
+        name:
+            f"retrieval_tables_{_paper}"
+        input:
+            runs=REPORT_PAPER_RUNS[_paper],
+            record=REPORT_RECORD,
+            paper=PAPER_CSVS.get(_paper, []),
+            queries=[
+                path.with_name("queries.npz") for path in REPORT_PAPER_RUNS[_paper]
+            ],
+        output:
+            reported(
+                [
+                    path
+                    for spec in TABLES
+                    if spec.paper == _paper
+                    for path in table_files(REPORT_TABLES / spec.stem)
+                ]
+            ),
+        log:
+            LOGS / f"report/retrieval_tables_{_paper}.log",
+        conda:
+            "../../envs/core.yaml"
+        resources:
+            mem_mb=4000,
+            runtime=60,
+        params:
+            section=REPORT_SECTION,
+            paper_tables=(
+                f"--paper-tables {quote(str(PAPER_TABLES))}" if PAPER_TABLES else ""
+            ),
+            out=REPORT_TABLES,
+            subset=_paper,
+        shell:
+            "mlmm retrieval-tables --config {input.record:q} --runs {input.runs:q} "
+            "{params.paper_tables} --papers {params.subset} --out {params.out:q} > {log:q} 2>&1"
 
 
-rule retrieval_figures:
-    input:
-        runs=REPORT_RUNS,
-    output:
-        reported(RETRIEVAL_FIGURE_FILES),
-    log:
-        LOGS / "report/retrieval_figures.log",
-    conda:
-        "../../envs/core.yaml"
-    resources:
-        mem_mb=4000,
-        runtime=60,
-    params:
-        section=REPORT_SECTION,
-        out=REPORT_FIGURES,
-    shell:
-        "mlmm retrieval-figures --record-json {params.section:q} --runs {input.runs:q} "
-        "--out {params.out:q} > {log:q} 2>&1"
+for _paper, _number in FIGURES.items():
+
+    rule:
+        name:
+            f"retrieval_figures_{_paper}"
+        input:
+            runs=REPORT_PAPER_RUNS[_paper],
+            record=REPORT_RECORD,
+        output:
+            reported(
+                [
+                    REPORT_FIGURES / f"{_paper}_figure{_number}.{suffix}"
+                    for suffix in ("png", "pdf")
+                ]
+            ),
+        log:
+            LOGS / f"report/retrieval_figures_{_paper}.log",
+        conda:
+            "../../envs/core.yaml"
+        resources:
+            mem_mb=4000,
+            runtime=60,
+        params:
+            section=REPORT_SECTION,
+            out=REPORT_FIGURES,
+            subset=_paper,
+        shell:
+            "mlmm retrieval-figures --config {input.record:q} --runs {input.runs:q} "
+            "--papers {params.subset} --out {params.out:q} > {log:q} 2>&1"
 
 
 # Each paper's claims (resources/claims/<paper>.yaml, package data: mlmm.shipped) tested on the
@@ -87,6 +144,7 @@ CLAIM_FILES = [
 rule claims:
     input:
         runs=REPORT_RUNS,
+        record=REPORT_RECORD,
         queries=REPORT_QUERIES,
         registries=CLAIM_REGISTRIES,
         nmt=NMT_SCORE_FILES,
@@ -118,7 +176,7 @@ rule claims:
         tables=REPORT_TABLES,
         figures=REPORT_FIGURES,
     shell:
-        "mlmm claims --record-json {params.section:q} --runs {input.runs:q} "
+        "mlmm claims --config {input.record:q} --runs {input.runs:q} "
         "--registry {input.registries:q} --nmt-runs {input.nmt:q} {params.paper_tables} "
         "--ted-cldc {input.ted_cldc:q} --ted-nb {input.ted_nb:q} --pivot-runs {input.pivot:q} "
         "--tables {params.tables:q} "

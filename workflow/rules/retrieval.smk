@@ -9,6 +9,11 @@ include: "retrieval_common.smk"
 rule train_retrieval:
     input:
         unpack(retrieval_inputs),
+        local=local_data_input(retrieval_local_data),
+        record=lambda w: write_record(
+            RECORDS / f"retrieval/{w.variant}.json",
+            {"retrieval": json.loads(retrieval_section(w))},
+        ),
     output:
         model=RETRIEVAL_DIR / "{variant}/seed{seed}/model.pt",
         metrics=RETRIEVAL_DIR / "{variant}/seed{seed}/metrics.json",
@@ -34,13 +39,16 @@ rule train_retrieval:
             shared=True,
         ),
         gpu_slots=gpu_slots(lambda w: RETRIEVAL_RECORDS[w.variant]["device"]),
+        # the device is a throughput setting, not a result: a resource, not a param
+        torch_device=lambda w: RETRIEVAL_RECORDS[w.variant]["device"],
     params:
         section=retrieval_section,
         out=lambda wildcards, output: Path(output.metrics).parent,
         options=retrieval_options,
     shell:
-        "mlmm train-retrieval --record-json {params.section:q} --variant {wildcards.variant}"
+        "mlmm train-retrieval --config {input.record:q} --variant {wildcards.variant}"
         " --seed {wildcards.seed} --out {params.out:q} {params.options} --threads {threads}"
+        " --device {resources.torch_device}"
         " > {log:q} 2>&1"
 
 

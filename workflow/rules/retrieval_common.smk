@@ -149,13 +149,38 @@ def retrieval_inputs(wildcards):
     return files
 
 
+def retrieval_local_data(wildcards):
+    """The local data sets a run reads: the STS sets (evaluated on STS), MUSE's <lang>-en
+    dictionaries (AME's two mappings)."""
+    record = RETRIEVAL_RECORDS[wildcards.variant]
+    keys = ["retrieval.sts"] if record["sts"] else []
+    if record["word_embeddings"] == "ame" and record["alignment"]["mappings"] == "two":
+        keys.append("retrieval.muse")
+    return keys
+
+
+# Keys of a record that change no result of its training: the tables' labels (paper_rows) and
+# the device (a throughput setting, passed as a resource)
+NOT_RESULTS = ("paper_rows", "device")
+
+
+def without_throughput(record):
+    """A record without its device (a throughput setting)."""
+    return {k: v for k, v in record.items() if k != "device"}
+
+
 def retrieval_section(wildcards):
-    """The defaults and this one variant: editing another variant does not rerun this one."""
+    """The defaults and this one variant, without the keys that change no result: editing
+    another variant, a table label or the device does not rerun this one."""
     name = wildcards.variant
+
+    def results_only(record):
+        return {k: v for k, v in record.items() if k not in NOT_RESULTS}
+
     return json.dumps(
         {
-            "defaults": RETRIEVAL["defaults"],
-            "variants": {name: RETRIEVAL["variants"][name]},
+            "defaults": results_only(RETRIEVAL["defaults"]),
+            "variants": {name: results_only(RETRIEVAL["variants"][name])},
         }
     )
 

@@ -52,6 +52,8 @@ wildcard_constraints:
 
 
 rule ted_corpus:
+    input:
+        local=local_data_input(["ted.path"]),
     output:
         TED_DIR / "corpus/index.json",
     log:
@@ -123,6 +125,8 @@ rule ted_train:
         mem_mb=4000,
         runtime=480,
         gpu=gpu_need("ted_train", lambda w: TED["device"]),
+        # a throughput setting, not a result: a resource, not a param
+        torch_device=TED["device"],
     params:
         bow=TED_DIR / "bow",
         out_dir=lambda wildcards: TED_DIR / "corrnet" / wildcards.ted_run,
@@ -130,11 +134,12 @@ rule ted_train:
         settings=(
             f"--hidden {TED['hidden']} --epochs {TED['epochs']} --batch-size {TED['batch_size']}"
             f" --learning-rate {TED['learning_rate']} --input {TED['input']} --seed {TED['seed']}"
-            f" --reconstruction {TED['reconstruction']} --device {TED['device']}"
+            f" --reconstruction {TED['reconstruction']}"
         ),
     shell:
         "mlmm ted-train --bow {params.bow:q} --out-dir {params.out_dir:q} --lambda {params.value}"
-        " {params.settings} --threads {threads} > {log:q} 2>&1"
+        " {params.settings} --device {resources.torch_device} --threads {threads}"
+        " > {log:q} 2>&1"
 
 
 rule ted_tune:

@@ -50,6 +50,7 @@ def register(subparsers) -> None:
     _run_arguments(p)
     p.add_argument("--paper-tables", type=Path, default=None, help="directory of paper CSVs")
     p.add_argument("--out", required=True, type=Path, help="directory for <paper>_table<N>.*")
+    _papers_argument(p, "tables")
     declare_output_dirs(p, "out")
     p.set_defaults(func=run_tables)
 
@@ -60,6 +61,7 @@ def register(subparsers) -> None:
     )
     _run_arguments(p)
     p.add_argument("--out", required=True, type=Path, help="directory for <paper>_figure<N>.*")
+    _papers_argument(p, "figures")
     declare_output_dirs(p, "out")
     p.set_defaults(func=run_figures)
 
@@ -104,6 +106,16 @@ def register(subparsers) -> None:
     p.add_argument("--tables", required=True, type=Path, help="directory for <paper>_claims.*")
     p.add_argument("--figures", required=True, type=Path, help="directory for the figures")
     p.set_defaults(func=run_claims)
+
+
+def _papers_argument(p, what: str) -> None:
+    p.add_argument(
+        "--papers",
+        nargs="+",
+        choices=["kadar2018", "calixto2017", "ame2019"],
+        default=None,
+        help=f"write only these papers' {what} (default: every paper's)",
+    )
 
 
 def _run_arguments(p) -> None:
@@ -190,7 +202,7 @@ def run_tables(args) -> None:
 
     table_outputs(args.out, [*args.runs, args.paper_tables])
     runs = _runs(args)
-    for path in build_tables(runs, args.paper_tables, args.out):
+    for path in build_tables(runs, args.paper_tables, args.out, args.papers):
         print(path)
 
 
@@ -200,7 +212,7 @@ def run_figures(args) -> None:
 
     guard_outputs([args.out], args.runs)
     runs = _runs(args)
-    for path in build_figures(runs, args.out):
+    for path in build_figures(runs, args.out, args.papers):
         print(path)
 
 

@@ -100,6 +100,23 @@ def register(subparsers) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
+    p = subparsers.add_parser(
+        "published-features",
+        help="read a release's precomputed features for a split list (no images)",
+        description=(
+            "Read DIR/<split>-resnet50-avgpool.npy (the Multi30K release's features; <split> "
+            "= the stem of LIST), check it (float16/float32, one row per image of LIST, the "
+            "backbone's width, finite rows) and write OUT as `mlmm features` does, with OUT.json "
+            "recording the origin and OUT.txt (copy of LIST)."
+        ),
+    )
+    p.add_argument("--backbone", required=True, choices=["resnet50"])
+    p.add_argument("--published", required=True, metavar="DIR", help="directory of the arrays")
+    p.add_argument("--split", required=True, metavar="LIST", help="file with one image name a line")
+    p.add_argument("--out", required=True, metavar="PATH", help="output array (.npy)")
+    declare_outputs(p, "out", suffixes=(".npy", ".json", ".txt"))
+    p.set_defaults(func=run_published)
+
 
 def run(args: argparse.Namespace) -> None:
     from mlmm.errors import InputError
@@ -139,3 +156,15 @@ def run(args: argparse.Namespace) -> None:
             f"{len(sidecar['skipped'])} NaN row(s), listed in {outputs.skipped}: training and "
             "evaluation refuse them; fix those images or remove them from the split list"
         )
+
+
+def run_published(args: argparse.Namespace) -> None:
+    from mlmm.features.extraction import Outputs
+    from mlmm.features.published import import_published
+    from mlmm.io import guard_outputs
+
+    outputs = Outputs(Path(args.out))
+    guard_outputs([outputs.array, outputs.sidecar, outputs.image_list],
+                  [args.published, args.split])  # fmt: skip
+    sidecar = import_published(args.published, args.backbone, args.split, args.out)
+    print(f"{args.out}: {sidecar['n']} rows, {sidecar['origin']} ({sidecar['published_file']})")

@@ -3,7 +3,9 @@
 Written atomically every ``checkpoint_every`` steps with the run's fingerprint (its config,
 seed and the contents of its features, captions, word vectors and lexicons: ``Run``); a run
 resumes only its own checkpoint, ending as an uninterrupted run ends on CPU. A checkpoint made
-from other inputs (say, features fixed after a crash) is deleted and training starts over.
+from other inputs (say, features fixed after a crash), or written by other code (another
+version of mlmm, an edited source file: ``mlmm.provenance.code_version``), is deleted and
+training starts over, with one line saying why.
 """
 
 from __future__ import annotations
@@ -16,11 +18,13 @@ import torch
 from mlmm.errors import InputError
 from mlmm.fingerprint import stale
 from mlmm.io import atomic_path, discard, read_torch
+from mlmm.provenance import code_version
 
 
 def save(run, path: Path) -> None:
     state = {
         "fingerprint": run.fingerprint,
+        "code": code_version(),
         "record": run.record,
         "seed": run.seed,
         "step": run.step,
@@ -50,6 +54,11 @@ def restore(run, path: Path) -> bool:
     except InputError as exc:  # a damaged checkpoint: train afresh
         state = {}
         print(f"{path.name}: unreadable ({exc.found}), starting over", file=sys.stderr)
+    if state and state.get("code") != code_version():
+        print(f"{path.name}: written by other code ({state.get('code') or 'not recorded'}; "
+              f"this is {code_version()}), starting over", file=sys.stderr)  # fmt: skip
+        discard(path)
+        return False
     if stale(path.name, state.get("fingerprint"), run.fingerprint):
         discard(path)
         return False

@@ -1,0 +1,37 @@
+"""A quiet console: the demo configuration's dry run prints each job's shell command, and no
+command carries a configuration record (those are files the job reads, under
+results/records/); a command is at most about 1 KB unless it lists many input files."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+from helpers.workflow import BIN, REPO, tool_env
+
+# Rules whose commands list every run they collect (one path each): long by their inputs only
+COLLECTORS = {"claims", "retrieval_tables_kadar2018", "retrieval_figures_kadar2018",
+              "nbest_features"}  # fmt: skip
+
+
+def test_no_shell_command_carries_a_record(tmp_path):
+    proc = subprocess.run(
+        [str(BIN / "snakemake"), "-s", str(REPO / "Snakefile"), "-d", str(tmp_path), "-n",
+         "--forceall", "-p"],
+        env=tool_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    rule, commands = None, []
+    for line in proc.stdout.splitlines():
+        match = re.match(r"^(?:local)?rule (\w+):$", line)
+        if match:
+            rule = match.group(1)
+        elif line.startswith("Shell command: "):
+            commands.append((rule, line.removeprefix("Shell command: ")))
+    assert len(commands) > 100
+    for rule, command in commands:
+        assert "--record-json" not in command and '{"' not in command, (rule, command[:300])
+        if rule not in COLLECTORS:
+            assert len(command) <= 1100, (rule, len(command), command[:300])
+    records = sorted(p.name for p in (tmp_path / "results/records").rglob("*.json"))
+    assert "retrieval_tables.json" in records and len(records) > 10

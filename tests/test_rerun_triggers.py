@@ -1,0 +1,111 @@
+"""Reruns follow results: on a finished run of the demo configuration (every output made and
+recorded by `snakemake --touch --forceall`: nothing trained), a dry run with only the params
+rerun trigger after one configuration change lists the jobs Snakemake would rerun. A setting
+that changes no result (a table label, the feature extraction's batch size, loader workers,
+threads, the device of every stage) reruns nothing outside the tables; a
+setting that changes results reruns the jobs it changes (so the check can fail)."""
+
+from __future__ import annotations
+
+import copy
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from helpers.workflow import BIN, REPO, tool_env
+
+# a touched demo run and a dry run per setting: the second tier
+pytestmark = [pytest.mark.slow, pytest.mark.full]
+
+CONFIG = yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))
+
+
+def _label_changed() -> dict:
+    """The first variant's first paper row with its variant_note (a table label) changed."""
+    name, variant = next(
+        (n, v) for n, v in CONFIG["retrieval"]["variants"].items() if v.get("paper_rows")
+    )
+    rows = copy.deepcopy(variant["paper_rows"])
+    rows[0]["variant_note"] = f"{rows[0].get('variant_note', '')} (relabelled)"
+    return {"retrieval": {"variants": {name: {"paper_rows": rows}}}}
+
+
+# change -> (rules that must rerun, rules that must not)
+NOT_RESULTS = {
+    "features.batch_size": ({"features": {"batch_size": 7}}, set()),
+    "features.workers": ({"features": {"workers": 1}}, set()),
+    "features.threads": ({"features": {"threads": 3}}, set()),
+    "features.device": ({"features": {"device": "cpu"}}, set()),
+    "retrieval.threads": ({"retrieval": {"threads": 2}}, set()),
+    "retrieval.defaults.device": ({"retrieval": {"defaults": {"device": "cpu"}}}, set()),
+    "nmt.device": ({"nmt": {"device": "cpu"}}, set()),
+    "ted.device": ({"ted": {"device": "cpu"}}, set()),
+    "pivot.device": ({"pivot": {"device": "cpu"}}, set()),
+}
+RESULTS = {
+    # a label: the tables that print it, never a training
+    "paper_rows.variant_note": (_label_changed(), {"train_retrieval", "extract_features"}),
+    "features.dtype": ({"features": {"dtype": "float16"}}, set()),
+    "retrieval.defaults.epochs": ({"retrieval": {"defaults": {"epochs": 3}}}, set()),
+}
+MUST_RERUN = {
+    "paper_rows.variant_note": {"retrieval_tables_kadar2018"},
+    "features.dtype": {"extract_features", "train_retrieval"},
+    "retrieval.defaults.epochs": {"train_retrieval"},
+}
+
+
+def _snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(BIN / "snakemake"), "-s", str(REPO / "Snakefile"), "-d", str(workdir), *args],
+        env=tool_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900,
+    )  # fmt: skip
+
+
+def _planned(output: str) -> set[str]:
+    if "Nothing to be done" in output:
+        return set()
+    table = output.split("Job stats:", 1)[1].split("total", 1)[0]
+    return {m.group(1) for m in re.finditer(r"^(\w+)\s+\d+$", table, flags=re.MULTILINE)}
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory) -> Path:
+    """A working directory whose every output exists and is recorded with its params."""
+    workdir = tmp_path_factory.mktemp("finished")
+    plan = _snakemake(workdir, "-n", "--forceall")
+    assert plan.returncode == 0, plan.stdout[-3000:]
+    for line in re.findall(r"^    output: (.*)$", plan.stdout, flags=re.MULTILINE):
+        for path in line.split(", "):
+            (workdir / path).parent.mkdir(parents=True, exist_ok=True)
+            (workdir / path).touch()
+    touched = _snakemake(workdir, "--touch", "--forceall", "-c1", "-q")
+    assert touched.returncode == 0, touched.stdout[-3000:]
+    again = _snakemake(workdir, "-n", "--rerun-triggers", "params")
+    assert "Nothing to be done" in again.stdout, again.stdout[-3000:]
+    return workdir
+
+
+def _rerun(workdir: Path, change: dict, tmp_path: Path) -> set[str]:
+    override = tmp_path / "change.yaml"
+    override.write_text(yaml.safe_dump(change), encoding="utf-8")
+    proc = _snakemake(workdir, "-n", "--rerun-triggers", "params",
+                      "--configfile", str(REPO / "config.yaml"), str(override))  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    return _planned(proc.stdout)
+
+
+@pytest.mark.parametrize("key", list(NOT_RESULTS))
+def test_a_throughput_setting_reruns_nothing(key, finished, tmp_path):
+    change, _ = NOT_RESULTS[key]
+    assert _rerun(finished, change, tmp_path) == set()
+
+
+@pytest.mark.parametrize("key", list(RESULTS))
+def test_a_result_setting_reruns_what_it_changes_only(key, finished, tmp_path):
+    change, never = RESULTS[key]
+    rerun = _rerun(finished, change, tmp_path)
+    assert MUST_RERUN[key] <= rerun, rerun
+    assert not rerun & never, rerun
