@@ -163,13 +163,15 @@ def read_paper_table(path: str | Path) -> pd.DataFrame:
 
 
 def check_paper_tables(*directories: str | Path | None) -> None:
-    """Check every paper table CSV in ``directories`` (``read_paper_table``): a table command
-    calls this before it writes anything, so a wrong reference replaces no table."""
+    """Check every paper table CSV (``<paper><year>_table<N>.csv``) in ``directories``
+    (``read_paper_table``): a table command calls this before it writes anything, so a wrong
+    reference replaces no table."""
     for directory in directories:
         if directory is None or not Path(directory).is_dir():
             continue
         for path in sorted(Path(directory).glob("*_table*.csv")):
-            read_paper_table(path)
+            if _TABLE_FILE.fullmatch(path.name):
+                read_paper_table(path)
 
 
 def summarise_runs(runs: pd.DataFrame, value: str = "value") -> pd.DataFrame:
