@@ -20,6 +20,7 @@ import sys, time
 from mlmm import io
 with io.command():
     io.guard_outputs([sys.argv[1]], [])
+    io.write_text(sys.argv[1], "first")
     print("locked", flush=True)
     time.sleep(60)
 """
@@ -52,14 +53,35 @@ def test_a_second_writer_of_the_same_output_is_refused(tmp_path):
     assert io.foreign_file(tmp_path) is None
 
 
-def test_an_output_directory_not_there_yet_is_locked_when_first_written(tmp_path):
-    out = tmp_path / "run" / "deeper"
+def test_outputs_not_there_yet_are_locked_when_written(tmp_path):
+    run, table = tmp_path / "run" / "seed1", tmp_path / "tables" / "t.csv"
     with io.command():
-        io.guard_outputs([out], [])
+        io.guard_outputs([run, table, tmp_path / "shared"], [])
+        io.lock_output_dir(run)  # a training run's own directory
         assert not (tmp_path / "run").exists()  # nothing created before the first write
-        io.write_text(out / "a.txt", "a\n")
-        assert (tmp_path / "run" / ".deeper.mlmm-lock").exists()
-    assert not (tmp_path / "run" / ".deeper.mlmm-lock").exists()
+        io.write_text(run / "a.txt", "a\n")
+        io.write_text(table, "x\n")
+        io.write_text(tmp_path / "shared" / "b.txt", "b\n")
+        assert (tmp_path / "run" / ".seed1.mlmm-lock").exists()
+        assert (tmp_path / "tables" / ".t.csv.mlmm-lock").exists()
+        # a directory several commands write files into is not locked as a whole
+        assert not (tmp_path / ".shared.mlmm-lock").exists()
+    assert not (tmp_path / "run" / ".seed1.mlmm-lock").exists()
+
+
+def test_two_commands_write_files_into_one_directory(tmp_path):
+    shared = tmp_path / "tables"
+    shared.mkdir()
+    proc = _holder(shared / "a.csv")
+    try:
+        with io.command():
+            io.guard_outputs([shared], [])
+            io.write_text(shared / "b.csv", "b\n")
+            with pytest.raises(InputError, match="being written by another mlmm"):
+                io.guard_outputs([shared / "a.csv"], [])
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def test_the_commands_inputs_are_never_written_over_even_with_force(tmp_path):

@@ -52,7 +52,8 @@ _BUILDING: set[Path] = set()  # directories from temp_dir_beside, not yet rename
 _COMMAND = False  # inside ``command()``: guard_outputs locks outputs and protects inputs
 _PROTECTED: set[Path] = set()  # the running command's declared inputs (resolved)
 _LOCKS: dict[Path, tuple[int, Path]] = {}  # output (resolved) -> (locked fd, lock file)
-_PENDING: set[Path] = set()  # outputs whose directory is not there yet: locked on first write
+_PENDING: set[Path] = set()  # outputs not there yet: locked when written as a whole
+_PENDING_DIRS: set[Path] = set()  # one command's directories not there yet: locked on a write
 _DIGESTS: dict[tuple, str] = {}  # (path, device, inode, size, mtime_ns) -> sha256
 _TOUCHING: list[tuple[str, Path]] = []  # files being read or written, innermost last
 _FAILED_AT: list[tuple[str, Path]] = []  # where an unexpected error left the layer
@@ -727,6 +728,7 @@ def command() -> Iterator[None]:
         _COMMAND = False
         _PROTECTED.clear()
         _PENDING.clear()
+        _PENDING_DIRS.clear()
         release_locks()
 
 
@@ -746,13 +748,14 @@ def refuse_protected(path: str | Path) -> None:
 
 def _lock(out: Path) -> None:
     """Hold ``.NAME.mlmm-lock`` beside ``out`` (``flock``) until the command ends; another
-    process holding it is refused naming ``out``. An output whose directory is not there yet
-    is locked when the layer first writes it or into it (nothing is created before)."""
+    process holding it is refused naming ``out``.
+
+    ``guard_outputs`` locks an output file that exists at once; an output not there yet is
+    locked when the layer writes it, or builds it as a directory, as a whole (a directory
+    that several commands write files into, such as a tables directory, is not locked: the
+    files written in it are the outputs)."""
     real = _resolved(out)
     if real in _LOCKS:
-        return
-    if not real.parent.is_dir():
-        _PENDING.add(real)
         return
     lock = real.parent / f".{real.name}{LOCK_SUFFIX}"
     while True:
@@ -780,13 +783,29 @@ def _lock(out: Path) -> None:
 
 
 def _lock_pending(target: Path) -> None:
-    """Lock the pending outputs that ``target`` (about to be written) is or lies in."""
-    if not _PENDING:
-        return
+    """Lock ``target`` (about to be written or replaced as a whole) when it is an output of
+    the command not locked yet."""
     real = _resolved(target)
-    for out in [o for o in _PENDING if real.is_relative_to(o)]:
-        _PENDING.discard(out)
-        _lock(out)
+    if real in _PENDING:
+        _PENDING.discard(real)
+        _lock(real)
+    for directory in [d for d in _PENDING_DIRS if real.is_relative_to(d)]:
+        _PENDING_DIRS.discard(directory)
+        _lock(directory)
+
+
+def lock_output_dir(path: str | Path) -> None:
+    """Lock the directory ``path`` as one command's own (a training run's directory: its
+    checkpoints, model and metrics), from now if its parent is there, else from the first
+    write into it: a second command writing into it is refused (``guard_outputs`` does not
+    lock a directory, which several commands may write files into)."""
+    if not _COMMAND:
+        return
+    real = _resolved(path)
+    if real.parent.is_dir():
+        _lock(real)
+    else:
+        _PENDING_DIRS.add(real)
 
 
 def release_locks() -> None:
@@ -876,7 +895,10 @@ def guard_outputs(
     claim_output_files([out for out in outs if not out.is_dir()], bool(force))
     if _COMMAND:
         for out in outs:
-            _lock(out)
+            if out.is_file():
+                _lock(out)
+            elif not out.exists():
+                _PENDING.add(_resolved(out))
 
 
 # The papers' numbers shipped in the checkout: an input of every table command (the default of
