@@ -3,10 +3,11 @@
 Outputs are written to a temporary name beside the target and renamed into place only when
 complete, so an interrupted or failed run never leaves a partial file behind.
 
-While a command runs (``command``, entered by ``mlmm.cli.main``), the outputs it declares to
-``guard_outputs`` are locked (one ``.NAME.mlmm-lock`` beside each, ``flock``ed: a second
-command writing the same output is refused) and its declared inputs are protected: nothing the
-layer writes, replaces or removes may be one of them or hold one, ``--force`` or not. The
+While a command runs (``command``, entered by ``mlmm.cli.main``), the output files it
+declares to ``guard_outputs`` (and directories it owns, ``lock_output_dir``) are locked: one
+``.NAME.mlmm-lock`` beside each, ``flock``ed, so a second command writing the same output is
+refused. Its declared inputs are protected: nothing the layer writes, replaces or removes may
+be one of them or hold one, ``--force`` or not. The
 record of a written file carries its size and modification time with its sha256, so a file
 unchanged since it was written is known as ours without reading it again (``sha256_file``
 answers from the record too).
