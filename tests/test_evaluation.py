@@ -16,22 +16,25 @@ from mlmm.errors import InputError
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
 
-# ---- reference: the per-query loops of VSE++ evaluation.py, with a stable sort -------------
+# ---- reference: per-query loops, ties ranked against the query (the module's rule) ---------
 
 
 def ref_i2t(scores: np.ndarray, k: int) -> np.ndarray:
+    """Rank of image i: the other images' captions scoring at least its best own caption."""
     ranks = np.zeros(scores.shape[0])
     for i in range(scores.shape[0]):
-        inds = np.argsort(scores[i], kind="stable")[::-1]
-        ranks[i] = min(np.where(inds == j)[0][0] for j in range(k * i, k * i + k))
+        own = np.zeros(scores.shape[1], dtype=bool)
+        own[k * i : k * i + k] = True
+        ranks[i] = np.sum(scores[i, ~own] >= scores[i, own].max())
     return ranks
 
 
 def ref_t2i(scores: np.ndarray, k: int) -> np.ndarray:
+    """Rank of caption c: the other images scoring at least its own image."""
     ranks = np.zeros(scores.shape[1])
     for c in range(scores.shape[1]):
-        inds = np.argsort(scores[:, c], kind="stable")[::-1]
-        ranks[c] = np.where(inds == c // k)[0][0]
+        others = np.delete(scores[:, c], c // k)
+        ranks[c] = np.sum(others >= scores[c // k, c])
     return ranks
 
 
@@ -69,17 +72,20 @@ def test_perfect_and_reversed():
     assert ev.t2i(reverse, k)["meanr"] == n
 
 
-def test_ties_follow_a_stable_descending_sort():
-    # everything ties: a stable descending sort lists later items first
+def test_ties_count_against_the_query_wherever_they_sit():
+    # everything ties: every other candidate counts as above, whatever its position
     scores = np.zeros((3, 3))
-    assert ev.i2t(scores, 1)["meanr"] == np.mean([2, 1, 0]) + 1  # image i: items after i first
-    assert ev.t2i(scores, 1)["meanr"] == np.mean([2, 1, 0]) + 1
+    assert ev.i2t(scores, 1) == {"R@1": 0.0, "R@5": 100.0, "R@10": 100.0, "medr": 3, "meanr": 3}
+    assert ev.t2i(scores, 1)["meanr"] == 3
     # i2t takes the best of the k captions: image 0 owns captions 0, 1 tied with 2 and 3
     scores = np.array([[1.0, 1.0, 1.0, 1.0], [0.0, 0.0, 1.0, 0.0]])
     ranks = ev._score_matrix_ranks(scores, 2, ("i2t", "t2i"), None)
-    assert ranks["i2t"].tolist() == [2, 0]  # captions 3, 2 go before caption 1
-    assert ranks["i2t"].tolist() == ref_i2t(scores, 2).tolist()
-    assert ranks["t2i"].tolist() == ref_t2i(scores, 2).tolist() == [0, 0, 0, 1]
+    assert ranks["i2t"].tolist() == ref_i2t(scores, 2).tolist() == [2, 0]
+    assert ranks["t2i"].tolist() == ref_t2i(scores, 2).tolist() == [0, 0, 1, 1]
+    # the same images in the other order rank the same: position decides nothing
+    swapped = scores[::-1][:, [2, 3, 0, 1]]
+    again = ev._score_matrix_ranks(swapped, 2, ("i2t", "t2i"), None)
+    assert again["i2t"].tolist() == [0, 2] and again["t2i"].tolist() == [1, 1, 0, 0]
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -127,8 +133,9 @@ def test_order_similarity():
     ranks = ev.retrieval_ranks(images, captions, 2, similarity="order", chunk=9)
     assert ranks["i2t"].tolist() == ref_i2t(scores, 2).tolist()
     assert ranks["t2i"].tolist() == ref_t2i(scores, 2).tolist()
-    # a caption below its image in every coordinate scores 0, the best possible
-    assert ev.retrieval_metrics(captions + 1, captions, 1, "order")["t2i"]["R@1"] > 0
+    # a caption below its image in every coordinate scores 0, the best possible (ties with
+    # other images above it in every coordinate count against it)
+    assert ev.retrieval_metrics(captions + 0.5, captions, 1, "order")["t2i"]["R@1"] > 0
 
 
 def test_folds_are_means_over_consecutive_parts():
@@ -162,9 +169,9 @@ def test_caption_caption_retrieval():
     # reference: query q ranks all targets; best rank among the k targets of image q // k
     expected = []
     for q in range(40):
-        inds = np.argsort(scores[q], kind="stable")[::-1]
-        group = range(q // 2 * 2, q // 2 * 2 + 2)
-        expected.append(min(np.where(inds == t)[0][0] for t in group))
+        own = np.zeros(40, dtype=bool)
+        own[q // 2 * 2 : q // 2 * 2 + 2] = True
+        expected.append(np.sum(scores[q, ~own] >= scores[q, own].max()))
     got = ev.c2c_metrics(queries, targets, per_image=2, chunk=7)
     assert got == pytest.approx(ref_metrics(np.array(expected, dtype=float)))
 
@@ -274,3 +281,36 @@ def test_metric_functions_refuse_non_finite_embeddings(bad: float) -> None:
         ev.c2c_metrics(images, captions)
     with pytest.raises(InputError, match="score matrix"):
         ev.i2t(images, 1)
+
+
+# ---- collapsed embeddings ----------------------------------------------------------------
+
+
+def test_identical_image_rows_are_refused_as_collapsed():
+    rng = np.random.default_rng(7)
+    captions = rng.normal(size=(40, 8))
+    images = np.tile(rng.normal(size=(1, 8)), (20, 1))
+    with pytest.raises(ev.CollapsedEmbeddings, match="image embeddings.*20 of 20 rows"):
+        ev.retrieval_metrics(images, captions, 2)
+    with pytest.raises(ev.CollapsedEmbeddings, match="collapsed; not scored"):
+        ev.fold_ranks(images, captions, 2, folds=2)
+    # rows of one direction but another length are one point for cosine, not for order
+    scaled = images * np.arange(1, 21)[:, None]
+    with pytest.raises(ev.CollapsedEmbeddings):
+        ev.retrieval_metrics(scaled, captions, 2)
+    ev.retrieval_metrics(np.abs(scaled), np.abs(captions), 2, similarity="order")
+    # validation scores them by the tie rule: no recall from ties
+    scored = ev.retrieval_metrics(images, captions, 2, refuse_collapsed=False)
+    assert scored["t2i"]["R@1"] == 0.0 and scored["t2i"]["medr"] == 20
+
+
+def test_collapse_is_a_share_of_rows():
+    rng = np.random.default_rng(8)
+    images, captions = rng.normal(size=(20, 8)), rng.normal(size=(20, 8))
+    images[:10] = images[0]  # half the rows at one point: still a ranking
+    ev.retrieval_metrics(images, captions, 1)
+    images[:11] = images[0] + 1e-7 * rng.normal(size=(11, 8))  # more than half, near-identical
+    with pytest.raises(ev.CollapsedEmbeddings, match="11 of 20"):
+        ev.retrieval_metrics(images, captions, 1)
+    with pytest.raises(ev.CollapsedEmbeddings, match="target embeddings"):
+        ev.c2c_ranks(captions, np.ones((20, 8)))

@@ -10,14 +10,22 @@ rank of the caption's image among all images. ``R@K = 100 * mean(rank < K)``,
 
 Ties. VSE++ sorts with ``numpy.argsort(d)[::-1]``; numpy's default sort is not stable (on
 AVX-512/AVX2 machines numpy >= 1.25 uses SIMD sorting networks even for short arrays), so the
-order it gives tied scores depends on the numpy version and the CPU and cannot be reproduced.
-We use the deterministic version of the same expression, ``numpy.argsort(d, kind="stable")[::-1]``:
-an item's rank is the number of items scoring strictly higher plus the number of *later* items
-(higher index) scoring the same. ``tests/test_evaluation.py`` checks equality with a VSE++
-loop using that sort on tie-heavy integer data.
+order it gives tied scores depends on the numpy version and the CPU, and any fixed order (by
+list position) lets ties decide the numbers: identical image rows score as if the first or the
+last were right. We rank ties *pessimistically*: a query's rank is the number of other
+candidates scoring *at least* as high as its own (best own) candidate, so a tie never counts in
+a model's favour and the rank does not depend on where a candidate sits in the list. On scores
+without exact ties this is VSE++'s rank. ``tests/test_evaluation.py`` checks it against a
+per-query reference loop on tie-heavy integer data.
+
+Collapse. A model whose embeddings collapsed (more than ``COLLAPSE_SHARE`` of the rows of one
+side at one point, within ``COLLAPSE_TOLERANCE`` of its norm) has no ranking to report:
+``fold_ranks``, ``retrieval_metrics`` and ``c2c_ranks`` refuse it with ``CollapsedEmbeddings``
+naming the side, rather than print recalls that only the tie rule made. Validation (model
+selection) scores such a point with the pessimistic rule instead, so it is never selected.
 
 Everything is computed from one pass of score-matrix blocks over caption columns (bounded
-memory): no sort, only counts of "scores above the positive's score" per query.
+memory): no sort, only counts of "scores at least the positive's score" per query.
 """
 
 from __future__ import annotations
@@ -39,6 +47,33 @@ Similarity = Literal["cosine", "order"]
 BLOCK_ELEMENTS = 1 << 24
 # Element budget of the (rows, cols, dim) broadcast of the order-embedding score.
 ORDER_ELEMENTS = 1 << 24
+# Collapse: more than this share of one side's rows within COLLAPSE_TOLERANCE (relative to the
+# rows' norm) of the side's elementwise median row.
+COLLAPSE_SHARE = 0.5
+COLLAPSE_TOLERANCE = 1e-4
+
+
+class CollapsedEmbeddings(InputError):
+    """A model's embeddings collapsed: most rows of one side at one point, so no ranking."""
+
+
+def check_not_collapsed(x: np.ndarray | torch.Tensor, what: str) -> None:
+    """``CollapsedEmbeddings`` naming ``what`` when more than ``COLLAPSE_SHARE`` of the rows
+    of ``x`` lie within ``COLLAPSE_TOLERANCE`` (relative) of its elementwise median row."""
+    x = torch.as_tensor(x).detach().cpu().double()
+    if x.ndim != 2 or x.shape[0] < 2:
+        return
+    centre = x.median(dim=0).values
+    scale = max(float(x.norm(dim=1).mean()), float(torch.finfo(torch.float32).tiny))
+    close = int(((x - centre).norm(dim=1) <= COLLAPSE_TOLERANCE * scale).sum())
+    if close > COLLAPSE_SHARE * x.shape[0]:
+        raise CollapsedEmbeddings(
+            what,
+            f"embeddings that tell rows apart (at most {COLLAPSE_SHARE:.0%} of rows at one "
+            "point)",
+            f"{close} of {x.shape[0]} rows at one point: the model's embeddings collapsed; "
+            "not scored",
+        )
 
 
 def summarise_ranks(
@@ -180,17 +215,19 @@ def _below(t: torch.Tensor) -> torch.Tensor:
     return torch.nextafter(t, torch.full_like(t, -torch.inf))
 
 
+def _refuse_collapse(similarity: Similarity, **sides: torch.Tensor) -> None:
+    """``check_not_collapsed`` for each named side (as cosine sees it: unit rows)."""
+    for what, x in sides.items():
+        check_not_collapsed(l2_normalise(x) if similarity == "cosine" else x, what)
+
+
 class _RowRanks:
     """Best rank of each query row among its own targets, accumulated over target blocks.
 
     Row ``i`` (a query) owns the ``kt`` target columns ``g[i]*kt .. g[i]*kt+kt-1``; ``g`` is
-    non-decreasing. With ``m`` the best own score, a stable descending sort puts a non-own
-    target before the best own one when it scores more than ``m``, or exactly ``m`` and comes
-    later (only own targets lie between the first own column and the last, so the last own
-    column reaching ``m`` need not be known). Per block: rows whose own columns lie left of
-    it count ``s >= m``, rows whose own columns lie right of it ``s > m``; rows owning columns
-    in the block count ``s > m`` without their own columns, plus the ties right of them
-    (looked for only where ``#(s >= m) - #(s > m)`` shows a tie outside the own columns).
+    non-decreasing. With ``m`` the best own score, the rank counts the targets *not* its own
+    that score ``>= m`` (ties against the query: the module's rule). Rows owning columns in a
+    block have their own columns taken out of the block's counts.
     """
 
     def __init__(
@@ -206,10 +243,9 @@ class _RowRanks:
         width, count = tblock.shape[0], self.counter.per_column
         r0 = int(torch.searchsorted(self.groups, a // self.kt, right=False))
         r1 = int(torch.searchsorted(self.groups, (a + width - 1) // self.kt, right=True))
-        if r0:
-            self.counts[:r0] += count(tblock[:, :r0], self.best_below[:r0])
-        if r1 < len(self.groups):
-            self.counts[r1:] += count(tblock[:, r1:], self.best[r1:])
+        for rows in (slice(0, r0), slice(r1, len(self.groups))):
+            if rows.stop > rows.start:
+                self.counts[rows] += count(tblock[:, rows], self.best_below[rows])
         if r1 == r0:
             return
         mid, best, rows = tblock[:, r0:r1], self.best[r0:r1], torch.arange(r0, r1)
@@ -217,22 +253,14 @@ class _RowRanks:
         own_cols = first[:, None] + torch.arange(self.kt)[None, :]
         inside = (own_cols >= 0) & (own_cols < width)
         own = tblock[own_cols.clamp(0, width - 1), rows[:, None]]
-        above = count(mid, best)
-        self.counts[r0:r1] += above - ((own > best[:, None]) & inside).sum(1)
-        ties = count(mid, self.best_below[r0:r1]) - above - ((own == best[:, None]) & inside).sum(1)
-        hit = torch.nonzero(ties).flatten()
-        if len(hit):
-            later = torch.arange(width)[:, None] >= (first[hit] + self.kt)[None, :]
-            self.counts[r0 + hit] += ((mid[:, hit] == best[hit][None, :]) & later).sum(0)
+        at_least = count(mid, self.best_below[r0:r1])  # own columns reaching m taken out:
+        self.counts[r0:r1] += at_least - ((own >= best[:, None]) & inside).sum(1)
 
 
 class _ColumnRanks:
-    """Rank of each query column's own row (row ``c // k``) among all rows, one block at a time.
-
-    ``#{rows j: s_j > p} + #{rows j > o: s_j == p}`` with ``p`` the own score, read from the
-    block itself: rows before the block's own rows count ``s > p``, rows after them
-    ``s >= p``; among the block's own rows ``s > p`` plus the ties below the own row (looked
-    for only where ``#(s >= p) - #(s > p)`` shows a tie besides the own row).
+    """Rank of each query column's own row (row ``c // k``) among all rows, one block at a time:
+    the number of other rows scoring ``>= p`` with ``p`` the own score read from the block
+    (ties against the query: the module's rule).
     """
 
     def __init__(self, n_queries: int, per_image: int, counter: _Counter) -> None:
@@ -242,22 +270,9 @@ class _ColumnRanks:
     def add(self, a: int, tblock: torch.Tensor) -> None:
         """``tblock``: the scores of query columns ``a ..`` with every row, transposed."""
         width, count = tblock.shape[0], self.counter.per_row
-        o0, o1 = a // self.k, (a + width - 1) // self.k + 1
         owner = torch.arange(a, a + width) // self.k
         own = tblock[torch.arange(width), owner]
-        own_below = _below(own)
-        ranks = self.ranks[a : a + width]
-        if o0:
-            ranks += count(tblock[:, :o0], own)
-        if o1 < tblock.shape[1]:
-            ranks += count(tblock[:, o1:], own_below)
-        mid = tblock[:, o0:o1]
-        above = count(mid, own)
-        ranks += above
-        hit = torch.nonzero(count(mid, own_below) - above - 1).flatten()
-        if len(hit):
-            later = torch.arange(o0, o1)[None, :] > owner[hit][:, None]
-            ranks[hit] += ((mid[hit] == own[hit][:, None]) & later).sum(1)
+        self.ranks[a : a + width] += count(tblock, _below(own)) - 1  # the own row scores p
 
 
 def _blocks(
@@ -365,14 +380,18 @@ def retrieval_metrics(
     similarity: Similarity = "cosine",
     folds: int = 1,
     chunk: int | None = None,
+    refuse_collapsed: bool = True,
 ) -> dict[str, dict[str, float]]:
     """``{"i2t": {...}, "t2i": {...}}`` from embeddings; ``folds=5`` is the COCO 1K protocol.
 
     With folds, images are cut into ``folds`` consecutive equal parts (with their captions),
     each part is evaluated on its own, and every metric is the mean over the parts (VSE++
-    ``evalrank(fold5=True)``).
+    ``evalrank(fold5=True)``). Collapsed embeddings are refused (``CollapsedEmbeddings``)
+    unless ``refuse_collapsed`` is false (validation: ranked by the tie rule).
     """
-    ranks = fold_ranks(image_emb, caption_emb, per_image, similarity, folds, chunk)
+    ranks = fold_ranks(
+        image_emb, caption_emb, per_image, similarity, folds, chunk, refuse_collapsed
+    )
     return {d: metrics_of_folds(r, folds) for d, r in ranks.items()}
 
 
@@ -383,6 +402,7 @@ def fold_ranks(
     similarity: Similarity = "cosine",
     folds: int = 1,
     chunk: int | None = None,
+    refuse_collapsed: bool = True,
 ) -> dict[str, np.ndarray]:
     """0-based ranks of every test query, fold after fold (each fold ranked on its own):
     ``{"i2t": one per image, "t2i": one per caption}``, the per-query outcomes that
@@ -392,6 +412,13 @@ def fold_ranks(
     n = image_emb.shape[0]
     if folds < 1 or n % folds:
         raise ValueError(f"{n} images cannot be cut into {folds} equal folds")
+    _check_layout(n, caption_emb.shape[0], per_image)
+    if similarity not in ("cosine", "order"):
+        raise ValueError(f"similarity must be 'cosine' or 'order', found {similarity!r}")
+    if refuse_collapsed:
+        _refuse_collapse(
+            similarity, **{"image embeddings": image_emb, "caption embeddings": caption_emb}
+        )
     size = n // folds
     parts: dict[str, list[np.ndarray]] = {"i2t": [], "t2i": []}
     for f in range(folds):
@@ -435,10 +462,16 @@ def c2c_ranks(
     per_image: int = 1,
     similarity: Similarity = "cosine",
     chunk: int | None = None,
+    refuse_collapsed: bool = True,
 ) -> np.ndarray:
-    """0-based rank of every query caption of ``c2c_metrics`` (its per-query outcomes)."""
+    """0-based rank of every query caption of ``c2c_metrics`` (its per-query outcomes);
+    collapsed embeddings refused as in ``fold_ranks``."""
     queries = _prepare(query_emb, similarity, "query embeddings")
     targets = _prepare(target_emb, similarity, "target embeddings")
+    if refuse_collapsed:
+        _refuse_collapse(
+            similarity, **{"query embeddings": queries, "target embeddings": targets}
+        )
     if queries.shape != targets.shape:
         raise ValueError(f"query and target shapes differ: {queries.shape} vs {targets.shape}")
     nq = queries.shape[0]

@@ -2,12 +2,22 @@
 
 Outputs are written to a temporary name beside the target and renamed into place only when
 complete, so an interrupted or failed run never leaves a partial file behind.
+
+While a command runs (``command``, entered by ``mlmm.cli.main``), the output files it
+declares to ``guard_outputs`` (and directories it owns, ``lock_output_dir``) are locked: one
+``.NAME.mlmm-lock`` beside each, ``flock``ed, so a second command writing the same output is
+refused. Its declared inputs are protected: nothing the layer writes, replaces or removes may
+be one of them or hold one, ``--force`` or not. The
+record of a written file carries its size and modification time with its sha256, so a file
+unchanged since it was written is known as ours without reading it again (``sha256_file``
+answers from the record too).
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import gzip
 import hashlib
 import json
@@ -33,12 +43,22 @@ if TYPE_CHECKING:
 # They refuse to replace what no mlmm command wrote unless ``--force`` is in effect: a
 # process-wide setting that ``mlmm.cli.main`` takes from every subcommand's ``--force``.
 
-RECORD_SUFFIX = ".mlmm-written"  # .NAME.mlmm-written beside a file: its sha256
+RECORD_SUFFIX = ".mlmm-written"  # .NAME.mlmm-written beside a file: "<sha256> <size> <mtime_ns>"
+LOCK_SUFFIX = ".mlmm-lock"  # .NAME.mlmm-lock beside an output while a command writes it
 DIR_RECORD = ".mlmm-written"  # inside a directory built by replace_dir: "<sha256>  <path>" lines
 FORCE_HINT = "pass --force to replace it"
 
 _FORCE = False
 _BUILDING: set[Path] = set()  # directories from temp_dir_beside, not yet renamed into place
+_COMMAND = False  # inside ``command()``: guard_outputs locks outputs and protects inputs
+_PROTECTED: set[Path] = set()  # the running command's declared inputs (resolved)
+_LOCKS: dict[Path, tuple[int, Path]] = {}  # output (resolved) -> (locked fd, lock file)
+_PENDING: set[Path] = set()  # outputs not there yet: locked when written as a whole
+_PENDING_DIRS: set[Path] = set()  # one command's directories not there yet: locked on a write
+_DIGESTS: dict[tuple, str] = {}  # (path, device, inode, size, mtime_ns) -> sha256
+_TOUCHING: list[tuple[str, Path]] = []  # files being read or written, innermost last
+_FAILED_AT: list[tuple[str, Path]] = []  # where an unexpected error left the layer
+_LAST: list[tuple[str, Path]] = []  # the last file the layer began to read or write
 
 
 def set_force(force: bool) -> None:
@@ -64,7 +84,8 @@ def forcing(force: bool) -> Iterator[None]:
 
 
 def _is_record(path: Path) -> bool:
-    return path.name.endswith(RECORD_SUFFIX)
+    """A record or a lock of the layer: never an artefact of its own."""
+    return path.name.endswith((RECORD_SUFFIX, LOCK_SUFFIX))
 
 
 def _inside_build(path: Path) -> bool:
@@ -76,18 +97,59 @@ def _written_record(path: Path) -> Path:
     return path.with_name(f".{path.name}{RECORD_SUFFIX}")
 
 
-def _record_written(path: Path) -> None:
-    """Write ``path``'s record (its sha256) beside it, itself through a temporary name."""
+Entry = tuple[str, int, int]  # (sha256, size, mtime_ns) of one recorded state of a file
+
+
+def _entry(path: Path) -> Entry:
+    """``path``'s sha256 (read once), size and modification time."""
+    stat = path.stat()
+    return _hash(path, stat), stat.st_size, stat.st_mtime_ns
+
+
+def _record_entries(path: Path) -> list[Entry]:
+    """The states of ``path`` its record lists (an old record's bare sha256: size -1)."""
+    record = _written_record(path)
+    if not record.is_file():
+        return []
+    entries = []
+    for line in record.read_text(encoding="utf-8", errors="replace").splitlines():
+        fields = line.split()
+        if not fields or len(fields[0]) != 64:
+            continue
+        try:
+            size, mtime = (int(fields[1]), int(fields[2])) if len(fields) == 3 else (-1, -1)
+        except ValueError:
+            size, mtime = -1, -1
+        entries.append((fields[0], size, mtime))
+    return entries
+
+
+def _unchanged_entry(path: Path, stat: os.stat_result | None = None) -> Entry | None:
+    """The entry of ``path``'s record with its current size and modification time."""
+    stat = stat or path.stat()
+    for entry in _record_entries(path):
+        if entry[1:] == (stat.st_size, stat.st_mtime_ns):
+            return entry
+    return None
+
+
+def _write_record(path: Path, entries: list[Entry]) -> None:
+    """Write ``path``'s record (its states ``entries``) beside it, through a temporary name."""
     record = _written_record(path)
     fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(record), suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(sha256_file(path) + "\n")
+            handle.write("".join(f"{d} {size} {mtime}\n" for d, size, mtime in entries))
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, record)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _record_written(path: Path) -> None:
+    """Record ``path`` as ours: its sha256, size and modification time."""
+    _write_record(path, [_entry(path)])
 
 
 def _dir_record(root: Path) -> dict[str, str]:
@@ -106,9 +168,11 @@ def _ours(path: Path, records: dict[Path, dict[str, str]]) -> bool:
     """Whether the file ``path`` is as an mlmm command wrote it: its own record, or the record
     of a directory above it that we built, names its current sha256 (``records``: the
     directory records read so far, so that a directory of many files reads each once)."""
-    digest = sha256_file(path)
-    record = _written_record(path)
-    if record.is_file() and record.read_text(encoding="utf-8", errors="replace").strip() == digest:
+    stat = path.stat()
+    if _unchanged_entry(path, stat) is not None:
+        return True  # unchanged since the layer recorded it: not read again
+    digest = _hash(path, stat)
+    if any(entry[0] == digest for entry in _record_entries(path)):
         return True
     real = _resolved(path)
     for root in real.parents:
@@ -162,6 +226,7 @@ def replace_dir(tmp: str | Path, out: str | Path) -> None:
     claimed again (it may have changed while ``tmp`` was built), ``tmp``'s files recorded in
     ``DIR_RECORD`` so a rerun may replace them, the old ``out`` removed only after the rename."""
     tmp, out = Path(tmp), Path(out)
+    refuse_protected(out)
     claim(out)
     entries = tree_hashes(tmp)
     record = tmp / DIR_RECORD
@@ -182,6 +247,7 @@ def discard(path: str | Path) -> None:
     path = Path(path)
     if not (path.exists() or path.is_symlink()):
         return
+    refuse_protected(path)
     claim(path)
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path)
@@ -223,6 +289,7 @@ def move_file(source: str | Path, target: str | Path) -> None:
     source, target = Path(source), Path(target)
     building = _inside_build(target)
     if not building:
+        refuse_protected(target)
         claim(target)
     os.replace(source, target)
     _written_record(source).unlink(missing_ok=True)
@@ -290,8 +357,10 @@ def temp_dir_beside(out: str | Path) -> Path:
     a directory or file there that no mlmm command wrote is refused before any work. What is
     written inside the new directory is covered by the record ``replace_dir`` leaves in it."""
     out = Path(out)
+    refuse_protected(out)
     claim(out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    _lock_pending(out)
     remove_stale_temps(out)
     tmp = Path(tempfile.mkdtemp(prefix=_temp_prefix(out), suffix=".tmp", dir=out.parent))
     tmp.chmod(0o777 & ~_umask())
@@ -315,9 +384,11 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
     target = Path(target)
     recorded = not _inside_build(target) and not _is_record(target)
     if recorded:
+        refuse_protected(target)
         claim(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     if recorded:  # a directory being built is fresh: no leftovers to look for
+        _lock_pending(target)
         remove_stale_temps(target)
     fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target), suffix=".tmp", dir=target.parent)
     os.fchmod(fd, 0o666 & ~_umask())
@@ -325,10 +396,17 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
     tmp_path = Path(tmp)
     _BUILDING.add(_resolved(tmp_path))
     try:
-        yield tmp_path
-        os.replace(tmp_path, target)
-        if recorded:
-            _record_written(target)
+        with touching("writing", target):
+            yield tmp_path
+            if recorded:
+                # the record names both the new file and the one it replaces before the
+                # rename, so a stop between the two leaves neither looking foreign
+                new = _entry(tmp_path)
+                old = _unchanged_entry(target) if target.is_file() else None
+                _write_record(target, [new] + ([old] if old else []))
+            os.replace(tmp_path, target)
+            if recorded:
+                _write_record(target, [new])
     except OSError as exc:
         raise _naming(exc, target) from None
     finally:
@@ -426,6 +504,7 @@ def read_lines(path: str | Path, allow_empty_lines: bool = False) -> list[str]:
     path = Path(path)
     if not path.is_file():
         raise InputError(path, "an existing file", "no such file")
+    _LAST[:] = [("reading", path)]
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -465,7 +544,8 @@ def read_npy(path: str | Path, what: str = "a .npy array", mmap_mode: str | None
     if not path.is_file():
         raise InputError(path, what, "no such file")
     try:
-        array = np.load(path, mmap_mode=mmap_mode, allow_pickle=False)
+        with touching("reading", path):
+            array = np.load(path, mmap_mode=mmap_mode, allow_pickle=False)
     except ValueError as exc:
         if "pickle" in str(exc) or "Python objects" in str(exc):
             found = "a pickled array of Python objects (not loaded: allow_pickle=False)"
@@ -493,6 +573,7 @@ def _missing(path: Path, what: str) -> InputError:
 def _read_text(path: Path, what: str) -> str:
     if not path.is_file():
         raise _missing(path, what)
+    _LAST[:] = [("reading", path)]
     data = path.read_bytes()
     try:
         return data.removeprefix(b"\xef\xbb\xbf").decode("utf-8")
@@ -561,7 +642,8 @@ def read_csv(
     if not path.is_file():
         raise _missing(path, what)
     try:
-        frame = pd.read_csv(path, encoding="utf-8", **options)
+        with touching("reading", path):
+            frame = pd.read_csv(path, encoding="utf-8", **options)
     except UnicodeDecodeError as exc:
         raise InputError(path, f"{what} in UTF-8", f"invalid byte ({exc.reason})") from None
     except pd.errors.ParserError as exc:
@@ -585,7 +667,7 @@ def read_npz(path: str | Path, what: str = "an .npz archive") -> dict[str, np.nd
     if not path.is_file():
         raise _missing(path, what)
     try:
-        with np.load(path, allow_pickle=False) as archive:
+        with touching("reading", path), np.load(path, allow_pickle=False) as archive:
             if not hasattr(archive, "files"):
                 raise InputError(path, what, "a single .npy array")
             return {name: archive[name] for name in archive.files}
@@ -605,24 +687,178 @@ def read_torch(path: str | Path, what: str = "a PyTorch file", **options: Any) -
     if not path.is_file():
         raise _missing(path, what)
     try:
-        return torch.load(path, **options)
+        with touching("reading", path):
+            return torch.load(path, **options)
     except (RuntimeError, EOFError, pickle.UnpicklingError, ValueError, KeyError) as exc:
         found = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
         raise InputError(path, what, f"unreadable data ({found})") from None
 
 
 def sha256_file(path: str | Path) -> str:
-    """Hex sha256 of a file, read in 1 MiB blocks (manifests, provenance of inputs)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    """Hex sha256 of a file (manifests, provenance of inputs), computed once: a file unchanged
+    (same size and modification time) since the layer wrote it answers from its record, and
+    one already hashed in this process from memory."""
+    path = Path(path)
+    stat = path.stat()
+    entry = _unchanged_entry(path, stat)
+    if entry is not None:
+        return entry[0]
+    with touching("reading", path):
+        return _hash(path, stat)
+
+
+def _hash(path: Path, stat: os.stat_result) -> str:
+    """sha256 of ``path`` read in 1 MiB blocks, remembered by (path, inode, size, mtime)."""
+    key = (_resolved(path), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    if key not in _DIGESTS:
+        digest = hashlib.sha256()
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        _DIGESTS[key] = digest.hexdigest()
+    return _DIGESTS[key]
 
 
 def _resolved(path: str | Path) -> Path:
     """``path`` made absolute with every symlink followed (also for a path not there yet)."""
     return Path(os.path.realpath(Path(path).expanduser()))
+
+
+# A running command: its locks, its protected inputs, the file an error met ------------------
+
+
+@contextlib.contextmanager
+def command() -> Iterator[None]:
+    """One command's run (``mlmm.cli.main``): ``guard_outputs`` locks its outputs and protects
+    its inputs inside; both are released when it ends, however it ends."""
+    global _COMMAND
+    _COMMAND = True
+    _FAILED_AT.clear()
+    _LAST.clear()
+    try:
+        yield
+    finally:
+        _COMMAND = False
+        _PROTECTED.clear()
+        _PENDING.clear()
+        _PENDING_DIRS.clear()
+        release_locks()
+
+
+def refuse_protected(path: str | Path) -> None:
+    """InputError when ``path`` is, or holds, a declared input of the running command: no
+    write, replacement or removal touches what the command reads, ``--force`` or not."""
+    if not _PROTECTED:
+        return
+    real = _resolved(path)
+    for source in sorted(_PROTECTED):
+        if source == real:
+            raise InputError(path, "an output apart from the command's inputs", "one of them")
+        if source.is_relative_to(real):
+            found = f"a directory holding its input {source}"
+            raise InputError(path, "an output apart from the command's inputs", found)
+
+
+def _lock(out: Path) -> None:
+    """Hold ``.NAME.mlmm-lock`` beside ``out`` (``flock``) until the command ends; another
+    process holding it is refused naming ``out``.
+
+    ``guard_outputs`` locks an output file that exists at once; an output not there yet is
+    locked when the layer writes it, or builds it as a directory, as a whole (a directory
+    that several commands write files into, such as a tables directory, is not locked: the
+    files written in it are the outputs)."""
+    real = _resolved(out)
+    if real in _LOCKS:
+        return
+    lock = real.parent / f".{real.name}{LOCK_SUFFIX}"
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666 & ~_umask())
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "unknown"
+            os.close(fd)
+            raise InputError(
+                out, "no other command writing it at the same time",
+                f"it is being written by another mlmm command (process {holder}); let that "
+                "one finish first",
+            ) from None  # fmt: skip
+        try:  # the file locked may be one its last holder removed meanwhile: lock the new one
+            current = os.stat(lock).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            current = False
+        if current:
+            break
+        os.close(fd)
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()} on {socket.gethostname().split('.')[0]}\n".encode(), 0)
+    _LOCKS[real] = (fd, lock)
+
+
+def _lock_pending(target: Path) -> None:
+    """Lock ``target`` (about to be written or replaced as a whole) when it is an output of
+    the command not locked yet."""
+    real = _resolved(target)
+    if real in _PENDING:
+        _PENDING.discard(real)
+        _lock(real)
+    for directory in [d for d in _PENDING_DIRS if real.is_relative_to(d)]:
+        _PENDING_DIRS.discard(directory)
+        _lock(directory)
+
+
+def lock_output_dir(path: str | Path) -> None:
+    """Lock the directory ``path`` as one command's own (a training run's directory: its
+    checkpoints, model and metrics), from now if its parent is there, else from the first
+    write into it: a second command writing into it is refused (``guard_outputs`` does not
+    lock a directory, which several commands may write files into)."""
+    if not _COMMAND:
+        return
+    real = _resolved(path)
+    if real.parent.is_dir():
+        _lock(real)
+    else:
+        _PENDING_DIRS.add(real)
+
+
+def release_locks() -> None:
+    """Remove and release every output lock this process holds."""
+    while _LOCKS:
+        _, (fd, lock) = _LOCKS.popitem()
+        with contextlib.suppress(OSError):
+            os.unlink(lock)
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def touching(verb: str, path: str | Path) -> Iterator[None]:
+    """Mark ``path`` as being read or written (``verb``) inside the block: an unexpected error
+    raised there is remembered with it, for ``error_place``."""
+    _TOUCHING.append((verb, Path(path)))
+    _LAST[:] = [(verb, Path(path))]
+    try:
+        yield
+    except InputError:
+        raise
+    except Exception:
+        if not _FAILED_AT:
+            _FAILED_AT.append((verb, Path(path)))
+        raise
+    finally:
+        _TOUCHING.pop()
+
+
+def error_place() -> str:
+    """Where an unexpected error met the layer: 'while writing X' / 'while reading X'; for
+    one raised between reads and writes, the last file the command began to read or write;
+    '' before any."""
+    if _FAILED_AT:
+        verb, path = _FAILED_AT[0]
+        return f"while {verb} {path}"
+    if _LAST:
+        verb, path = _LAST[0]
+        return f"after {verb} {path}"
+    return ""
 
 
 def guard_outputs(
@@ -641,6 +877,8 @@ def guard_outputs(
     """
     outs = [Path(o) for o in outputs if o is not None]
     ins = [Path(i) for i in inputs if i is not None]
+    if _COMMAND:
+        _PROTECTED.update(_resolved(i) for i in ins if i.exists())
     for index, out in enumerate(outs):
         target = _resolved(out)
         for other in outs[:index]:
@@ -668,6 +906,12 @@ def guard_outputs(
                     "a path inside it",
                 )
     claim_output_files([out for out in outs if not out.is_dir()], bool(force))
+    if _COMMAND:
+        for out in outs:
+            if out.is_file():
+                _lock(out)
+            elif not out.exists():
+                _PENDING.add(_resolved(out))
 
 
 # The papers' numbers shipped with the package (mlmm.shipped): an input of every table command

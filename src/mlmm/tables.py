@@ -31,18 +31,147 @@ PAPER_COLUMNS = ["paper", "table", *KEYS[:2], "dataset", *KEYS[2:], "value", "so
 def load_paper_table(
     paper_tables: str | Path | None, paper: str, table: int
 ) -> pd.DataFrame | None:
-    """The paper's cells of one table, or None when no paper-table directory is available."""
+    """The paper's cells of one table, or None when no paper-table directory is available.
+
+    The file is checked as it is read (``read_paper_table``): a wrong value is an InputError
+    naming the file and line, never a number in a table or a verdict."""
     if paper_tables is None or not Path(paper_tables).is_dir():
         return None
     path = Path(paper_tables) / f"{paper}_table{table}.csv"
     if not path.is_file():
         return None
+    return read_paper_table(path)
+
+
+# What a paper table's cells may hold, per metric: (low, high) for numbers, None for words.
+# Recalls are per cent except where a paper prints them as fractions of 1 (PAPER_DECIMALS'
+# papers); median and mean ranks start at 1; counts are whole numbers.
+_RECALLS = tuple(f"R@{k}" for k in (1, 5, 10, 50))
+METRIC_RANGES: dict[str, tuple[float, float] | None] = {
+    **{metric: (0.0, 100.0) for metric in _RECALLS},
+    "medr": (1.0, np.inf),
+    "meanr": (1.0, np.inf),
+    "alignment": (0.0, 100.0),
+    "pearson": (-1.0, 1.0),
+    "BLEU": (0.0, 100.0),
+    "METEOR": (0.0, 100.0),
+    "chrF": (0.0, 100.0),
+    "TER": (0.0, np.inf),
+    "jaccard": (0.0, 1.0),
+    "F1": (0.0, 1.0),
+    **{metric: (0.0, np.inf) for metric in ("vocab_size", "vocab_total", "vocab_union", "count")},
+    "neighbour": None,  # Rajendran Table 4: a word
+}
+WHOLE_METRICS = ("medr", "vocab_size", "vocab_total", "vocab_union", "count")
+FRACTION_RECALL_PAPERS = ("rajendran2016",)
+DIRECTIONS = ("", "i2t", "t2i", "t2t_en2de", "t2t_de2en", "cldc", "mt", "sts")
+_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+_TABLE_FILE = re.compile(r"([a-z]+\d{4})_table(\d+)\.csv")
+
+
+def metric_range(paper: str, metric: str) -> tuple[float, float] | None:
+    """The values ``metric`` may take in ``paper``'s tables (``METRIC_RANGES``)."""
+    if metric in _RECALLS and paper in FRACTION_RECALL_PAPERS:
+        return (0.0, 1.0)
+    return METRIC_RANGES[metric]
+
+
+def _cell_value(text: str, paper: str, metric: str) -> str | None:
+    """What is wrong with one cell's value (None when it is fine); '' is a cell the paper
+    leaves empty."""
+    if text == "":
+        return None
+    bounds = metric_range(paper, metric)
+    if bounds is None:
+        return None if text.strip() else "a blank word"
+    if not _NUMBER.fullmatch(text.strip()):
+        if text.strip().lower().lstrip("+-") in ("inf", "infinity"):
+            why = "not finite"
+        elif re.fullmatch(r"[+-]?\d+,\d+", text.strip()):
+            why = "a decimal comma"
+        elif text.strip().endswith("%"):
+            why = "a per cent sign"
+        else:
+            why = "not a number; leave the cell empty where the paper prints none"
+        return f"value {text!r} ({why})"
+    number = float(text)
+    low, high = bounds
+    if not np.isfinite(number):
+        return f"value {text!r} (not finite)"
+    if not low <= number <= high:
+        return f"value {text!r} (outside [{low:g}, {high:g}] for {metric} in {paper})"
+    if metric in WHOLE_METRICS and not number.is_integer():
+        return f"value {text!r} (not a whole number, as {metric} is)"
+    return None
+
+
+def read_paper_table(path: str | Path) -> pd.DataFrame:
+    """One paper table CSV (``<paper>_table<N>.csv``), checked before any number is used:
+    the columns ``PAPER_COLUMNS``; every row of this paper and table (no repeated header);
+    known metrics and directions; every value a finite number in its metric's range
+    (``METRIC_RANGES``; a decimal comma, a per cent sign, NA or nan refused; an empty value
+    is a cell the paper leaves empty) or a word where the metric is one; one row per cell.
+    Anything else is an InputError naming the file and line (the header is line 1).
+    ``value`` comes back numeric, except in a table of words."""
+    path = Path(path)
+    named = _TABLE_FILE.fullmatch(path.name)
+    if named is None:
+        raise InputError(path, "a paper table named <paper><year>_table<N>.csv", path.name)
+    paper, table = named.group(1), named.group(2)
     frame = read_csv(path, "a paper table CSV", dtype=str, keep_default_na=False)
     missing = [c for c in PAPER_COLUMNS if c not in frame.columns]
     if missing:
         raise InputError(path, f"columns {PAPER_COLUMNS}", f"no column(s) {missing}")
-    frame["value"] = pd.to_numeric(frame["value"].replace("", np.nan))
+    if frame.empty:
+        raise InputError(path, "at least one row of the paper's cells", "a header only")
+    seen: dict[tuple[str, ...], int] = {}
+    for index, row in enumerate(frame.itertuples(index=False), start=2):
+        row = row._asdict()
+        if [row.get(c) for c in PAPER_COLUMNS] == PAPER_COLUMNS:
+            raise InputError(path, "one header line", "the header repeated", line=index)
+        if row["paper"] != paper or row["table"].strip() != table:
+            found = f"paper {row['paper']!r}, table {row['table']!r}"
+            raise InputError(path, f"paper {paper!r}, table {table} (the file's name)", found,
+                             line=index)  # fmt: skip
+        if not row["system"].strip():
+            raise InputError(path, "a system name", "an empty one", line=index, key="system")
+        metric = row["metric"]
+        if metric not in METRIC_RANGES:
+            known = ", ".join(METRIC_RANGES)
+            raise InputError(path, f"a metric of {known}", repr(metric), line=index, key="metric")
+        if row["direction"] not in DIRECTIONS:
+            known = ", ".join(repr(d) for d in DIRECTIONS)
+            found = repr(row["direction"])
+            raise InputError(path, f"a direction of {known}", found, line=index, key="direction")
+        wrong = _cell_value(row["value"], paper, metric)
+        if wrong is not None:
+            bounds = metric_range(paper, metric)
+            expected = "a word" if bounds is None else (
+                f"a finite number in [{bounds[0]:g}, {bounds[1]:g}] or an empty cell"
+            )
+            raise InputError(path, expected, wrong, line=index, key="value")
+        cell = tuple(row[k] for k in (*KEYS, "dataset"))
+        if cell in seen:
+            raise InputError(path, "one row per cell (system, variant_note, dataset, "
+                             "language, direction, metric)", f"the cell of line {seen[cell]} again",
+                             line=index)  # fmt: skip
+        seen[cell] = index
+    numeric = frame["metric"].map(lambda m: metric_range(paper, m) is not None)
+    if numeric.all():
+        frame["value"] = pd.to_numeric(frame["value"].replace("", np.nan))
     return frame
+
+
+def check_paper_tables(*directories: str | Path | None) -> None:
+    """Check every paper table CSV (``<paper><year>_table<N>.csv``) in ``directories``
+    (``read_paper_table``): a table command calls this before it writes anything, so a wrong
+    reference replaces no table."""
+    for directory in directories:
+        if directory is None or not Path(directory).is_dir():
+            continue
+        for path in sorted(Path(directory).glob("*_table*.csv")):
+            if _TABLE_FILE.fullmatch(path.name):
+                read_paper_table(path)
 
 
 def summarise_runs(runs: pd.DataFrame, value: str = "value") -> pd.DataFrame:

@@ -28,7 +28,7 @@ import sys
 
 from mlmm import __version__
 from mlmm.errors import InputError
-from mlmm.io import set_force
+from mlmm.io import command, error_place, set_force
 from mlmm.logs import logged_command, start_command
 from mlmm.schema import check_options
 
@@ -90,8 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     start_command(args.command, argv)
     set_force(args.force)
     try:
-        check_options(args)
-        args.func(args)
+        with command():
+            check_options(args)
+            args.func(args)
     except InputError as exc:
         return _fail(args.command, exc, 2)
     except OSError as exc:  # permissions, a full disk, a network failure
@@ -106,7 +107,11 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a bug: one line for a user, the traceback for a test or on request
         if os.environ.get("MLMM_TRACEBACK") or os.environ.get("PYTEST_CURRENT_TEST"):
             raise
-        message = f"internal error {type(exc).__name__}: {exc} (MLMM_TRACEBACK=1 shows where)"
+        place = error_place()  # the file being read or written, or the last one
+        message = (
+            f"internal error {type(exc).__name__}: {exc} ({place + '; ' if place else ''}"
+            "MLMM_TRACEBACK=1 shows where)"
+        )
         return _fail(args.command, message, 1)
     finally:
         set_force(False)

@@ -157,8 +157,10 @@ def run_vocab(args) -> None:
 def run_table(args) -> None:
     from mlmm.data.prepare import write_kadar_table1
     from mlmm.io import table_outputs
+    from mlmm.tables import check_paper_tables
 
     table_outputs(args.out, [args.root, args.paper_tables or None], stem=True, force=args.force)
+    check_paper_tables(args.paper_tables or None)
     paper_tables = args.paper_tables or None
     for path in write_kadar_table1(args.root, args.min_count, paper_tables, args.out, args.demo):
         print(path)

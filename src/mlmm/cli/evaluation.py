@@ -199,8 +199,10 @@ def _runs(args):
 def run_tables(args) -> None:
     from mlmm.io import table_outputs
     from mlmm.report import build_tables
+    from mlmm.tables import check_paper_tables
 
     table_outputs(args.out, [*args.runs, args.paper_tables])
+    check_paper_tables(args.paper_tables)
     runs = _runs(args)
     for path in build_tables(runs, args.paper_tables, args.out, args.papers):
         print(path)
@@ -227,6 +229,9 @@ def run_claims(args) -> None:
               args.paper_tables, *args.registry]  # fmt: skip
     table_outputs(args.tables, inputs)
     table_outputs(args.figures, inputs)
+    from mlmm.tables import check_paper_tables
+
+    check_paper_tables(args.paper_tables)
     runs = _runs(args) + nmt_runs(args.nmt_runs) + ted_runs(args.ted_cldc, args.ted_nb)
     runs += pivot_runs(read_runs(args.pivot_runs))
     for registry in args.registry:

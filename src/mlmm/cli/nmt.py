@@ -355,5 +355,8 @@ def run_table(args) -> None:
 
     inputs = [*args.metrics, *args.feature_runs, args.paper_tables]
     table_outputs(args.out, inputs, stem=True, force=args.force)
+    from mlmm.tables import check_paper_tables
+
+    check_paper_tables(args.paper_tables)
     notes = table3(args.metrics, args.paper_tables, args.out, args.feature_runs)
     print("\n".join(notes))

@@ -239,9 +239,10 @@ def run_mt(args: argparse.Namespace) -> None:
 def run_table(args: argparse.Namespace) -> None:
     from mlmm.io import table_outputs
     from mlmm.pivot.table import table5
+    from mlmm.tables import check_paper_tables
 
     table_outputs(args.out, [*args.runs, args.paper_tables], stem=True, force=args.force)
-
+    check_paper_tables(args.paper_tables)
     table5(args.runs, args.paper_tables, args.out)
     print(f"wrote {args.out}.csv/.md/.tex")
 

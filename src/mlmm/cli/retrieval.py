@@ -174,12 +174,13 @@ def _section(args) -> dict:
 
 
 def run_train(args) -> None:
-    from mlmm.io import guard_outputs
+    from mlmm.io import guard_outputs, lock_output_dir
     from mlmm.retrieval.config import resolve_variant
     from mlmm.retrieval.train import Paths, train_variant
 
     inputs = [args.data_root, args.features_root, args.vectors, args.muse, args.sts]
     guard_outputs([args.out], [*inputs, *(args.config or [])])
+    lock_output_dir(args.out)  # the run's own directory: one training run writes it
     record = resolve_variant(_section(args), args.variant)
     if args.device:
         record["device"] = args.device

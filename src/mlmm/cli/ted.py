@@ -270,7 +270,10 @@ def run_nb(args: argparse.Namespace) -> None:
 
 def run_tables(args: argparse.Namespace) -> None:
     table_outputs(args.out_dir, [*args.cldc, args.nb, args.paper_tables])
+    from mlmm.tables import check_paper_tables
     from mlmm.ted.report import table1, table3
+
+    check_paper_tables(args.paper_tables)
 
     table1(args.cldc, args.paper_tables, args.out_dir)
     table3(args.cldc, args.nb, args.paper_tables, args.out_dir)
@@ -286,7 +289,10 @@ def run_heatmap(args: argparse.Namespace) -> None:
 
 
 def run_neighbours(args: argparse.Namespace) -> None:
-    guard_outputs([args.out_dir], [args.bow, args.tuning])
+    guard_outputs([args.out_dir], [args.bow, args.tuning, args.paper_tables])
+    from mlmm.tables import check_paper_tables
+
+    check_paper_tables(args.paper_tables)
 
     from mlmm.ted.experiment import bow_digest, chosen_run
     from mlmm.ted.report import neighbours

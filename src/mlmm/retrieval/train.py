@@ -348,7 +348,8 @@ class Run:
         The history's recall columns are those of the first selecting language; ``rsum`` is
         the recall sum over every selecting language, ``mean_rank`` the sum of its mean ranks
         (both directions), the criteria of ``select_by: rsum`` and ``mean_rank``."""
-        metrics, _ = self.evaluate(self.val, self.select_langs)
+        # a collapsed model is scored by the tie rule (never selected), not refused
+        metrics, _ = self.evaluate(self.val, self.select_langs, refuse_collapsed=False)
         m = metrics[self.select_langs[0]]
         score = selection_score(metrics, self.select_langs, self.record["select_by"])
         rsum = sum(evaluation.recall_sum(metrics[lang]) for lang in self.select_langs)
@@ -374,9 +375,12 @@ class Run:
         return self.selector.exhausted
 
     @torch.no_grad()
-    def evaluate(self, data, langs: list[str], folds: int = 1) -> dict:
+    def evaluate(
+        self, data, langs: list[str], folds: int = 1, refuse_collapsed: bool = True
+    ) -> dict:
         """Recalls per language on ``data`` (mean over ``folds`` equal folds), and the captions'
-        embeddings; the per-query ranks behind the recalls go to ``self.ranks``."""
+        embeddings; the per-query ranks behind the recalls go to ``self.ranks``; collapsed
+        embeddings are refused unless ``refuse_collapsed`` is false (``evaluation``)."""
         self.model.eval()
         feats = torch.from_numpy(data.features)
         images = torch.cat(
@@ -394,6 +398,7 @@ class Run:
                 data.per_image[lang],
                 similarity=self.record["similarity"],
                 folds=folds,
+                refuse_collapsed=refuse_collapsed,
             )
             out[lang] = {
                 d: evaluation.metrics_of_folds(r, folds) for d, r in self.ranks[lang].items()

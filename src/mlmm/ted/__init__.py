@@ -25,3 +25,9 @@ TOPICS = [
     "technology",
 ]
 SPLITS = ["train", "test"]
+
+
+def corpus_code(language: str, codes: dict[str, str] | None) -> str:
+    """The corpus's name of ``language`` (``ted.corpus_codes``, e.g. pt-br -> pb): shared by
+    the corpus reader and the demo corpus generator."""
+    return (codes or {}).get(language, language)

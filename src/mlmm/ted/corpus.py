@@ -38,7 +38,7 @@ from mlmm.io import (
     temp_dir_beside,
     write_json,
 )
-from mlmm.ted import PIVOT
+from mlmm.ted import PIVOT, corpus_code
 
 
 @dataclass
@@ -48,10 +48,6 @@ class Side:
     ids: list[str]
     tokens: list[list[str]]
     labels: np.ndarray  # (documents, topics) bool
-
-
-def corpus_code(language: str, codes: dict[str, str] | None) -> str:
-    return (codes or {}).get(language, language)
 
 
 def _id_key(name: str) -> tuple[int, int | str]:

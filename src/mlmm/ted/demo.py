@@ -17,8 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from mlmm.io import copy_file, write_text
-from mlmm.ted import LANGUAGES, PIVOT, SPLITS, TOPICS
-from mlmm.ted.corpus import corpus_code
+from mlmm.ted import LANGUAGES, PIVOT, SPLITS, TOPICS, corpus_code
 
 # Each language's letters, so that word forms look different across languages.
 ALPHABETS = {

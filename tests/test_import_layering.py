@@ -1,0 +1,211 @@
+"""The package's import structure: no import cycle between modules of src/mlmm (imports inside
+functions included), and no module importing one of a higher layer. ``LAYERS`` below is the one
+declaration of the layering, lowest first; a module belongs to the layer of its longest
+matching pattern ("mlmm.ted.*" matches the package mlmm.ted and every module under it)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    # reading, writing, records, configuration, table formatting: no stage knowledge
+    ("core", ("mlmm", "mlmm.errors", "mlmm.io", "mlmm.logs", "mlmm.degenerate", "mlmm.arrays",
+              "mlmm.fingerprint", "mlmm.provenance", "mlmm.origin", "mlmm.catalogue",
+              "mlmm.config", "mlmm.schema", "mlmm.slurm", "mlmm.local_data", "mlmm.shipped",
+              "mlmm.deployment", "mlmm.tables", "mlmm.latex", "mlmm.figures")),  # fmt: skip
+    # the metrics and classifiers that per-query outcomes are scored with, and the outcomes
+    ("measures", ("mlmm.evaluation", "mlmm.nmt.metrics", "mlmm.ted.classify",
+                  "mlmm.uncertainty", "mlmm.outcomes")),  # fmt: skip
+    # the stages: data, demo world, features, models, their experiments
+    ("stages", ("mlmm.data.*", "mlmm.demo.*", "mlmm.features.*", "mlmm.retrieval.*",
+                "mlmm.nmt.*", "mlmm.ted.*", "mlmm.pivot.*", "mlmm.nbest",
+                "mlmm.rerank")),  # fmt: skip
+    # tables, intervals, claims and figures built from the stages' results
+    ("results", ("mlmm.intervals", "mlmm.claims", "mlmm.report", "mlmm.ted.report",
+                 "mlmm.pivot.table", "mlmm.pivot.examples", "mlmm.nmt.table")),  # fmt: skip
+    # what a user runs: the command line and the fidelity registry's report
+    ("entry", ("mlmm.cli.*", "mlmm.__main__", "mlmm.fidelity.*")),
+]
+
+
+def modules(src: Path) -> dict[str, Path]:
+    """Every module under ``src`` by dotted name (a package by its own name)."""
+    found = {}
+    for path in sorted(src.rglob("*.py")):
+        parts = list(path.relative_to(src).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def import_graph(src: Path, root: str = "mlmm") -> dict[str, set[str]]:
+    """Module -> the modules of ``root`` it imports anywhere in its file (at the top, inside
+    functions, under TYPE_CHECKING): ``from a import b`` is an import of ``a.b`` when that is a
+    module, of ``a`` otherwise."""
+    mods = modules(src)
+
+    def owner(name: str) -> str:
+        while name and name not in mods:
+            name = name.rpartition(".")[0]
+        return name
+
+    graph: dict[str, set[str]] = {}
+    for name, path in mods.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")
+                    parts = parts[: len(parts) - node.level + 1]
+                    base = ".".join(parts + ([node.module] if node.module else []))
+                names = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base
+                         for a in node.names]  # fmt: skip
+            else:
+                continue
+            targets |= {owner(n) for n in names if n.split(".")[0] == root}
+        graph[name] = {t for t in targets if t and t != name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One import cycle (a closed path of module names) per strongly connected group of more
+    than one module (Tarjan)."""
+    return [_closed_path(graph, group) for group in tangles(graph)]
+
+
+def tangles(graph: dict[str, set[str]]) -> list[set[str]]:
+    """The strongly connected groups of more than one module: each member imports every other
+    one through the group (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[set[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group = set()
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.add(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(group)
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return groups
+
+
+def _closed_path(graph: dict[str, set[str]], group: set[str]) -> list[str]:
+    """A shortest cycle through the group's first module, for the message."""
+    start = min(group)
+    paths = {start: [start]}
+    frontier = [start]
+    while frontier:
+        following = []
+        for node in frontier:
+            for target in sorted(graph[node] & group):
+                if target == start:
+                    return paths[node] + [start]
+                if target not in paths:
+                    paths[target] = paths[node] + [target]
+                    following.append(target)
+        frontier = following
+    return sorted(group)
+
+
+def layer_of(module: str) -> int | None:
+    """The index in ``LAYERS`` of the longest pattern matching ``module``."""
+    best: tuple[int, int] | None = None
+    for number, (_, patterns) in enumerate(LAYERS):
+        for pattern in patterns:
+            if pattern.endswith(".*"):
+                stem = pattern[:-2]
+                hit = module == stem or module.startswith(stem + ".")
+            else:
+                hit = module == pattern
+            if hit and (best is None or len(pattern) > best[0]):
+                best = (len(pattern), number)
+    return None if best is None else best[1]
+
+
+GRAPH = import_graph(SRC)
+
+
+def test_every_module_has_a_layer():
+    assert [m for m in sorted(GRAPH) if layer_of(m) is None] == []
+
+
+def test_no_import_cycles():
+    found = [
+        " -> ".join(_closed_path(GRAPH, group)) + f" (tangled: {', '.join(sorted(group))})"
+        for group in tangles(GRAPH)
+    ]
+    assert found == [], "import cycles:\n" + "\n".join(found)
+
+
+def test_no_module_imports_a_higher_layer():
+    upward = [
+        f"{source} ({LAYERS[layer_of(source)][0]}) imports {target} "
+        f"({LAYERS[layer_of(target)][0]})"
+        for source, targets in sorted(GRAPH.items())
+        for target in sorted(targets)
+        if layer_of(source) is not None
+        and layer_of(target) is not None
+        and layer_of(target) > layer_of(source)
+    ]
+    assert upward == [], "\n".join(upward)
+
+
+def _package(tmp_path: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = tmp_path / "pkg" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    "files, expected",
+    [
+        # an import inside a function closes a cycle as much as one at the top
+        ({"__init__.py": "", "a.py": "from pkg import b\n",
+          "b.py": "def f():\n    from pkg.a import g\n"}, [["pkg.a", "pkg.b", "pkg.a"]]),
+        ({"__init__.py": "", "sub/__init__.py": "", "sub/x.py": "from . import y\n",
+          "sub/y.py": "import pkg.sub.z\n", "sub/z.py": "from ..sub.x import q\n"},
+         [["pkg.sub.x", "pkg.sub.y", "pkg.sub.z", "pkg.sub.x"]]),
+        ({"__init__.py": "", "a.py": "from pkg import b\n", "b.py": "import os\n"}, []),
+    ],
+)  # fmt: skip
+def test_the_graph_sees_every_kind_of_import(tmp_path, files, expected):
+    assert cycles(import_graph(_package(tmp_path, files), root="pkg")) == expected
+
+
+def test_layers_are_matched_by_the_longest_pattern():
+    assert LAYERS[layer_of("mlmm.ted.report")][0] == "results"
+    assert LAYERS[layer_of("mlmm.ted.corpus")][0] == "stages"
+    assert LAYERS[layer_of("mlmm.ted")][0] == "stages"
+    assert layer_of("mlmm_other") is None
