@@ -17,7 +17,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("core", ("mlmm", "mlmm.errors", "mlmm.io", "mlmm.logs", "mlmm.degenerate", "mlmm.arrays",
               "mlmm.fingerprint", "mlmm.provenance", "mlmm.origin", "mlmm.catalogue",
               "mlmm.config", "mlmm.schema", "mlmm.slurm", "mlmm.local_data", "mlmm.shipped",
-              "mlmm.deployment", "mlmm.tables", "mlmm.latex", "mlmm.figures")),  # fmt: skip
+              "mlmm.deployment", "mlmm.records", "mlmm.cells", "mlmm.tables", "mlmm.latex",
+              "mlmm.figures")),  # fmt: skip
     # the metrics and classifiers that per-query outcomes are scored with, and the outcomes
     ("measures", ("mlmm.evaluation", "mlmm.nmt.metrics", "mlmm.ted.classify",
                   "mlmm.uncertainty", "mlmm.outcomes")),  # fmt: skip

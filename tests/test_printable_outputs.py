@@ -29,7 +29,7 @@ import mlmm.claims  # noqa: E402
 import mlmm.pivot.examples  # noqa: E402
 import mlmm.ted.report  # noqa: E402
 from mlmm import catalogue, report  # noqa: E402
-from mlmm.tables import KEYS, ROW_HEADERS, decimals  # noqa: E402
+from mlmm.cells import KEYS, ROW_HEADERS, decimals  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 PAPER_TABLES = REPO / "resources" / "paper_tables"
@@ -432,7 +432,7 @@ def test_latex_cells_are_compact(outputs, stem):
 
 
 def latex_name(text: str) -> str:
-    from mlmm.tables import latex_text
+    from mlmm.cells import latex_text
 
     return latex_text(text)
 
@@ -450,7 +450,7 @@ NUMBER = re.compile(r"^[−+-]?\d+(?:\.(\d+))?")
 @pytest.mark.parametrize("stem", catalogue.ALL_TABLES)
 def test_one_number_format_per_column_and_dashes_in_blanks(outputs, stem):
     """Every number of a column (ours, the paper's, the difference) with the column's decimals
-    (the metric's, mlmm.tables.decimals), and '–' where a cell has no number."""
+    (the metric's, mlmm.cells.decimals), and '–' where a cell has no number."""
     table = _markdown_table((outputs[0] / stem).with_suffix(".md"))
     tidy = pd.read_csv((outputs[0] / stem).with_suffix(".csv"), keep_default_na=False)
     metrics = set(tidy["metric"]) if "metric" in tidy else set()
@@ -480,7 +480,7 @@ def test_one_number_format_per_column_and_dashes_in_blanks(outputs, stem):
 
 def test_every_table_metric_has_its_format(outputs):
     """A metric without an entry in the format map would fall back to a default: name it."""
-    from mlmm.tables import DECIMALS
+    from mlmm.cells import DECIMALS
 
     for stem in catalogue.ALL_TABLES:
         tidy = pd.read_csv((outputs[0] / stem).with_suffix(".csv"), keep_default_na=False)
@@ -602,7 +602,7 @@ def test_japanese_text_compiles_with_the_lualatex_preamble(tmp_path):
 
 
 def test_greek_and_unset_letters_are_written_as_text_the_pdflatex_preamble_sets():
-    from mlmm.tables import latex_text, pdflatex_sets
+    from mlmm.cells import latex_text, pdflatex_sets
 
     assert latex_text("β = 0.5, Δ") == r"$\beta$ = 0.5, $\Delta$"
     assert latex_text("λφεΩΑ") == r"$\lambda$$\varphi$$\varepsilon$$\Omega$A"
@@ -630,7 +630,7 @@ def _declared_characters() -> set[int]:
 
 @pytest.mark.skipif(shutil.which("kpsewhich") is None, reason="no TeX on this machine")
 def test_every_character_written_as_it_is_is_set_up_by_the_pdflatex_preamble():
-    from mlmm.tables import pdflatex_sets
+    from mlmm.cells import pdflatex_sets
 
     declared = _declared_characters()
     assert declared, "no encoding definitions found"

@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 from markdown_it import MarkdownIt
 
-from mlmm.tables import cell_text, format_number, write_table
+from mlmm.cells import format_number
+from mlmm.tables import cell_text, write_table
 
 
 def _markdown_rows(path) -> list[list[str]]:

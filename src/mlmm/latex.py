@@ -23,7 +23,7 @@ go to a comment block at the top of the file and to ``<stem>.notes.txt``.
 The files compile with the standard pdfLaTeX preamble ``PREAMBLE`` (booktabs, array; T1 and
 T2A font encodings with babel's russian for Cyrillic words, which are wrapped in
 ``\\foreignlanguage{russian}``; Greek letters are written as math, ``$\\beta$``; a character
-neither preamble sets is written as its code, '[U+05D0]', ``mlmm.tables.latex_text``).
+neither preamble sets is written as its code, '[U+05D0]', ``mlmm.cells.latex_text``).
 Japanese (CJK) text needs the LuaLaTeX variant ``LUALATEX_PREAMBLE`` (luatexja);
 docs/latex.md says how to use both.
 """
@@ -113,8 +113,8 @@ def shorten(text: str, notes: list[str]) -> str:
 
 
 def latex_text(text) -> str:
-    """``text`` as LaTeX that typesets it literally (``mlmm.tables.latex_text``)."""
-    from mlmm.tables import latex_text as escape
+    """``text`` as LaTeX that typesets it literally (``mlmm.cells.latex_text``)."""
+    from mlmm.cells import latex_text as escape
 
     return escape(text)
 
@@ -470,8 +470,8 @@ def render_slices(grid: Grid, caption: str, label: str, comments: list[str]) -> 
 def paper_grids(frame: pd.DataFrame, stem: str) -> tuple[Grid, Grid | None]:
     """The main grid (ours ± sd, the paper's number in its own column under each of the
     paper's columns) and the companion grid of intervals (None without intervals) of a tidy
-    table beside a paper's, in the paper's shape (``mlmm.tables.shape_keys``)."""
-    from mlmm.tables import BLANK, decimals, format_number, shape_keys
+    table beside a paper's, in the paper's shape (``mlmm.cells.shape_keys``)."""
+    from mlmm.cells import BLANK, decimals, format_number, shape_keys
 
     frame, rows, columns = shape_keys(frame, stem)
     notes: list[str] = []
@@ -540,13 +540,13 @@ def paper_grids(frame: pd.DataFrame, stem: str) -> tuple[Grid, Grid | None]:
 
 
 def _row_name(key: str) -> str:
-    from mlmm.tables import ROW_HEADERS
+    from mlmm.cells import ROW_HEADERS
 
     return ROW_HEADERS.get(key, key)
 
 
 def _direction(value: str) -> str:
-    from mlmm.tables import DIRECTION_NAMES
+    from mlmm.cells import DIRECTION_NAMES
 
     return DIRECTION_NAMES.get(str(value), str(value))
 
