@@ -68,7 +68,7 @@ IMAGE_CHANGES = {
 
 @pytest.mark.parametrize("change", list(IMAGE_CHANGES))
 def test_tree_identity_of_an_image_directory_sees_every_change(change, tmp_path):
-    """Issue 27: extract_features takes a user's image directory as a param (a dry run needs no
+    """`extract_features` takes a user's image directory as a param (a dry run needs no
     images), with this identity as a second param, so that a changed image reruns it."""
     root = _images(tmp_path / "images")
     before = tree_identity(root)

@@ -132,7 +132,7 @@ def test_post_deploy_installs_the_package_without_dependencies(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert (env / "bin" / "mlmm").exists()
     assert list(site.glob("mlmm-*.dist-info"))
-    # a copy of the package, not a link to one checkout (issue 30)
+    # a copy of the package, not a link to one checkout
     assert (site / "mlmm" / "cli" / "__init__.py").is_file()
     assert not list(site.glob("__editable__*"))
 
@@ -154,7 +154,7 @@ def rules(workflow_dir) -> dict:
 # The rules whose commands reach the network (downloads, and the preparation steps that fetch
 # their own inputs): compute nodes of a cluster often have no outside access (docs/workflow.md).
 # The heavy work after a download (unpacking COCO's 19 GB, RCSLS on 200K words) is a rule of
-# its own that a cluster runs: unpack_coco_images, retrieval_vectors_rotated (issue 30).
+# its own that a cluster runs: unpack_coco_images, retrieval_vectors_rotated.
 NETWORK_RULES = {
     "fetch_multi30k", "fetch_coco_images", "fetch_muse", "prepare_coco", "retrieval_vectors",
     "fetch_rotated_vectors", "ted_corpus",
@@ -187,7 +187,7 @@ def test_rules_that_run_code_name_an_existing_env_and_a_log(rules, workflow_dir)
 
 
 def test_rules_that_read_the_paper_tables_take_them_as_inputs(rules):
-    """A corrected number in a paper CSV reruns every table that prints it (issue 27): each
+    """A corrected number in a paper CSV reruns every table that prints it: each
     rule whose command is given the paper tables lists their CSVs among its inputs."""
     readers = {name: rule for name, rule in rules.items() if "{params.paper" in rule["shell"]}
     assert len(readers) >= 6
@@ -325,7 +325,7 @@ def test_report_captions_render_without_mailto_links():
 
 
 def test_report_captions_take_nothing_from_the_report_time_config():
-    """Issue 30: a `--config multi30k='{source: url}'` given to `--report` captioned demo
+    """A `--config multi30k='{source: url}'` given to `--report` captioned demo
     tables as downloaded data. What produced an output is what its runs recorded (mlmm.origin
     stamps on the page and figure); no caption reads the configuration."""
     captions = sorted((REPO / "workflow/report").glob("*.rst"))
@@ -361,7 +361,7 @@ def test_slurm_profile_leaves_the_resources_to_the_rules():
 
 def test_slurm_profile_groups_no_rules():
     """A group job starts when all its members are ready: one group spanning the stages made
-    every table wait for the last training job (issue 30)."""
+    every table wait for the last training job."""
     profile = yaml.safe_load(SLURM_PROFILE.read_text())
     assert "groups" not in profile and "group-components" not in profile
 
@@ -416,7 +416,7 @@ def test_slurm_dry_run_resolves_resources(slurm_dry_run):
 
 def test_a_one_off_set_resources_keeps_the_gpu_requests(workflow_dir):
     """docs/workflow.md's `--set-resources train_retrieval:runtime=720` replaces the profile's
-    set-resources for that rule; the GPU need, in the rules, stays (issue 30)."""
+    set-resources for that rule; the GPU need, in the rules, stays."""
     proc = run_snakemake(
         workflow_dir, "-n", "--workflow-profile", "profiles/slurm", "--cores", "1024",
         "--set-resources", "train_retrieval:runtime=720",
