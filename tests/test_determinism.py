@@ -37,6 +37,8 @@ from helpers.workflow import (
     run_snakemake,
 )
 
+from mlmm.io import TABLE_SUFFIXES
+
 
 def subset(first: Path) -> dict[str, list[str]]:
     """Targets of the second run, by kind, chosen among what the first run made."""
@@ -49,7 +51,8 @@ def subset(first: Path) -> dict[str, list[str]]:
             p.relative_to(first).as_posix()
             for stem in ("rajendran2016_table1", "rajendran2016_table3", "rajendran2016_table4",
                          "kadar2018_table1")  # fmt: skip
-            for p in sorted(results.glob(f"tables/{stem}.*"))
+            for p in (results / "tables" / f"{stem}{suffix}" for suffix in TABLE_SUFFIXES)
+            if p.is_file()  # the declared outputs (the LaTeX companions are written beside)
         ],
         "runs": [(system / "metrics.json").relative_to(first).as_posix()],
         "bytes": [p.relative_to(first).as_posix() for p in sorted(system.glob("*.1best"))],
