@@ -49,8 +49,12 @@ min_version("8.20")
 
 # config.yaml of this checkout, wherever the working directory is (`snakemake -d DIR`); used
 # as a module with `config: config`, Snakemake skips it and the importing workflow's config
-# (defaults filled in below) is the configuration.
-configfile: workflow.source_path("config.yaml")
+# (defaults filled in below) is the configuration. Snakemake reads it from its source cache,
+# whose path is this process's own: outputs name it "config.yaml" (OWN_CONFIG below).
+OWN_CONFIG = workflow.source_path("config.yaml")
+
+
+configfile: OWN_CONFIG
 
 
 # The config files that made the configuration, base first, then each --configfile.
@@ -72,7 +76,7 @@ os.environ.update(
     origin_environment(
         config,
         WORKFLOW_SOURCE,
-        CONFIG_FILES,
+        ["config.yaml" if path == OWN_CONFIG else path for path in CONFIG_FILES],
         bool(workflow.config_settings.config),
     )
 )
