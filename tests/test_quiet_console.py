@@ -35,3 +35,14 @@ def test_no_shell_command_carries_a_record(tmp_path):
             assert len(command) <= 1100, (rule, len(command), command[:300])
     records = sorted(p.name for p in (tmp_path / "results/records").rglob("*.json"))
     assert "retrieval_tables.json" in records and len(records) > 10
+
+
+def test_a_record_reads_back_the_numbers_it_was_written_with(tmp_path):
+    """A record is JSON read by the commands' config reader: 6e-05 stays a number (YAML 1.1
+    would read it as a string and the schema would refuse the paper's AME learning rate)."""
+    from mlmm.config import read_sources
+    from mlmm.records import write_record
+
+    record = {"retrieval": {"variants": {"ame": {"optimizer": {"lr": 6e-05}, "eps": 1e-08}}}}
+    path = write_record(tmp_path / "ame.json", record)
+    assert read_sources([path]) == [(str(path), record)]

@@ -20,7 +20,7 @@ import yaml
 from jsonschema import validators
 
 from mlmm.errors import InputError
-from mlmm.io import read_yaml
+from mlmm.io import read_json, read_yaml
 
 
 def _with_defaults(validator_class):
@@ -123,9 +123,15 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 
 
 def read_sources(paths: Sequence[str | Path]) -> list[tuple[str, dict]]:
-    """(path, parsed YAML) of each config file, in the order Snakemake merges them."""
+    """(path, parsed YAML) of each config file, in the order Snakemake merges them. A ``.json``
+    file (the workflow's records, ``mlmm.records``) is parsed as JSON: PyYAML's YAML 1.1 reads
+    a JSON number such as ``6e-05`` as a string."""
     out = []
     for path in paths:
+        if Path(path).suffix == ".json":
+            data = read_json(path, "a JSON config file")
+            out.append((str(path), data if isinstance(data, dict) else {}))
+            continue
         try:
             text = Path(path).read_text(encoding="utf-8-sig")
             loader = _UniqueKeyLoader(text)
