@@ -375,3 +375,19 @@ def test_generated_data_in_the_real_layouts_is_never_labelled_real(monkeypatch, 
     assert origin.columns()["data"] == "generated"
     table = pd.DataFrame([{"x": 1, **origin.columns()}])
     assert Origin.of_table(table).generated
+
+
+@pytest.mark.parametrize("configs", [["config.yaml"], ["config.yaml", "config/paper.yaml"]])
+def test_a_written_record_reads_back_as_the_configuration_it_records(configs, tmp_path):
+    """The tables', figures' and claims' jobs read the retrieval section from the record the
+    workflow writes (JSON); every value, small floats such as AME's COCO rate 6e-05 included,
+    must read back as the configuration holds it, or every run is refused as another config's."""
+    from mlmm.records import write_record
+
+    root = Path(__file__).resolve().parents[1]
+    retrieval = report.read_section([root / c for c in configs])
+    assert retrieval["variants"]
+    numbers = {"small_numbers": [6e-05, 1e-6, 2.5e-10, 1e21]}
+    retrieval = {**retrieval, "defaults": {**retrieval.get("defaults", {}), **numbers}}
+    record = write_record(tmp_path / "retrieval_tables.json", {"retrieval": retrieval})
+    assert report.read_section([record]) == json.loads(json.dumps(retrieval))

@@ -130,20 +130,26 @@ def read_sources(paths: Sequence[str | Path]) -> list[tuple[str, dict]]:
     for path in paths:
         if Path(path).suffix == ".json":
             data = read_json(path, "a JSON config file")
-            out.append((str(path), data if isinstance(data, dict) else {}))
-            continue
-        try:
-            text = Path(path).read_text(encoding="utf-8-sig")
-            loader = _UniqueKeyLoader(text)
-            loader.name = str(path)
-            try:
-                data = loader.get_single_data() or {}
-            finally:
-                loader.dispose()
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            raise InputError(path, "a readable YAML file", type(exc).__name__) from None
-        out.append((str(path), data if isinstance(data, dict) else {}))
+        else:
+            data = _read_yaml_config(path)
+        if not isinstance(data, dict):
+            raise InputError(path, "a mapping of config keys", f"a {type(data).__name__}")
+        out.append((str(path), data))
     return out
+
+
+def _read_yaml_config(path: str | Path):
+    """A YAML config file as Snakemake reads it, refusing a key given twice in one mapping."""
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+        loader = _UniqueKeyLoader(text)
+        loader.name = str(path)
+        try:
+            return loader.get_single_data() or {}
+        finally:
+            loader.dispose()
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise InputError(path, "a readable YAML file", type(exc).__name__) from None
 
 
 COMMAND_LINE = "--config (command line)"

@@ -23,7 +23,7 @@ from mlmm.catalogue import TABLES, TableSpec
 from mlmm.errors import InputError
 from mlmm.figures import figure_size, paper_style
 from mlmm.intervals import BOOTSTRAP_NOTE, Run, add_intervals
-from mlmm.io import parse_json, read_json, read_yaml, save_figure
+from mlmm.io import parse_json, read_json, save_figure
 from mlmm.origin import Origin, backbone_name, stamp_figure
 from mlmm.tables import KEYS, beside_paper, load_paper_table, summarise_runs, write_table
 
@@ -33,16 +33,14 @@ from mlmm.tables import KEYS, beside_paper, load_paper_table, summarise_runs, wr
 
 def read_section(config_paths: list[Path]) -> dict:
     """The ``retrieval`` section of config files merged in order (as Snakemake merges them)."""
-
+    from mlmm.config import read_sources
     from mlmm.retrieval.config import merge_config
 
     merged: dict = {}
     for path in map(Path, config_paths):
         if not path.is_file():
             raise InputError(path, "a config file", "no such file")
-        loaded = read_yaml(path, "a YAML config file") or {}
-        if not isinstance(loaded, dict):
-            raise InputError(path, "a YAML mapping of config keys", f"a {type(loaded).__name__}")
+    for _, loaded in read_sources(config_paths):
         merged = merge_config(merged, loaded)
     return merged.get("retrieval") or {}
 
