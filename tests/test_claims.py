@@ -185,9 +185,42 @@ def test_every_shipped_claim_names_cells_of_the_paper_table(paper):
         REPO / "resources" / "claims" / f"{paper}.yaml", PAPER_TABLES
     )
     assert name == paper and claims and min_seeds >= 5
+    figure_rows = _figure_rows(paper)
     for claim in claims:
-        assert np.isfinite(c.paper_effect(PAPER_TABLES, paper, claim)), claim.id
         assert len(claim.quote) > 20 and claim.section, claim.id
+        if claim.figure:  # no paper numbers: its rows are the configured rows of that figure
+            assert {claim.better, claim.than} <= figure_rows[claim.figure], claim.id
+            assert np.isnan(c.paper_effect(PAPER_TABLES, paper, claim)), claim.id
+            continue
+        if np.isfinite(c.paper_effect(PAPER_TABLES, paper, claim)):
+            continue
+        # no paper effect on a table: only where the table leaves every cell of it empty
+        frame = pd.read_csv(PAPER_TABLES / f"{paper}_table{claim.table}.csv")
+        for cell, metric in claim.parts():
+            for side in (0, 1):
+                system, note = claim.side_row(side, cell)
+                found = claim.side_cell(side, cell, metric)
+                hit = frame[
+                    (frame.system == system)
+                    & (frame.variant_note.fillna("") == note)
+                    & (frame.language == found["language"])
+                    & (frame.direction == found["direction"])
+                    & (frame.metric == metric)
+                ]
+                assert len(hit) == 1 and hit["value"].isna().all(), (claim.id, system, cell)
+                assert str(hit["source_note"].iloc[0]).startswith("ambiguous"), claim.id
+
+
+def _figure_rows(paper: str) -> dict[int, set[tuple[str, str]]]:
+    """(system, variant_note) of every configured row of each of the paper's figures."""
+    variants = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())["retrieval"]["variants"]
+    rows: dict[int, set[tuple[str, str]]] = {}
+    for record in variants.values():
+        for row in (record or {}).get("paper_rows") or []:
+            if row["paper"] == paper and "figure" in row:
+                note = row.get("variant_note") or ""
+                rows.setdefault(row["figure"], set()).add((row["system"], note))
+    return rows
 
 
 def test_nmt_systems_give_table3_intervals_and_claims(tmp_path):
@@ -455,3 +488,72 @@ def test_claims_and_intervals_import_no_table_builder():
         assert not imported(low) & builders, low
     for builder in builders:
         assert "mlmm.claims" not in imported(builder), builder
+
+
+def _figure_run(tmp_path: Path, system: str, seed: int, ranks: np.ndarray) -> Run:
+    """A run mapped onto a row of Kádár Figure 3 (``figure: 3``, no table), en i2t ranks."""
+    out = tmp_path / f"figure3_{system}/seed{seed}"
+    out.mkdir(parents=True)
+    write_outcomes(out / "queries.npz", {"folds": 1, "images": len(ranks),
+                                         "test": {"en": {"i2t": ranks}}}, {})  # fmt: skip
+    metrics = {"variant": system, "seed": seed, "test": {"en": {"i2t": {}}}}
+    row = {"paper": "kadar2018", "figure": 3, "system": system, "variant_note": "",
+           "languages": None}  # fmt: skip
+    return Run(system, seed, metrics, [row], [], out / "metrics.json")
+
+
+def _figure_claim(claim_id: str, better: str, than: str) -> dict:
+    return {"id": claim_id, "finding": "x", "quote": "y", "section": "6.3, Figure 3",
+            "figure": 3, "language": "en", "direction": "i2t", "metric": "R@10",
+            "better": {"system": better}, "than": {"system": than}}  # fmt: skip
+
+
+def test_figure_claims_test_the_direction_only(tmp_path):
+    """A claim on a figure's rows (no paper numbers): its runs are the variants mapped onto
+    that figure, not a table's rows of the same number; its paper effect is blank, so a
+    significant effect in the claim's direction is reproduced, against it reversed, and a null
+    one inconclusive (never 'below detectable' or a size verdict)."""
+    rng = np.random.default_rng(7)
+    base = rng.integers(0, 60, size=N)
+    strong = np.where(rng.random(N) < 0.4, 0, base)
+    runs = [_figure_run(tmp_path, "Monolingual", s, rng.permutation(base)) for s in (1, 2)]
+    runs += [_figure_run(tmp_path, "Multilingual", s, strong) for s in (1, 2)]
+    runs += [_figure_run(tmp_path, "Bilingual", s, rng.permutation(base)) for s in (1, 2)]
+    # a Table 3 run of the same system name must not stand in for the figure's row
+    runs += [_run(tmp_path, "Trilingual", 1, strong, table=3)]
+    registry = tmp_path / "kadar2018.yaml"
+    entries = [_figure_claim("more", "Multilingual", "Monolingual"),
+               _figure_claim("fewer", "Monolingual", "Multilingual"),
+               _figure_claim("null", "Bilingual", "Monolingual"),
+               _figure_claim("table_row", "Trilingual", "Monolingual")]  # fmt: skip
+    registry.write_text(yaml.safe_dump({"paper": "kadar2018", "min_seeds": 2, "claims": entries}))
+    paper, claims, min_seeds = c.load_claims(registry, PAPER_TABLES)
+    assert claims[0].source == ("figure", 3) and claims[0].table == 0
+    frame = c.evaluate_claims(runs, paper, claims, PAPER_TABLES, min_seeds).set_index("claim")
+    assert frame["paper_effect"].isna().all()
+    assert frame.loc["more", "verdict"] == "reproduced" and frame.loc["more", "our_effect"] > 0
+    assert frame.loc["fewer", "verdict"] == "reversed"
+    assert frame.loc["null", "verdict"] == "inconclusive"
+    assert frame.loc["table_row", "verdict"] == "not run"
+    assert "Trilingual" in frame.loc["table_row", "reason"]
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"table": 3}, r"exactly one of 'table' and 'figure'.*both"),
+        ({"figure": None}, r"figure'.*a figure number"),
+        ({"figure": 0}, r"a figure number"),
+    ],
+)
+def test_figure_claims_name_one_figure(tmp_path, change, message):
+    entry = {k: v for k, v in (_figure_claim("f", "Bilingual", "Monolingual") | change).items()}
+    registry = tmp_path / "kadar2018.yaml"
+    registry.write_text(yaml.safe_dump({"paper": "kadar2018", "claims": [entry]}))
+    with pytest.raises(InputError, match=message):
+        c.load_claims(registry)
+    del entry["figure"]
+    entry.pop("table", None)
+    registry.write_text(yaml.safe_dump({"paper": "kadar2018", "claims": [entry]}))
+    with pytest.raises(InputError, match=r"exactly one of 'table' and 'figure'.*neither"):
+        c.load_claims(registry)

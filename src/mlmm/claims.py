@@ -13,6 +13,12 @@ the level that goes with its adjusted p-value (``uncertainty.holm_levels``), so 
 interval excludes 0 where the adjusted test rejects. ``mde`` is the minimal detectable effect
 at 80 % power for the claim's test set and seeds at that level.
 
+A claim without a paper effect tests the direction only: a claim on a figure (``figure: N``
+instead of ``table``, the runs of the variants' ``paper_rows`` with that figure; the figure
+prints no numbers) or on cells its table leaves empty (Calixto & Liu's median ranks). Its
+paper effect is blank, and of the verdicts below only the direction ones apply: reproduced
+(significant in the paper's direction), reversed, inconclusive.
+
 Verdicts of a superiority claim (``test: superiority``, the default):
 
 - ``reproduced``: significant, the paper's sign, the paper's effect inside our interval
@@ -90,7 +96,7 @@ class Claim:
     finding: str
     quote: str
     section: str
-    table: int
+    table: int  # 0 for a claim on a figure
     metrics: tuple[str, ...]  # one or several of one direction (R@1, R@5, R@10)
     # (system, variant_note) as in the paper's CSV; "{language}" in the note stands for the
     # cell's language (Rajendran's rows are spelt "test=es ...", "captions=fr")
@@ -102,6 +108,14 @@ class Claim:
     # a row's own language where the two differ (Rajendran Table 5: the En-Image CorrNet's
     # English captions against the Bridge CorrNet's French ones, on the same MIC images)
     row_languages: tuple[str, str] = ("", "")
+    # a claim on a paper figure (Kadar Figure 3): the variants' rows with ``figure: N``; the
+    # figure prints no numbers, so the claim has no paper effect and tests the direction only
+    figure: int = 0
+
+    @property
+    def source(self) -> tuple[str, int]:
+        """Where the two rows are: ("table", N) or ("figure", N), as in ``paper_rows``."""
+        return ("figure", self.figure) if self.figure else ("table", self.table)
 
     @property
     def metric(self) -> str:
@@ -129,8 +143,8 @@ class Claim:
         return f"{', '.join(self.metrics)}: " + "; ".join(parts) + (" (mean)" if several else "")
 
 
-CLAIM_KEYS = {"id", "finding", "quote", "section", "table", "metric", "better", "than"}
-OPTIONAL_KEYS = {"language", "direction", "dataset", "cells", "test", "margin"}
+CLAIM_KEYS = {"id", "finding", "quote", "section", "metric", "better", "than"}
+OPTIONAL_KEYS = {"table", "figure", "language", "direction", "dataset", "cells", "test", "margin"}
 CELL_KEYS = {"language", "direction", "dataset"}
 
 
@@ -205,9 +219,13 @@ def parse_claim(path: Path, entry, number: int) -> Claim:
     if not metrics or len(signs) != 1 or len(set(metrics)) != len(metrics):
         raise InputError(path, "one metric, or distinct ones with the same better direction",
                          repr(listed), key=f"{where}.metric")  # fmt: skip
-    table = entry["table"]
-    if not isinstance(table, int) or isinstance(table, bool) or table < 1:
-        raise InputError(path, "a table number", repr(table), key=f"{where}.table")
+    if ("table" in entry) == ("figure" in entry):
+        raise InputError(path, "exactly one of 'table' and 'figure'",
+                         "both" if "table" in entry else "neither", key=where)  # fmt: skip
+    source = "table" if "table" in entry else "figure"
+    number = entry[source]
+    if not isinstance(number, int) or isinstance(number, bool) or number < 1:
+        raise InputError(path, f"a {source} number", repr(number), key=f"{where}.{source}")
     better, better_language = _row(path, entry["better"], f"{where}.better")
     than, than_language = _row(path, entry["than"], f"{where}.than")
     if (better, better_language) == (than, than_language):
@@ -229,7 +247,8 @@ def parse_claim(path: Path, entry, number: int) -> Claim:
         finding=_text(path, entry["finding"], f"{where}.finding"),
         quote=_text(path, entry["quote"], f"{where}.quote"),
         section=_text(path, entry["section"], f"{where}.section"),
-        table=table,
+        table=number if source == "table" else 0,
+        figure=number if source == "figure" else 0,
         metrics=metrics,
         better=better,
         than=than,
@@ -286,7 +305,11 @@ def paper_effect(
     paper_tables: Path | None, paper: str, claim: Claim, registry: Path | None = None
 ) -> float:
     """The paper's own effect in the claim's direction, the mean over its cells; NaN where the
-    paper's table is not at hand; InputError where a cell is not in it."""
+    paper's table is not at hand or the claim is on a figure (no numbers printed), and where
+    the table leaves a cell empty (Calixto & Liu's unreadable median ranks); InputError where
+    a cell is not in it."""
+    if claim.figure:
+        return np.nan
     frame = load_paper_table(paper_tables, paper, claim.table)
     if frame is None:
         return np.nan
@@ -323,7 +346,8 @@ def paper_effect(
 def _configured_languages(runs, paper: str, claim: Claim, side: int, cell) -> set[str]:
     system, note = claim.side_row(side, cell)
     languages: set[str] = set()
-    for run in mapped_runs(runs, paper, claim.table, system, note):
+    key, number = claim.source
+    for run in mapped_runs(runs, paper, number, system, note, key):
         for row in run.paper_rows:
             languages |= set(row.get("languages") or [])
     return languages
@@ -332,14 +356,15 @@ def _configured_languages(runs, paper: str, claim: Claim, side: int, cell) -> se
 def _reason(runs, paper: str, claim: Claim) -> tuple[str, list]:
     """Why a claim cannot be tested ('' when it can), and both rows' samples of every cell."""
     pairs = []
+    key, number = claim.source
     for cell, metric in claim.parts():
         found: list[CellSamples] = []
         for side in (0, 1):
             system, note = claim.side_row(side, cell)
-            if not mapped_runs(runs, paper, claim.table, system, note):
+            if not mapped_runs(runs, paper, number, system, note, key):
                 return f"no configured variant runs the row {system} [{note}]", []
             wanted = claim.side_cell(side, cell, metric)
-            samples = cell_samples(runs, paper, claim.table, system, note, wanted)
+            samples = cell_samples(runs, paper, number, system, note, wanted, key)
             if samples is None:
                 languages = _configured_languages(runs, paper, claim, side, cell)
                 if languages and wanted["language"] not in languages:

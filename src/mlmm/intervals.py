@@ -151,30 +151,35 @@ def _ted_samples(run: Run, metric: str):
     return CellSamples([samples], uncertainty.macro_f1_statistic, test_set=f"ted {test}")
 
 
-def row_matches(row: dict, paper: str, table: int, system: str, variant_note: str) -> bool:
-    return (row["paper"], row.get("table"), row["system"], row["variant_note"]) == (
+def row_matches(
+    row: dict, paper: str, table: int, system: str, variant_note: str, key: str = "table"
+) -> bool:
+    """``row`` is that paper row: of its table, or with ``key="figure"`` of its figure."""
+    return (row["paper"], row.get(key), row["system"], row["variant_note"]) == (
         paper, table, system, variant_note,
     )  # fmt: skip
 
 
-def mapped_runs(runs, paper: str, table: int, system: str, variant_note: str) -> list[Run]:
-    """The runs with a ``paper_rows`` entry for that paper row."""
+def mapped_runs(
+    runs, paper: str, table: int, system: str, variant_note: str, key: str = "table"
+) -> list[Run]:
+    """The runs with a ``paper_rows`` entry for that paper row (of a figure: ``key="figure"``)."""
     return [
         run for run in runs
-        if any(row_matches(r, paper, table, system, variant_note) for r in run.paper_rows)
+        if any(row_matches(r, paper, table, system, variant_note, key) for r in run.paper_rows)
     ]  # fmt: skip
 
 
 def cell_samples(
-    runs, paper: str, table: int, system: str, variant_note: str, cell: dict
+    runs, paper: str, table: int, system: str, variant_note: str, cell: dict, key: str = "table"
 ) -> CellSamples | None:
-    """Every seed's outcomes of one cell of a paper row; None when a run mapped onto the row
-    kept none (an interval from some of the seeds would be too narrow) or the seeds were not
-    scored on the same queries."""
+    """Every seed's outcomes of one cell of a paper row (of a figure: ``key="figure"``); None
+    when a run mapped onto the row kept none (an interval from some of the seeds would be too
+    narrow) or the seeds were not scored on the same queries."""
     found: list[CellSamples] = []
     for run in runs:
         for row in run.paper_rows:
-            if not row_matches(row, paper, table, system, variant_note):
+            if not row_matches(row, paper, table, system, variant_note, key):
                 continue
             if row["languages"] and cell["language"] not in row["languages"]:
                 continue
