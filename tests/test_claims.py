@@ -557,3 +557,30 @@ def test_figure_claims_name_one_figure(tmp_path, change, message):
     registry.write_text(yaml.safe_dump({"paper": "kadar2018", "claims": [entry]}))
     with pytest.raises(InputError, match=r"exactly one of 'table' and 'figure'.*neither"):
         c.load_claims(registry)
+
+
+PAPER_TEXTS = REPO.parent / "shared" / "papers"
+
+
+def _letters(text: str) -> str:
+    """Letters and digits only, lower case: a quote and the paper text compare across line
+    breaks, hyphenation ('fine-\\ntuning'), emphasis marks and typographic dashes."""
+    import unicodedata
+
+    return "".join(ch for ch in unicodedata.normalize("NFKC", text).lower() if ch.isalnum())
+
+
+@pytest.mark.skipif(not PAPER_TEXTS.is_dir(), reason="no ../shared/papers")
+@pytest.mark.parametrize("paper", CLAIM_PAPERS)
+def test_every_claim_quotes_its_paper_verbatim(paper):
+    """Each registered claim's quote, cut only at '...', stands in one paper text: a verdict
+    tests what the authors wrote, not a paraphrase."""
+    texts = [_letters(p.read_text(encoding="utf-8", errors="replace"))
+             for p in sorted(PAPER_TEXTS.iterdir())]  # fmt: skip
+    _, claims, _ = c.load_claims(REPO / "resources" / "claims" / f"{paper}.yaml")
+    misquoted = []
+    for claim in claims:
+        parts = [_letters(part) for part in claim.quote.split("...") if _letters(part)]
+        if not any(all(part in text for part in parts) for text in texts):
+            misquoted.append(claim.id)
+    assert misquoted == []
