@@ -18,14 +18,7 @@ import numpy as np
 import pandas as pd
 
 from mlmm import uncertainty
-from mlmm.outcomes import (
-    decisions_path,
-    queries_path,
-    read_decisions,
-    read_outcomes,
-    read_sentence_statistics,
-    sentences_path,
-)
+from mlmm.outcomes import verified_outcomes
 
 NMT_LANGUAGE = "en-de"  # Calixto & Liu Table 3 (mlmm.nmt.table)
 BOOTSTRAP_NOTE = (
@@ -79,22 +72,23 @@ class CellSamples:
 # per-query outcomes of a cell
 
 
+# every read goes through mlmm.outcomes.verified_outcomes: the outcomes must be the run's own
+# and give its metrics, or the read is refused (a missing or foreign file is an error)
+
+
 @functools.cache
 def _outcomes(metrics_path: Path) -> dict | None:
-    path = queries_path(metrics_path)
-    return read_outcomes(path) if path.is_file() else None
+    return verified_outcomes(metrics_path, "queries")
 
 
 @functools.cache
 def _decisions(result_path: Path) -> dict | None:
-    path = decisions_path(result_path)
-    return read_decisions(path) if path.is_file() else None
+    return verified_outcomes(result_path, "documents")
 
 
 @functools.cache
 def _sentences(metrics_path: Path) -> dict | None:
-    path = sentences_path(metrics_path)
-    return read_sentence_statistics(path) if path.is_file() else None
+    return verified_outcomes(metrics_path, "sentences")
 
 
 def run_samples(run: Run, language: str, direction: str, metric: str, dataset: str = ""):
