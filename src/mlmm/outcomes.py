@@ -51,12 +51,12 @@ from pathlib import Path
 import numpy as np
 
 from mlmm.errors import InputError
-from mlmm.io import parse_json, read_json_object, read_npz, write_json, write_npz
+from mlmm.io import _json_default, parse_json, read_json_object, read_npz, write_json, write_npz
 
 
 def _text(provenance: dict) -> np.ndarray:
     """JSON as UTF-8 bytes (numpy's str arrays take four bytes a character)."""
-    return np.asarray(json.dumps(provenance, sort_keys=True, default=str).encode("utf-8"))
+    return np.asarray(json.dumps(provenance, sort_keys=True, default=_json_default).encode("utf-8"))
 
 
 def _from_text(array: np.ndarray | None, where: str | Path = "per-query outcomes") -> dict:
