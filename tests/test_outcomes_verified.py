@@ -169,6 +169,14 @@ def _edited_array(target: Path, kind: str) -> Path:
     return path
 
 
+def _reordered(target: Path, kind: str) -> Path:
+    """The first array's rows reversed: the same ranks (statistics) in another query order,
+    which leaves every metric as it was but pairs other queries in a claim's comparison."""
+    path = outcomes_path(target, FILE_KIND[kind])
+    _edit_array(path, lambda array: array[::-1].copy())
+    return path
+
+
 def _truncated(target: Path, kind: str) -> Path:
     path = outcomes_path(target, FILE_KIND[kind])
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
@@ -181,8 +189,8 @@ def _missing(target: Path, kind: str) -> Path:
     return path
 
 
-ATTACKS = ["swapped", "edited metrics", "edited outcomes", "truncated", "missing",
-           "provenance of another run"]  # fmt: skip
+ATTACKS = ["swapped", "edited metrics", "edited outcomes", "reordered outcomes", "truncated",
+           "missing", "provenance of another run"]  # fmt: skip
 
 
 @pytest.mark.parametrize("attack", ATTACKS)
@@ -196,7 +204,8 @@ def test_a_foreign_or_altered_outcome_file_is_refused_naming_it(tmp_path, kind, 
         named = _swapped(target, other, kind)
     else:
         named = {"edited metrics": _edited_metrics, "edited outcomes": _edited_array,
-                 "truncated": _truncated, "missing": _missing}[attack](target, kind)  # fmt: skip
+                 "reordered outcomes": _reordered, "truncated": _truncated,
+                 "missing": _missing}[attack](target, kind)  # fmt: skip
     with pytest.raises(InputError) as caught:
         verified_outcomes(target, file_kind)
     message = str(caught.value)
@@ -213,7 +222,7 @@ def test_outcomes_written_by_the_stages_read_back(tmp_path, kind):
     target, _ = _two_runs(tmp_path, kind)
     metrics = json.loads(target.read_text())
     file_kind = FILE_KIND[kind]
-    assert metrics["outcomes"] == outcomes_path(target, file_kind).name
+    assert metrics["outcomes"]["file"] == outcomes_path(target, file_kind).name
     found = verified_outcomes(target, file_kind)
     assert found
     if file_kind == "queries":
@@ -241,7 +250,8 @@ def test_a_metrics_file_without_outcomes_reads_as_none(tmp_path):
     path = tmp_path / "metrics.json"
     write_json(path, {"variant": "v", "seed": 1, "test": {}})
     assert verified_outcomes(path, "queries") is None
-    write_json(path, {"variant": "v", "seed": 1, "test": {}, "outcomes": "queries.npz"})
+    named = {"file": "queries.npz", "sha256": "0" * 64}
+    write_json(path, {"variant": "v", "seed": 1, "test": {}, "outcomes": named})
     with pytest.raises(InputError, match="queries.npz: expected the outcomes"):
         verified_outcomes(path, "queries")
 

@@ -66,7 +66,7 @@ def test_bilingual_c2c_beats_chance_and_reloads(world, tmp_path):
     saved = json.loads((tmp_path / "metrics.json").read_text())
     assert saved["best_step"] == metrics["best_step"] and saved["history"]
     # its queries.npz is its own and gives its numbers back (mlmm.outcomes' contract)
-    assert saved["outcomes"] == "queries.npz"
+    assert saved["outcomes"]["file"] == "queries.npz"
     assert verified_outcomes(tmp_path / "metrics.json", "queries") is not None
     assert (tmp_path / "history.csv").read_text().startswith("step,epoch,loss")
     assert not (tmp_path / "checkpoint.pt").exists()

@@ -22,8 +22,9 @@ An MT system keeps per-sentence statistics (``sentences.npz``, ``write_sentence_
 
 Contract, checked on every read (``verified_outcomes``, the one path by which intervals and
 claims read outcomes): a stage writes its metrics JSON and its outcomes file together
-(``write_result``), the JSON naming the file (``"outcomes": "queries.npz"``) and the file
-carrying the JSON's ``provenance``. The reader refuses, in one line naming the file
+(``write_result``), the JSON naming the file and the digest of its arrays (``"outcomes":
+{"file": "queries.npz", "sha256": ...}``, ``arrays_digest``) and the file carrying the JSON's
+``provenance``. The reader refuses, in one line naming the file
 (``InputError``):
 
 - a file the metrics name that is missing (an error, not "no interval"), or a file where
@@ -36,6 +37,8 @@ carrying the JSON's ``provenance``. The reader refuses, in one line naming the f
 - metrics that do not recompute from the outcomes (``run_metrics``, the pivot's
   ``recalls_of_ranks``, ``nmt.metrics.corpus_score``, ``decision_metrics``; within 1e-6
   relative), whichever of the two was edited;
+- arrays other than those the metrics record (``arrays_digest``: ranks reordered among the
+  queries give the same metrics but pair other queries in a claim's comparison);
 - a truncated or unreadable file.
 
 A metrics JSON that names no outcomes file and has none beside it is read without outcomes
@@ -44,6 +47,7 @@ A metrics JSON that names no outcomes file and has none beside it is read withou
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from pathlib import Path
@@ -274,9 +278,21 @@ def write_result(metrics_path: str | Path, metrics: dict, kind: str, outcomes) -
     to ``metrics`` as ``"outcomes"``); written outcomes first, so that metrics never name a
     file that is not there yet."""
     path = outcomes_path(metrics_path, kind)
-    metrics["outcomes"] = path.name
     _WRITERS[kind](path, outcomes, metrics["provenance"])
+    metrics["outcomes"] = {"file": path.name, "sha256": arrays_digest(read_npz(path))}
     write_json(metrics_path, metrics)
+
+
+def arrays_digest(arrays: dict[str, np.ndarray]) -> str:
+    """sha256 over the name, type, shape and bytes of every array but the provenance: the
+    same for two runs with the same outcomes (the provenance holds the time of writing)."""
+    digest = hashlib.sha256()
+    for name in sorted(arrays):
+        if name != "provenance":
+            array = np.ascontiguousarray(arrays[name])
+            head = f"{name}\0{array.dtype.str}\0{array.shape}\0"
+            digest.update(head.encode() + array.tobytes())
+    return digest.hexdigest()
 
 
 def verified_outcomes(metrics_path: str | Path, kind: str):
@@ -290,9 +306,9 @@ def verified_outcomes(metrics_path: str | Path, kind: str):
     named = metrics.get("outcomes")
     if named is None and not path.is_file():
         return None
-    if named is not None and named != path.name:
-        raise InputError(metrics_path, f"the outcomes file beside it, {path.name!r}",
-                         repr(named), key="outcomes")  # fmt: skip
+    if named is not None and (not isinstance(named, dict) or named.get("file") != path.name):
+        raise InputError(metrics_path, f"the outcomes file beside it, {{'file': {path.name!r}, "
+                         "'sha256': ...}", repr(named)[:80], key="outcomes")  # fmt: skip
     if not path.is_file():
         raise InputError(path, f"the outcomes {metrics_path} was computed from", "no such file")
     what, parse = _READS[kind]
@@ -318,6 +334,10 @@ def verified_outcomes(metrics_path: str | Path, kind: str):
     if differs:
         raise InputError(path, f"outcomes that give the numbers of {metrics_path}",
                          f"other numbers ({differs})")  # fmt: skip
+    if named is not None and named.get("sha256") != arrays_digest(arrays):
+        recorded = str(named.get("sha256"))[:12]
+        raise InputError(path, f"the arrays {metrics_path} records (sha256 {recorded}...)",
+                         "other arrays (edited or reordered after the run)")  # fmt: skip
     return outcomes
 
 
