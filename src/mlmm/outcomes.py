@@ -354,13 +354,26 @@ def _recomputed(kind: str, metrics: dict, outcomes) -> tuple[dict, dict]:
         again = {n: corpus_score(n, s) for n, s in outcomes.items() if n in SENTENCE_METRICS}
         return {"scores": stored}, {"scores": again}
     if "model" in metrics and "lambda" in metrics:  # a Rajendran Table 5 run (mlmm.pivot)
-        from mlmm.pivot.evaluate import recalls_of_ranks
-
-        tests = list(outcomes["test"].values())
-        again = recalls_of_ranks(tests[0]) if len(tests) == 1 else f"{len(tests)} languages"
-        return {"test": metrics.get("test")}, {"test": again}
+        return _pivot_recomputed(metrics.get("test"), outcomes["test"])
     again = run_metrics(outcomes)
     return {key: metrics.get(key) or {} for key in again}, again
+
+
+def _pivot_recomputed(stored, tests: dict) -> tuple[dict, dict]:
+    """A Table 5 run's ``test``: one caption language's ranks, its recalls as fractions of 1
+    (the paper's scale) at the R@k its metrics hold (``pivot.evaluate.recalls_of_ranks``)."""
+    from mlmm import evaluation  # torch: only where retrieval metrics are recomputed
+
+    if len(tests) != 1 or not isinstance(stored, dict):
+        return {"test": stored}, {"test": f"ranks of {len(tests)} caption languages"}
+    (ranks,) = tests.values()
+    again = {}
+    for direction, found in ranks.items():
+        held = stored.get(direction) if isinstance(stored.get(direction), dict) else {}
+        ks = tuple(sorted(int(m[2:]) for m in held if m.startswith("R@") and m[2:].isdigit()))
+        summary = evaluation.summarise_ranks(found, ks=ks or (1,))
+        again[direction] = {m: v / 100.0 if m.startswith("R@") else v for m, v in summary.items()}
+    return {"test": stored}, {"test": again}
 
 
 def _check_ranks(path: Path, outcomes: dict) -> None:
