@@ -274,9 +274,9 @@ def outcomes_path(metrics_path: str | Path, kind: str) -> Path:
 
 def write_result(metrics_path: str | Path, metrics: dict, kind: str, outcomes) -> None:
     """A run's metrics JSON and its outcomes of ``kind`` beside it, tied together: the
-    outcomes file carries ``metrics["provenance"]`` and the JSON names the file (it is added
-    to ``metrics`` as ``"outcomes"``); written outcomes first, so that metrics never name a
-    file that is not there yet."""
+    outcomes file carries ``metrics["provenance"]``, the JSON names the file and the digest of
+    its arrays (added to ``metrics`` as ``"outcomes"``); the outcomes are written first, so
+    that metrics never name a file that is not there yet."""
     path = outcomes_path(metrics_path, kind)
     _WRITERS[kind](path, outcomes, metrics["provenance"])
     metrics["outcomes"] = {"file": path.name, "sha256": arrays_digest(read_npz(path))}

@@ -333,10 +333,11 @@ def run_score(args) -> None:
     # the per-sentence statistics always lie beside the metrics (mlmm.outcomes' contract), so
     # that no earlier system's statistics stay beside new scores
     beside = sentences_path(args.out)
+    outputs = [args.out, beside] + ([args.sentences] if args.sentences is not None else [])
+    guard_outputs(outputs, [args.hyp, args.ref], args.force)
     if args.sentences is not None and Path(args.sentences).resolve() != beside.resolve():
         raise InputError(args.sentences, f"the file beside --out, {beside} (or no --sentences)",
                          "another path")  # fmt: skip
-    guard_outputs([args.out, beside], [args.hyp, args.ref], args.force)
     hyps = read_lines(args.hyp, allow_empty_lines=True)
     refs = read_lines(args.ref)
     jar, meteor_note = resolve_meteor_jar(args.meteor_jar)
