@@ -71,16 +71,16 @@ def _pivot(out: Path, variant: str, seed: int, shift: int = 0) -> Path:
     return out / "metrics.json"
 
 
-def _mt(out: Path, variant: str, seed: int, shift: int = 0) -> Path:
+def _mt(out: Path, variant: str, seed: int, shift: int = 0, note: str = "") -> Path:
     """An MT system's scores as `mlmm mt-score` writes them."""
     rng = np.random.default_rng(seed + shift)
     refs = [" ".join(rng.choice(list("abcdefghij"), size=10)) for _ in range(40)]
-    keep = 0.6 if variant.endswith("baseline") else 0.8
+    keep = 0.6 if "baseline" in variant else 0.8
     hyps = [" ".join(w if rng.random() < keep else "z" for w in r.split()) for r in refs]
     (out / "hyp").write_text("\n".join(hyps) + "\n")
     (out / "ref").write_text("\n".join(refs) + "\n")
     argv = ["mt-score", "--hyp", out / "hyp", "--ref", out / "ref", "--system", variant,
-            "--seed", seed, "--out", out / "metrics.json"]  # fmt: skip
+            "--seed", seed, "--variant-note", note, "--out", out / "metrics.json"]  # fmt: skip
     assert main([str(a) for a in argv]) == 0
     return out / "metrics.json"
 
@@ -274,7 +274,8 @@ def test_mt_score_keeps_its_statistics_beside_the_metrics(tmp_path):
 
 def test_the_intervals_read_only_verified_outcomes(tmp_path):
     """A table cell's samples come through the verification: another run's queries.npz in
-    the run's directory stops the table with the one-line error."""
+    the run's directory (copied after a first, clean read) stops the table with the one-line
+    error."""
     (tmp_path / "mono").mkdir()
     (tmp_path / "bi").mkdir()
     mono = _retrieval(tmp_path / "mono", "monolingual", 1)
@@ -282,10 +283,28 @@ def test_the_intervals_read_only_verified_outcomes(tmp_path):
     run = Run("bilingual", 1, json.loads(bi.read_text()), [], [], bi)
     assert run_samples(run, "en", "i2t", "R@1") is not None
     bi.with_name("queries.npz").write_bytes(mono.with_name("queries.npz").read_bytes())
-    copy = tmp_path / "copy"
-    copy.mkdir()
-    for name in ("metrics.json", "queries.npz"):  # a fresh path: the reads are cached
-        (copy / name).write_bytes((tmp_path / "bi" / name).read_bytes())
-    run = Run("bilingual", 1, json.loads(bi.read_text()), [], [], copy / "metrics.json")
-    with pytest.raises(InputError, match="queries.npz, key 'provenance'"):
+    with pytest.raises(InputError, match="bi/queries.npz, key 'provenance'"):
         run_samples(run, "en", "i2t", "R@1")
+
+
+def test_a_table_command_stops_on_another_systems_statistics(tmp_path, capsys):
+    """`mlmm nmt-table` over a system whose sentences.npz is the baseline's: exit non-zero,
+    one line naming the file (in the same process as a first, clean build: nothing stale is
+    reused)."""
+    paper_tables = Path(__file__).resolve().parents[1] / "resources" / "paper_tables"
+    systems = {"NMT baseline (attention NMT, Bahdanau et al., 2015)": "no re-ranking (1-best)",
+               "NMT + MLMME re-ranking": "beta=0.25"}  # fmt: skip
+    paths = []
+    for number, (system, note) in enumerate(systems.items()):
+        out = tmp_path / f"s{number}"
+        out.mkdir()
+        paths.append(_mt(out, system, 1, note=note))
+    argv = ["nmt-table", "--metrics", *map(str, paths), "--paper-tables", str(paper_tables),
+            "--out", str(tmp_path / "tables" / "calixto2017_table3")]  # fmt: skip
+    assert main(argv) == 0
+    capsys.readouterr()
+    vse = paths[1].with_name("sentences.npz")
+    vse.write_bytes(paths[0].with_name("sentences.npz").read_bytes())
+    assert main([*argv, "--force"]) != 0
+    err = [line for line in capsys.readouterr().err.splitlines() if "sentences.npz" in line]
+    assert err and f"{vse}, key 'provenance'" in err[-1], err

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from mlmm import uncertainty
-from mlmm.outcomes import verified_outcomes
+from mlmm.outcomes import outcomes_path, verified_outcomes
 
 NMT_LANGUAGE = "en-de"  # Calixto & Liu Table 3 (mlmm.nmt.table)
 BOOTSTRAP_NOTE = (
@@ -73,22 +73,36 @@ class CellSamples:
 
 
 # every read goes through mlmm.outcomes.verified_outcomes: the outcomes must be the run's own
-# and give its metrics, or the read is refused (a missing or foreign file is an error)
+# and give its metrics, or the read is refused (a missing or foreign file is an error); a
+# verified read is reused while neither file has changed (size and modification time)
 
 
-@functools.cache
 def _outcomes(metrics_path: Path) -> dict | None:
-    return verified_outcomes(metrics_path, "queries")
+    return _verified(metrics_path, "queries", *_stamps(metrics_path, "queries"))
 
 
-@functools.cache
 def _decisions(result_path: Path) -> dict | None:
-    return verified_outcomes(result_path, "documents")
+    return _verified(result_path, "documents", *_stamps(result_path, "documents"))
 
 
-@functools.cache
 def _sentences(metrics_path: Path) -> dict | None:
-    return verified_outcomes(metrics_path, "sentences")
+    return _verified(metrics_path, "sentences", *_stamps(metrics_path, "sentences"))
+
+
+def _stamps(metrics_path: Path, kind: str) -> tuple:
+    def stamp(path: Path):
+        try:
+            found = path.stat()
+        except OSError:
+            return None
+        return found.st_size, found.st_mtime_ns
+
+    return stamp(Path(metrics_path)), stamp(outcomes_path(metrics_path, kind))
+
+
+@functools.lru_cache(maxsize=256)
+def _verified(metrics_path: Path, kind: str, *stamps) -> dict | None:
+    return verified_outcomes(metrics_path, kind)
 
 
 def run_samples(run: Run, language: str, direction: str, metric: str, dataset: str = ""):
