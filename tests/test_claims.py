@@ -3,7 +3,6 @@ the retrieval tables' cells, and every shipped registry naming cells of the pape
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -16,8 +15,9 @@ from mlmm.catalogue import CLAIM_PAPERS
 from mlmm.errors import InputError
 from mlmm.intervals import Run, add_intervals
 from mlmm.nmt.table import nmt_runs
-from mlmm.outcomes import write_outcomes
+from mlmm.outcomes import run_metrics, write_result
 from mlmm.pivot.table import pivot_runs
+from mlmm.provenance import provenance
 from mlmm.ted.report import ted_runs
 
 REPO = Path(__file__).resolve().parents[1]
@@ -26,13 +26,25 @@ NOTE = "this paper (cosine similarity, max-of-hinges loss, ResNet50 features)"
 N = 400
 
 
+def _write_run(out: Path, system: str, seed: int, outcomes: dict) -> dict:
+    """A retrieval run's metrics.json and queries.npz as train_variant writes them
+    (``mlmm.outcomes.write_result``: its numbers from its outcomes)."""
+    metrics = {
+        "variant": system,
+        "seed": seed,
+        "provenance": provenance({"retrieval": {"name": system}}, seed),
+        **run_metrics({"c2c": {}, "sts": {}, **outcomes}),
+    }
+    write_result(out / "metrics.json", metrics, "queries", outcomes)
+    return metrics
+
+
 def _run(tmp_path: Path, system: str, seed: int, ranks: np.ndarray, table: int = 2) -> Run:
     """A run mapped onto a Kádár row, its queries.npz holding ``ranks`` for en i2t."""
     out = tmp_path / f"{system.replace(' ', '_')}/seed{seed}"
     out.mkdir(parents=True)
     outcomes = {"folds": 1, "images": len(ranks), "test": {"en": {"i2t": ranks}}}
-    write_outcomes(out / "queries.npz", outcomes, {})
-    metrics = {"variant": system, "seed": seed, "test": {"en": {"i2t": {}}}}
+    metrics = _write_run(out, system, seed, outcomes)
     row = {"paper": "kadar2018", "table": table, "system": system, "variant_note": NOTE,
            "languages": ["en"]}  # fmt: skip
     return Run(system, seed, metrics, [row], [], out / "metrics.json")
@@ -226,10 +238,8 @@ def _figure_rows(paper: str) -> dict[int, set[tuple[str, str]]]:
 def test_nmt_systems_give_table3_intervals_and_claims(tmp_path):
     """mt-score outputs (metrics.json with sentences.npz beside) become Calixto Table 3 rows:
     their BLEU cells get intervals, and a planted BLEU gain holds as a claim."""
-    import json
 
-    from mlmm.nmt.metrics import mt_metrics, sentence_statistics
-    from mlmm.outcomes import write_sentence_statistics
+    from mlmm.cli import main
 
     rng = np.random.default_rng(3)
     refs = [" ".join(rng.choice(list("abcdefghij"), size=12)) for _ in range(200)]
@@ -242,9 +252,11 @@ def test_nmt_systems_give_table3_intervals_and_claims(tmp_path):
         hyps = [" ".join(w if rng.random() < keep else "z" for w in r.split()) for r in refs]
         out = tmp_path / f"s{number}"
         out.mkdir()
-        record = {"system": system, "variant_note": note, "scores": mt_metrics(hyps, refs, "de")}
-        (out / "metrics.json").write_text(json.dumps(record))
-        write_sentence_statistics(out / "sentences.npz", sentence_statistics(hyps, refs), {})
+        (out / "hyp").write_text("\n".join(hyps) + "\n")
+        (out / "ref").write_text("\n".join(refs) + "\n")
+        argv = ["mt-score", "--hyp", out / "hyp", "--ref", out / "ref", "--system", system,
+                "--variant-note", note, "--out", out / "metrics.json"]  # fmt: skip
+        assert main([str(a) for a in argv]) == 0
         paths.append(out / "metrics.json")
     runs = nmt_runs(paths)
     system, note = next(iter(outputs))
@@ -295,13 +307,13 @@ RAJENDRAN = REPO / "resources" / "claims" / "rajendran2016.yaml"
 
 def _ted_result(path: Path, source: str | None, decisions: dict) -> Path:
     """A ted-classify (source given) or ted-nb result with its decisions beside it."""
-    from mlmm.outcomes import decision_metrics, decisions_path, write_decisions
+    from mlmm.outcomes import decision_metrics
 
     sets = {t: {t: {"predicted": p, "gold": g}} for t, (p, g) in decisions.items()}
-    record = {"f1": decision_metrics(sets)} | ({"source": source} if source else {})
+    record = {"provenance": provenance({"source": source}), "f1": decision_metrics(sets)}
+    record |= {"source": source} if source else {}
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record))
-    write_decisions(decisions_path(path), {t: {t: d} for t, d in decisions.items()}, {})
+    write_result(path, record, "documents", {t: {t: d} for t, d in decisions.items()})
     return path
 
 
@@ -342,18 +354,17 @@ def test_ted_decisions_give_table3_intervals_and_claims(tmp_path):
 
 
 def _pivot_run(root: Path, model: str, language: str | None, i2t, t2i) -> Path:
-    from mlmm.outcomes import write_outcomes
     from mlmm.pivot.evaluate import recalls_of_ranks
+    from mlmm.pivot.experiment import write_test_ranks
 
     out = root / f"{model}_{language}"
     out.mkdir(parents=True)
     test = recalls_of_ranks({"i2t": i2t, "t2i": t2i})
     key = "" if model == "random" else language or "en"
-    outcomes = {"folds": 1, "images": len(i2t), "test": {key: {"i2t": i2t, "t2i": t2i}}}
-    write_outcomes(out / "queries.npz", outcomes, {})
     record = {"model": model, "language": language, "lambda": 1.0, "test": test,
-              "criteria": {"i2t": 0.0, "t2i": 0.0}}  # fmt: skip
-    (out / "metrics.json").write_text(json.dumps(record))
+              "criteria": {"i2t": 0.0, "t2i": 0.0},
+              "provenance": provenance({"model": model, "language": language})}  # fmt: skip
+    write_test_ranks(out / "metrics.json", key, {"i2t": i2t, "t2i": t2i}, record)
     return out / "metrics.json"
 
 
@@ -425,8 +436,7 @@ def _kadar_runs(tmp_path, table: int, rows: dict, per_image: int = 5) -> list[Ru
         out = tmp_path / system.replace(" ", "_")
         out.mkdir()
         outcomes = {"folds": 1, "images": len(i2t), "test": {"en": {"i2t": i2t, "t2i": t2i}}}
-        write_outcomes(out / "queries.npz", outcomes, {})
-        metrics = {"variant": system, "seed": 1, "test": {"en": {"i2t": {}, "t2i": {}}}}
+        metrics = _write_run(out, system, 1, outcomes)
         row = {"paper": "kadar2018", "table": table, "system": system, "variant_note": note,
                "languages": ["en"]}  # fmt: skip
         runs.append(Run(system, 1, metrics, [row], [], out / "metrics.json"))

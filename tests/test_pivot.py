@@ -14,7 +14,7 @@ from PIL import Image
 from mlmm.cli import main
 from mlmm.errors import InputError
 from mlmm.features import BACKBONES, build_trunk, extract
-from mlmm.outcomes import read_outcomes
+from mlmm.outcomes import read_outcomes, verified_outcomes
 from mlmm.pivot import data as pdata
 from mlmm.pivot.evaluate import criterion, recalls, recalls_of_ranks
 from mlmm.pivot.experiment import check_request, train_stage
@@ -266,6 +266,7 @@ def test_bridge_corrnet_beats_random_through_the_pivot(world, tmp_path):
         assert kept["folds"] == 1 and set(kept["test"]) == {key}
         assert recalls_of_ranks(kept["test"][key]) == result["test"]
         assert kept["provenance"]["config"]["model"] == result["model"]
+        assert verified_outcomes(out / "metrics.json", "queries")["test"].keys() == {key}
     saved = json.loads((tmp_path / "bridge/metrics.json").read_text())
     assert saved["provenance"]["config"]["lambda"] == 2.0
     assert set(saved["validation"]) == {"z1", "z2_en_to_x"}

@@ -15,7 +15,7 @@ from mlmm.errors import InputError
 from mlmm.nmt.model import Sizes
 from mlmm.nmt.search import beam_search, best_translation
 from mlmm.nmt.train import TrainConfig, train
-from mlmm.outcomes import read_outcomes
+from mlmm.outcomes import read_outcomes, verified_outcomes
 from mlmm.pivot import nmt_records
 from mlmm.pivot.data import held_out
 from mlmm.pivot.evaluate import recalls_of_ranks
@@ -188,6 +188,7 @@ def test_table5_corrnet_mt_ranks_with_the_direct_runs_network(world, tmp_path, c
     for run, result, key in ((tmp_path / "mt", mt, "fr"), (direct, direct_metrics, "en")):
         kept = read_outcomes(run / "queries.npz")["test"]
         assert set(kept) == {key} and recalls_of_ranks(kept[key]) == result["test"]
+        assert verified_outcomes(run / "metrics.json", "queries")["test"].keys() == {key}
     # Untranslated French: no English word is known, every caption encodes alike.
     french = tmp_path / "french"
     french.mkdir()

@@ -30,6 +30,7 @@ from helpers.retrieval import (
 )
 
 from mlmm.errors import InputError
+from mlmm.outcomes import verified_outcomes
 from mlmm.retrieval import align
 from mlmm.retrieval.api import load_trained
 from mlmm.retrieval.config import resolve_variant
@@ -64,6 +65,9 @@ def test_bilingual_c2c_beats_chance_and_reloads(world, tmp_path):
     assert "2014" in metrics["sts"]
     saved = json.loads((tmp_path / "metrics.json").read_text())
     assert saved["best_step"] == metrics["best_step"] and saved["history"]
+    # its queries.npz is its own and gives its numbers back (mlmm.outcomes' contract)
+    assert saved["outcomes"]["file"] == "queries.npz"
+    assert verified_outcomes(tmp_path / "metrics.json", "queries") is not None
     assert (tmp_path / "history.csv").read_text().startswith("step,epoch,loss")
     assert not (tmp_path / "checkpoint.pt").exists()
     model = load_trained(tmp_path)

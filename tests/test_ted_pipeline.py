@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from mlmm.cli import main
-from mlmm.outcomes import decision_metrics, decisions_path, read_decisions
+from mlmm.outcomes import decision_metrics, decisions_path, read_decisions, verified_outcomes
 from mlmm.ted import LANGUAGES, TOPICS
 
 PAPER_TABLES = Path(__file__).resolve().parents[1] / "resources" / "paper_tables"
@@ -85,6 +85,7 @@ def test_pipeline_on_tiny_demo(tmp_path):
     for out in [*cldc, tmp_path / "nb.json"]:
         decisions = read_decisions(decisions_path(out))
         assert decision_metrics(decisions) == json.loads(out.read_text())["f1"]
+        assert verified_outcomes(out, "documents").keys() == decisions.keys()  # as read
     assert len(read_decisions(decisions_path(cldc[0]))["en"]) == 3  # one test set per pair
     tables = tmp_path / "tables"
     paper = ["--paper-tables", PAPER_TABLES] if PAPER_TABLES.is_dir() else []
@@ -212,6 +213,7 @@ def test_one_pair_of_fourteen_topics_as_it_comes(tmp_path):
     for out in [*cldc, tmp_path / "nb.json"]:
         decisions = read_decisions(decisions_path(out))
         assert decision_metrics(decisions) == json.loads(out.read_text())["f1"]
+        assert verified_outcomes(out, "documents").keys() == decisions.keys()  # as read
     assert len(read_decisions(decisions_path(cldc[0]))["en"]) == 1  # one test set per pair: de
     tables = tmp_path / "tables"
     run("ted-tables", "--cldc", *cldc, "--nb", tmp_path / "nb.json", "--out-dir", tables)

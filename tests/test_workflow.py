@@ -710,7 +710,12 @@ def test_demo_runs_keep_per_query_outcomes_giving_back_their_metrics(small_demo_
     """Every retrieval run's queries.npz and every MT system's sentences.npz give back the
     numbers in its metrics.json exactly (mlmm.outcomes), on the shared small demo run."""
     from mlmm.nmt.metrics import corpus_score
-    from mlmm.outcomes import read_outcomes, read_sentence_statistics, run_metrics
+    from mlmm.outcomes import (
+        read_outcomes,
+        read_sentence_statistics,
+        run_metrics,
+        verified_outcomes,
+    )
 
     workdir, proc = small_demo_run
     assert proc.returncode == 0, proc.stdout[-6000:]
@@ -722,11 +727,13 @@ def test_demo_runs_keep_per_query_outcomes_giving_back_their_metrics(small_demo_
         assert again["test"] == stored["test"], path
         assert again["c2c"] == stored.get("c2c", {}), path
         assert again["sts"] == stored.get("sts", {}), path
+        assert verified_outcomes(path, "queries") is not None, path  # as tables read them
     systems = sorted((workdir / "results/nmt/systems").glob("*/metrics.json"))
     assert systems
     for path in systems:
         scores = json.loads(path.read_text(encoding="utf-8"))["scores"]
         kept = read_sentence_statistics(path.with_name("sentences.npz"))
+        assert verified_outcomes(path, "sentences").keys() == kept.keys(), path
         assert {name: corpus_score(name, stats) for name, stats in kept.items()} == {
             name: scores[name] for name in kept
         }, path
@@ -741,12 +748,14 @@ def test_demo_runs_keep_per_query_outcomes_giving_back_their_metrics(small_demo_
         result = path.with_name(path.name.replace(".documents.npz", ".json"))
         f1 = json.loads(result.read_text(encoding="utf-8"))["f1"]
         assert decision_metrics(read_decisions(path)) == f1, path
+        assert verified_outcomes(result, "documents") is not None, result
     pivot = sorted((workdir / "results/pivot").rglob("queries.npz"))
     assert pivot
     for path in pivot:
         stored = json.loads(path.with_name("metrics.json").read_text(encoding="utf-8"))["test"]
         (ranks,) = read_outcomes(path)["test"].values()
         assert recalls_of_ranks(ranks) == stored, path
+        assert verified_outcomes(path.with_name("metrics.json"), "queries") is not None, path
 
 
 @pytest.mark.slow

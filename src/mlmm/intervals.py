@@ -18,14 +18,7 @@ import numpy as np
 import pandas as pd
 
 from mlmm import uncertainty
-from mlmm.outcomes import (
-    decisions_path,
-    queries_path,
-    read_decisions,
-    read_outcomes,
-    read_sentence_statistics,
-    sentences_path,
-)
+from mlmm.outcomes import outcomes_path, verified_outcomes
 
 NMT_LANGUAGE = "en-de"  # Calixto & Liu Table 3 (mlmm.nmt.table)
 BOOTSTRAP_NOTE = (
@@ -79,22 +72,37 @@ class CellSamples:
 # per-query outcomes of a cell
 
 
-@functools.cache
+# every read goes through mlmm.outcomes.verified_outcomes: the outcomes must be the run's own
+# and give its metrics, or the read is refused (a missing or foreign file is an error); a
+# verified read is reused while neither file has changed (size and modification time)
+
+
 def _outcomes(metrics_path: Path) -> dict | None:
-    path = queries_path(metrics_path)
-    return read_outcomes(path) if path.is_file() else None
+    return _verified(metrics_path, "queries", *_stamps(metrics_path, "queries"))
 
 
-@functools.cache
 def _decisions(result_path: Path) -> dict | None:
-    path = decisions_path(result_path)
-    return read_decisions(path) if path.is_file() else None
+    return _verified(result_path, "documents", *_stamps(result_path, "documents"))
 
 
-@functools.cache
 def _sentences(metrics_path: Path) -> dict | None:
-    path = sentences_path(metrics_path)
-    return read_sentence_statistics(path) if path.is_file() else None
+    return _verified(metrics_path, "sentences", *_stamps(metrics_path, "sentences"))
+
+
+def _stamps(metrics_path: Path, kind: str) -> tuple:
+    def stamp(path: Path):
+        try:
+            found = path.stat()
+        except OSError:
+            return None
+        return found.st_size, found.st_mtime_ns
+
+    return stamp(Path(metrics_path)), stamp(outcomes_path(metrics_path, kind))
+
+
+@functools.lru_cache(maxsize=256)
+def _verified(metrics_path: Path, kind: str, *stamps) -> dict | None:
+    return verified_outcomes(metrics_path, kind)
 
 
 def run_samples(run: Run, language: str, direction: str, metric: str, dataset: str = ""):

@@ -123,8 +123,9 @@ def register(subparsers) -> None:
     p.add_argument(
         "--sentences",
         type=Path,
-        help="also write the per-sentence BLEU/TER/chrF statistics here (.npz), from which "
-        "the corpus scores are resampled (mlmm claims, table intervals)",
+        help="where the per-sentence BLEU/TER/chrF statistics go, from which the corpus "
+        "scores are resampled (mlmm claims, table intervals): always sentences.npz beside "
+        "--out, written with every run; another path is refused",
     )
     declare_outputs(p, "out", "sentences")
     p.set_defaults(func=run_score)
@@ -324,11 +325,19 @@ def run_rerank(args) -> None:
 
 
 def run_score(args) -> None:
-    from mlmm.io import read_lines, write_json
-    from mlmm.nmt.metrics import meteor_modules, mt_metrics, resolve_meteor_jar
+    from mlmm.io import read_lines
+    from mlmm.nmt.metrics import meteor_modules, mt_metrics, resolve_meteor_jar, sentence_statistics
+    from mlmm.outcomes import sentences_path, write_result
     from mlmm.provenance import provenance
 
-    guard_outputs([args.out, args.sentences], [args.hyp, args.ref], args.force)
+    # the per-sentence statistics always lie beside the metrics (mlmm.outcomes' contract), so
+    # that no earlier system's statistics stay beside new scores
+    beside = sentences_path(args.out)
+    outputs = [args.out, beside] + ([args.sentences] if args.sentences is not None else [])
+    guard_outputs(outputs, [args.hyp, args.ref], args.force)
+    if args.sentences is not None and Path(args.sentences).resolve() != beside.resolve():
+        raise InputError(args.sentences, f"the file beside --out, {beside} (or no --sentences)",
+                         "another path")  # fmt: skip
     hyps = read_lines(args.hyp, allow_empty_lines=True)
     refs = read_lines(args.ref)
     jar, meteor_note = resolve_meteor_jar(args.meteor_jar)
@@ -336,17 +345,11 @@ def run_score(args) -> None:
     if jar is not None:
         meteor_note = meteor_modules(jar, args.language)[1]
     settings = {k: str(v) for k, v in vars(args).items() if k != "func"}
-    if args.sentences is not None:
-        from mlmm.nmt.metrics import sentence_statistics
-        from mlmm.outcomes import write_sentence_statistics
-
-        write_sentence_statistics(
-            args.sentences, sentence_statistics(hyps, refs), provenance(settings, args.seed)
-        )
-    write_json(args.out, {
+    metrics = {
         "provenance": provenance(settings, args.seed), "system": args.system,
         "variant_note": args.variant_note, "scores": scores, "meteor": meteor_note,
-    })
+    }  # fmt: skip
+    write_result(args.out, metrics, "sentences", sentence_statistics(hyps, refs))
     print(json.dumps(scores))
 
 

@@ -218,7 +218,6 @@ def run_translate(args: argparse.Namespace) -> None:
 
 def run_mt(args: argparse.Namespace) -> None:
     from mlmm.fingerprint import record_directory
-    from mlmm.io import write_json
     from mlmm.pivot.experiment import write_test_ranks
     from mlmm.pivot.mt import evaluate_translations
     from mlmm.provenance import provenance
@@ -230,8 +229,7 @@ def run_mt(args: argparse.Namespace) -> None:
     settings = {k: str(v) for k, v in vars(args).items() if k != "func"}
     result["provenance"] = provenance(settings)
     ranks = result.pop("ranks")
-    write_test_ranks(args.out / "metrics.json", result["language"], ranks, result["provenance"])
-    write_json(args.out / "metrics.json", result)
+    write_test_ranks(args.out / "metrics.json", result["language"], ranks, result)
     record_directory(args.out, "metrics.json")
     print(f"test: {result['test']}")
 

@@ -21,8 +21,8 @@ import numpy as np
 from mlmm.data.multi30k import image_list
 from mlmm.errors import InputError
 from mlmm.fingerprint import record_directory
-from mlmm.io import read_json, write_json, write_npz
-from mlmm.outcomes import queries_path, write_outcomes
+from mlmm.io import read_json, write_npz
+from mlmm.outcomes import write_result
 from mlmm.pivot import IMAGE, LANGUAGES, MODELS, PIVOT
 from mlmm.pivot.data import CAPTIONS_PER_IMAGE, TEST_SPLIT, PivotData, load
 from mlmm.pivot.evaluate import criterion, ranks, recalls, recalls_of_ranks
@@ -244,19 +244,17 @@ def train_stage(
     result |= {"provenance": provenance(config, settings["seed"]), "timings": timer.seconds}
     write_npz(Path(out_dir) / RANKING_FILE, ranking)
     caption_language = "" if model == "random" else language or "en"  # as Table 5's rows
-    write_test_ranks(Path(out_dir) / "metrics.json", caption_language, test_ranks,
-                     result["provenance"])  # fmt: skip
-    write_json(Path(out_dir) / "metrics.json", result)
+    write_test_ranks(Path(out_dir) / "metrics.json", caption_language, test_ranks, result)
     record_directory(out_dir, "metrics.json")
     return result
 
 
-def write_test_ranks(metrics_path: Path, language: str, test_ranks: dict, record) -> None:
-    """The MIC test ranks of a run (``evaluate.ranks``) as queries.npz beside its metrics.json
-    (``mlmm.outcomes``: one fold, keyed by the caption language of its Table 5 row: en for the
-    En-Image CorrNet, empty for Random)."""
+def write_test_ranks(metrics_path: Path, language: str, test_ranks: dict, result: dict) -> None:
+    """A run's metrics.json (``result``) and its MIC test ranks (``evaluate.ranks``) as
+    queries.npz beside it (``mlmm.outcomes.write_result``: one fold, keyed by the caption
+    language of its Table 5 row: en for the En-Image CorrNet, empty for Random)."""
     outcomes = {"folds": 1, "images": len(test_ranks["i2t"]), "test": {language: test_ranks}}
-    write_outcomes(queries_path(metrics_path), outcomes, record)
+    write_result(metrics_path, result, "queries", outcomes)
 
 
 def mean_epoch_seconds(result: dict) -> float | None:

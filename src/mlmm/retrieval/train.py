@@ -26,9 +26,9 @@ from mlmm import evaluation
 from mlmm.data import multi30k
 from mlmm.errors import InputError
 from mlmm.fingerprint import record_made_from, value_digest
-from mlmm.io import atomic_path, discard, write_json, write_text
+from mlmm.io import atomic_path, discard, write_text
 from mlmm.logs import progress as progress_bar
-from mlmm.outcomes import write_outcomes
+from mlmm.outcomes import write_result
 from mlmm.provenance import Timer, provenance
 from mlmm.retrieval import checkpoint
 from mlmm.retrieval.api import build_model
@@ -553,7 +553,6 @@ def train_variant(
         **results,
         "history": run.history,
     }
-    write_outcomes(out / "queries.npz", run.outcomes, metrics["provenance"])
-    write_json(out / "metrics.json", metrics)
+    write_result(out / "metrics.json", metrics, "queries", run.outcomes)
     discard(out / "checkpoint.pt")
     return metrics

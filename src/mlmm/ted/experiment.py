@@ -19,7 +19,7 @@ from joblib import Parallel, delayed
 from mlmm.errors import InputError
 from mlmm.fingerprint import check_made_from, files_digest, record_made_from
 from mlmm.io import atomic_path, read_json_object, read_npz, sha256_file, write_json, write_text
-from mlmm.outcomes import decisions_path, write_decisions
+from mlmm.outcomes import write_result
 from mlmm.provenance import Timer, provenance
 from mlmm.ted import PIVOT
 from mlmm.ted.bow import Bow
@@ -247,8 +247,7 @@ def classify_stage(bow_dir: Path, tuning: Path, source: str, out: Path, settings
         "topics": bow.topics,
         **_scores(scores, bow, bow_dir),
     }
-    write_decisions(decisions_path(out), decisions, result["provenance"])
-    write_json(out, result)
+    write_result(out, result, "documents", decisions)
     return result
 
 
@@ -303,6 +302,5 @@ def nb_stage(bow_dir: Path, out: Path, jobs: int = 1) -> dict:
         "topics": bow.topics,
         **_scores(scores, bow, bow_dir),
     }
-    write_decisions(decisions_path(out), decisions, result["provenance"])
-    write_json(out, result)
+    write_result(out, result, "documents", decisions)
     return result
