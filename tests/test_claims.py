@@ -504,9 +504,8 @@ def _figure_run(tmp_path: Path, system: str, seed: int, ranks: np.ndarray) -> Ru
     """A run mapped onto a row of Kádár Figure 3 (``figure: 3``, no table), en i2t ranks."""
     out = tmp_path / f"figure3_{system}/seed{seed}"
     out.mkdir(parents=True)
-    write_outcomes(out / "queries.npz", {"folds": 1, "images": len(ranks),
-                                         "test": {"en": {"i2t": ranks}}}, {})  # fmt: skip
-    metrics = {"variant": system, "seed": seed, "test": {"en": {"i2t": {}}}}
+    outcomes = {"folds": 1, "images": len(ranks), "test": {"en": {"i2t": ranks}}}
+    metrics = _write_run(out, system, seed, outcomes)
     row = {"paper": "kadar2018", "figure": 3, "system": system, "variant_note": "",
            "languages": None}  # fmt: skip
     return Run(system, seed, metrics, [row], [], out / "metrics.json")
