@@ -20,7 +20,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
               "mlmm.deployment", "mlmm.records", "mlmm.cells", "mlmm.tables", "mlmm.latex",
               "mlmm.figures")),  # fmt: skip
     # the metrics and classifiers that per-query outcomes are scored with, and the outcomes
-    ("measures", ("mlmm.evaluation", "mlmm.nmt.metrics", "mlmm.ted.classify",
+    ("measures", ("mlmm.rank_metrics", "mlmm.evaluation", "mlmm.nmt.metrics", "mlmm.ted.classify",
                   "mlmm.uncertainty", "mlmm.outcomes")),  # fmt: skip
     # the stages: data, demo world, features, models, their experiments
     ("stages", ("mlmm.data.*", "mlmm.demo.*", "mlmm.features.*", "mlmm.retrieval.*",

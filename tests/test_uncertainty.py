@@ -9,7 +9,7 @@ import pytest
 import scipy.stats
 import torch
 
-from mlmm import evaluation
+from mlmm import evaluation, rank_metrics
 from mlmm import uncertainty as u
 from mlmm.errors import InputError
 from mlmm.outcomes import read_outcomes, run_metrics, write_outcomes
@@ -30,13 +30,15 @@ def test_every_resample_of_two_queries_by_hand():
 def test_statistics_match_the_metrics_they_resample():
     rng = np.random.default_rng(1)
     ranks = rng.integers(0, 40, size=50)
-    expected = evaluation.metrics_of_folds(ranks, folds=5)
+    expected = rank_metrics.metrics_of_folds(ranks, folds=5)
     for metric, value in expected.items():
         assert u.point([ranks], u.rank_statistic(metric, folds=5)) == pytest.approx(value)
     pred, gold = rng.normal(size=30), rng.normal(size=30)
     gold[[3, 7]] = np.nan
     pairs = np.stack([pred, gold], axis=1)
-    assert u.point([pairs], u.pearson_statistic) == pytest.approx(evaluation.pearson_of(pred, gold))
+    assert u.point([pairs], u.pearson_statistic) == pytest.approx(
+        rank_metrics.pearson_of(pred, gold)
+    )
 
 
 def test_draws_stay_within_their_folds():

@@ -37,11 +37,10 @@ from typing import Literal
 import numpy as np
 import torch
 
-from mlmm.degenerate import not_constant
 from mlmm.errors import InputError
 from mlmm.io import read_lines
+from mlmm.rank_metrics import metrics_of_folds, pearson_of, summarise_ranks
 
-METRICS = ("R@1", "R@5", "R@10", "medr", "meanr")
 Similarity = Literal["cosine", "order"]
 # Score-block budget (elements) when no chunk size is given: 2**24 float32 = 64 MiB.
 BLOCK_ELEMENTS = 1 << 24
@@ -69,28 +68,10 @@ def check_not_collapsed(x: np.ndarray | torch.Tensor, what: str) -> None:
     if close > COLLAPSE_SHARE * x.shape[0]:
         raise CollapsedEmbeddings(
             what,
-            f"embeddings that tell rows apart (at most {COLLAPSE_SHARE:.0%} of rows at one "
-            "point)",
+            f"embeddings that tell rows apart (at most {COLLAPSE_SHARE:.0%} of rows at one point)",
             f"{close} of {x.shape[0]} rows at one point: the model's embeddings collapsed; "
             "not scored",
         )
-
-
-def summarise_ranks(
-    ranks: np.ndarray | torch.Tensor, ks: tuple[int, ...] = (1, 5, 10)
-) -> dict[str, float]:
-    """R@K for each K of ``ks`` (Rajendran 2016 reports R@50), medr and meanr from 0-based
-    ranks, as VSE++ computes them."""
-    ranks = np.asarray(ranks.cpu() if isinstance(ranks, torch.Tensor) else ranks, dtype=np.float64)
-    out = {f"R@{k}": float(100.0 * np.mean(ranks < k)) for k in ks}
-    out["medr"] = float(np.floor(np.median(ranks)) + 1)
-    out["meanr"] = float(ranks.mean() + 1)
-    return out
-
-
-def recall_sum(metrics: dict[str, dict[str, float]]) -> float:
-    """Sum of R@1, R@5 and R@10 over both directions: the model-selection criterion."""
-    return float(sum(metrics[d][f"R@{k}"] for d in ("i2t", "t2i") for k in (1, 5, 10)))
 
 
 # ----------------------------------------------------------------------------------------
@@ -429,16 +410,6 @@ def fold_ranks(
     return {d: np.concatenate(p).astype(np.int64) for d, p in parts.items()}
 
 
-def metrics_of_folds(ranks: np.ndarray, folds: int = 1) -> dict[str, float]:
-    """``METRICS`` of ranks cut into ``folds`` consecutive equal folds, each metric the mean
-    over the folds (VSE++ ``evalrank(fold5=True)``)."""
-    ranks = np.asarray(ranks)
-    if folds < 1 or len(ranks) % folds:
-        raise ValueError(f"{len(ranks)} ranks cannot be cut into {folds} equal folds")
-    per_fold = [summarise_ranks(part) for part in np.split(ranks, folds)]
-    return {m: float(np.mean([fold[m] for fold in per_fold])) for m in METRICS}
-
-
 def c2c_metrics(
     query_emb,
     target_emb,
@@ -469,9 +440,7 @@ def c2c_ranks(
     queries = _prepare(query_emb, similarity, "query embeddings")
     targets = _prepare(target_emb, similarity, "target embeddings")
     if refuse_collapsed:
-        _refuse_collapse(
-            similarity, **{"query embeddings": queries, "target embeddings": targets}
-        )
+        _refuse_collapse(similarity, **{"query embeddings": queries, "target embeddings": targets})
     if queries.shape != targets.shape:
         raise ValueError(f"query and target shapes differ: {queries.shape} vs {targets.shape}")
     nq = queries.shape[0]
@@ -513,19 +482,6 @@ def sts_predicted(emb_a, emb_b, n_gold: int) -> np.ndarray:
     if a.shape != b.shape or a.shape[0] != n_gold:
         raise ValueError(f"shapes differ: {tuple(a.shape)}, {tuple(b.shape)}, gold ({n_gold},)")
     return 5.0 * (a * b).sum(1).numpy()
-
-
-def pearson_of(predicted, gold, where: str | Path = "STS gold scores") -> float:
-    """Pearson r of predicted against gold scores over the pairs with a gold score; constant
-    scores on either side (r undefined) are refused naming ``where``."""
-    predicted = np.asarray(predicted, dtype=np.float64)
-    gold = np.asarray(gold, dtype=np.float64)
-    keep = ~np.isnan(gold)
-    if keep.sum() < 2:
-        raise InputError(where, "at least two pairs with a gold score", f"{int(keep.sum())}")
-    not_constant(gold[keep], where, "gold scores")
-    not_constant(predicted[keep], where, "similarities of the encoder for its pairs")
-    return float(np.corrcoef(predicted[keep], gold[keep])[0, 1])
 
 
 def read_sts(input_path, gold_path) -> tuple[list[str], list[str], np.ndarray]:

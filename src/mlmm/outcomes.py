@@ -54,6 +54,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mlmm import rank_metrics
 from mlmm.errors import InputError
 from mlmm.io import _json_default, parse_json, read_json_object, read_npz, write_json, write_npz
 
@@ -149,17 +150,15 @@ def _outcomes_of(path: Path, arrays: dict[str, np.ndarray]) -> dict:
 def run_metrics(outcomes: dict) -> dict:
     """The ``test``, ``c2c`` and ``sts`` sections of a run's metrics.json, recomputed from its
     per-query outcomes with the functions the run used."""
-    from mlmm import evaluation  # torch: only where retrieval metrics are recomputed
-
     folds = outcomes["folds"]
     return {
         "test": {
-            lang: {d: evaluation.metrics_of_folds(r, folds) for d, r in directions.items()}
+            lang: {d: rank_metrics.metrics_of_folds(r, folds) for d, r in directions.items()}
             for lang, directions in outcomes["test"].items()
         },
-        "c2c": {pair: evaluation.summarise_ranks(r) for pair, r in outcomes["c2c"].items()},
+        "c2c": {pair: rank_metrics.summarise_ranks(r) for pair, r in outcomes["c2c"].items()},
         "sts": {
-            year: evaluation.pearson_of(pair["predicted"], pair["gold"])
+            year: rank_metrics.pearson_of(pair["predicted"], pair["gold"])
             for year, pair in outcomes["sts"].items()
         },
     }
@@ -362,8 +361,6 @@ def _recomputed(kind: str, metrics: dict, outcomes) -> tuple[dict, dict]:
 def _pivot_recomputed(stored, tests: dict) -> tuple[dict, dict]:
     """A Table 5 run's ``test``: one caption language's ranks, its recalls as fractions of 1
     (the paper's scale) at the R@k its metrics hold (``pivot.evaluate.recalls_of_ranks``)."""
-    from mlmm import evaluation  # torch: only where retrieval metrics are recomputed
-
     if len(tests) != 1 or not isinstance(stored, dict):
         return {"test": stored}, {"test": f"ranks of {len(tests)} caption languages"}
     (ranks,) = tests.values()
@@ -371,7 +368,7 @@ def _pivot_recomputed(stored, tests: dict) -> tuple[dict, dict]:
     for direction, found in ranks.items():
         held = stored.get(direction) if isinstance(stored.get(direction), dict) else {}
         ks = tuple(sorted(int(m[2:]) for m in held if m.startswith("R@") and m[2:].isdigit()))
-        summary = evaluation.summarise_ranks(found, ks=ks or (1,))
+        summary = rank_metrics.summarise_ranks(found, ks=ks or (1,))
         again[direction] = {m: v / 100.0 if m.startswith("R@") else v for m, v in summary.items()}
     return {"test": stored}, {"test": again}
 

@@ -60,8 +60,8 @@ def _per_fold(values: np.ndarray, folds: int, summary: Callable) -> np.ndarray:
 
 
 def rank_statistic(metric: str, folds: int = 1) -> Statistic:
-    """The retrieval ``metric`` (R@K, medr, meanr; ``evaluation.summarise_ranks``) of 0-based
-    ranks, the mean over ``folds`` equal folds (``evaluation.metrics_of_folds``)."""
+    """The retrieval ``metric`` (R@K, medr, meanr; ``rank_metrics.summarise_ranks``) of 0-based
+    ranks, the mean over ``folds`` equal folds (``rank_metrics.metrics_of_folds``)."""
     if metric.startswith("R@"):
         k = int(metric[2:])
         summary = lambda r: 100.0 * (r < k).mean(axis=-1)  # noqa: E731
@@ -76,7 +76,7 @@ def rank_statistic(metric: str, folds: int = 1) -> Statistic:
 
 def pearson_statistic(pairs: np.ndarray) -> np.ndarray:
     """Pearson r of (predicted, gold) pairs, shape (replicates, n, 2), over the pairs with a
-    gold score (``evaluation.pearson_of``)."""
+    gold score (``rank_metrics.pearson_of``)."""
     x, y = pairs[..., 0], pairs[..., 1]
     keep = ~np.isnan(y)
     count = keep.sum(axis=1)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mlmm import evaluation
+from mlmm import evaluation, rank_metrics
 from mlmm.pivot import KS
 
 
@@ -30,7 +30,7 @@ def ranks(scores: np.ndarray, per_image: int, t2i_scores: np.ndarray | None = No
 
 def recalls_of_ranks(test_ranks: dict) -> dict:
     """R@5/10/50 as fractions of 1, medr and meanr of ``ranks``' per-query ranks."""
-    return {d: _fractions(evaluation.summarise_ranks(r, ks=KS)) for d, r in test_ranks.items()}
+    return {d: _fractions(rank_metrics.summarise_ranks(r, ks=KS)) for d, r in test_ranks.items()}
 
 
 def recalls(scores: np.ndarray, per_image: int, t2i_scores: np.ndarray | None = None) -> dict:

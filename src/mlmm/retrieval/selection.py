@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import math
 
-from mlmm import evaluation
+from mlmm import rank_metrics
 
 
 def selection_score(metrics: dict[str, dict], langs: list[str], select_by: str) -> tuple:
     """The comparable score of one validation point over ``langs`` (per-language retrieval
-    metrics as ``evaluation.retrieval_metrics`` returns them)."""
-    rsum = sum(evaluation.recall_sum(metrics[lang]) for lang in langs)
+    metrics as ``mlmm.evaluation.retrieval_metrics`` returns them)."""
+    rsum = sum(rank_metrics.recall_sum(metrics[lang]) for lang in langs)
     if select_by == "rsum":
         return (rsum,)
     if select_by == "mean_rank":

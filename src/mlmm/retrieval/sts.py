@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from sacremoses import MosesPunctNormalizer, MosesTokenizer
 
-from mlmm import evaluation
+from mlmm import evaluation, rank_metrics
 
 
 @functools.cache
@@ -31,7 +31,7 @@ def sts_outcomes(
     embed: Callable[[list[list[str]]], torch.Tensor], root: Path
 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Per-pair predicted scores (``5 * cosine``) and gold scores (NaN: not scored) for each
-    ``<root>/<year>/STS.input.images.txt`` (gold beside it); ``evaluation.pearson_of`` of
+    ``<root>/<year>/STS.input.images.txt`` (gold beside it); ``rank_metrics.pearson_of`` of
     them is the year's Pearson r."""
     out = {}
     for year_dir in sorted(p for p in Path(root).iterdir() if p.is_dir()):
@@ -44,7 +44,7 @@ def sts_outcomes(
             a = embed([sts_tokens(s) for s in s1])
             b = embed([sts_tokens(s) for s in s2])
         predicted = evaluation.sts_predicted(a, b, len(gold))
-        evaluation.pearson_of(predicted, gold, gold_path)  # degenerate pairs refused here
+        rank_metrics.pearson_of(predicted, gold, gold_path)  # degenerate pairs refused here
         out[year_dir.name] = (predicted, gold)
     return out
 
@@ -52,6 +52,6 @@ def sts_outcomes(
 def sts_scores(embed: Callable[[list[list[str]]], torch.Tensor], root: Path) -> dict[str, float]:
     """Pearson r for each ``<root>/<year>/STS.input.images.txt`` (gold beside it)."""
     return {
-        year: evaluation.pearson_of(predicted, gold)
+        year: rank_metrics.pearson_of(predicted, gold)
         for year, (predicted, gold) in sts_outcomes(embed, root).items()
     }

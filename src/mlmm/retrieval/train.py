@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from mlmm import evaluation
+from mlmm import evaluation, rank_metrics
 from mlmm.data import multi30k
 from mlmm.errors import InputError
 from mlmm.fingerprint import record_made_from, value_digest
@@ -352,7 +352,7 @@ class Run:
         metrics, _ = self.evaluate(self.val, self.select_langs, refuse_collapsed=False)
         m = metrics[self.select_langs[0]]
         score = selection_score(metrics, self.select_langs, self.record["select_by"])
-        rsum = sum(evaluation.recall_sum(metrics[lang]) for lang in self.select_langs)
+        rsum = sum(rank_metrics.recall_sum(metrics[lang]) for lang in self.select_langs)
         row = {
             "step": self.step,
             "epoch": self.step / self.steps_per_epoch,
@@ -401,7 +401,7 @@ class Run:
                 refuse_collapsed=refuse_collapsed,
             )
             out[lang] = {
-                d: evaluation.metrics_of_folds(r, folds) for d, r in self.ranks[lang].items()
+                d: rank_metrics.metrics_of_folds(r, folds) for d, r in self.ranks[lang].items()
             }
         self.model.train()
         return out, texts
@@ -457,14 +457,14 @@ class Run:
                         texts[la], texts[lb], data.per_image[la], self.record["similarity"]
                     )
                     self.outcomes["c2c"][f"{la}-{lb}"] = ranks
-                    c2c[f"{la}-{lb}"] = evaluation.summarise_ranks(ranks)
+                    c2c[f"{la}-{lb}"] = rank_metrics.summarise_ranks(ranks)
         if c2c:
             out["c2c"] = c2c
         if self.record["sts"] and "en" in self.langs and self.paths.sts is not None:
             self.model.eval()
             pairs = sts_outcomes(lambda s: self.embed_text("en", s), self.paths.sts)
             self.outcomes["sts"] = pairs
-            out["sts"] = {year: evaluation.pearson_of(*pair) for year, pair in pairs.items()}
+            out["sts"] = {year: rank_metrics.pearson_of(*pair) for year, pair in pairs.items()}
             self.model.train()
         if self.alignment is not None:
             out["alignment"] = {self.alignment.pair: self.alignment.ratio()}
