@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 import yaml
 from helpers import slurm_stub
+from helpers.snakefiles import toy_snakefile
 from helpers.workflow import (
     BIN,
     DEMO_RUN_GROUP,
@@ -438,28 +439,7 @@ def test_a_one_off_set_resources_keeps_the_gpu_requests(workflow_dir):
 
 # --------------------------------------------------------------------------- SLURM run
 
-TOY_SNAKEFILE = """
-rule all:
-    input: "features.txt"
-
-rule demo_world:
-    output: "world.txt"
-    log: "world.log"
-    threads: 2
-    shell: "echo world > {output} 2> {log}"
-
-rule extract_features:
-    input: "world.txt"
-    output: "features.txt"
-    log: "features.log"
-    resources: gpu=1, mem_mb=8000, runtime=720
-    shell: "cat {input} > {output} 2> {log}"
-
-rule broken:
-    output: "broken.txt"
-    log: "broken.log"
-    shell: "echo failing > {log}; exit 3"
-"""
+TOY_SNAKEFILE = toy_snakefile(("features.txt",))
 
 
 def small_world(workdir: Path) -> tuple[str, str]:
