@@ -56,12 +56,13 @@ def paper_tables_option(values: list[str | Path] | None) -> PaperTables:
     paths = [Path(value) for value in values]
     if not paths:
         return None
-    if len(paths) == 1 and not paths[0].is_file() and paths[0].suffix != ".csv":
-        return paths[0]  # a directory (one that is not there: no paper column, as before)
+    if len(paths) == 1 and paths[0].is_dir():
+        return paths[0]
     for path in paths:
         if not _TABLE_FILE.fullmatch(path.name):
             expected = "paper tables named <paper><year>_table<N>.csv, or one directory of them"
-            raise InputError(path, expected, path.name, key="--paper-tables")
+            found = repr(path.name) if path.exists() else "no such file or directory"
+            raise InputError(path, expected, found, key="--paper-tables")
     return tuple(paths)
 
 
