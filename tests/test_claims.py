@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from mlmm import claims as c
-from mlmm.catalogue import CLAIM_PAPERS
+from mlmm.catalogue import CLAIM_PAPERS, TABLE_SUFFIXES
 from mlmm.errors import InputError
 from mlmm.intervals import Run, add_intervals
 from mlmm.nmt.table import nmt_runs
@@ -118,9 +118,8 @@ def test_claims_files_are_written(planted, tmp_path):
     runs, registry = planted
     paths = c.write_claims(runs, registry, None, tmp_path / "t", tmp_path / "f")
     names = sorted(p.name for p in paths)
-    assert names == sorted(
-        [f"kadar2018_claims.{s}" for s in ("csv", "md", "tex", "html", "png", "pdf")]
-    )
+    suffixes = [*TABLE_SUFFIXES, ".png", ".pdf"]  # every file of a table, then the figure
+    assert names == sorted(f"kadar2018_claims{suffix}" for suffix in suffixes)
     table = pd.read_csv(tmp_path / "t" / "kadar2018_claims.csv")
     assert set(table.verdict) == {"reproduced", "reversed", "inconclusive", "not run"}
     text = (tmp_path / "t" / "kadar2018_claims.md").read_text()

@@ -223,10 +223,14 @@ def test_kadar_table1_on_a_hand_built_case(tree, tmp_path):
 
 
 def test_kadar_table1_cli_without_paper_tables(tree, tmp_path):
+    """--paper-tables alone: no paper column; not given: the tables the package ships."""
     stem = tmp_path / "tables/kadar2018_table1"
-    assert main(["kadar-table1", "--root", str(tree), "--min-count", "6", "--out", str(stem)]) == 0
+    argv = ["kadar-table1", "--root", str(tree), "--min-count", "6", "--out", str(stem)]
+    assert main([*argv, "--paper-tables"]) == 0
     table = pd.read_csv(stem.with_suffix(".csv"))
     assert table["paper"].isna().all() and len(table) == 10 + 4 + 6 + 1
+    assert main(argv) == 0
+    assert pd.read_csv(stem.with_suffix(".csv"))["paper"].notna().any()
     assert stem.with_suffix(".tex").is_file()
     assert "demo world" not in stem.with_suffix(".md").read_text()
     main(["kadar-table1", "--root", str(tree), "--out", str(stem), "--demo"])

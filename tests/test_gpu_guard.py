@@ -10,6 +10,7 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+from helpers.snakefiles import module_snakefile
 from helpers.workflow import tool_env
 
 from mlmm.errors import InputError
@@ -59,21 +60,6 @@ def test_a_gpu_stage_job_without_a_gpu_stops_with_one_line(tmp_path):
     assert cpu.returncode == 0, cpu.stderr[-2000:]
 
 
-MODULE_SNAKEFILE = """
-configfile: "config/config.yaml"
-
-
-module mlmm:
-    snakefile:
-        {snakefile!r}
-    config:
-        config
-
-
-use rule * from mlmm
-"""
-
-
 @pytest.mark.full
 @pytest.mark.slow  # the demo world and a features job through the SLURM plugin: about 60 s
 def test_as_a_module_under_slurm_a_gpu_job_without_a_gpu_stops_at_its_start(
@@ -97,9 +83,7 @@ def test_as_a_module_under_slurm_a_gpu_job_without_a_gpu_stops_at_its_start(
     user = tmp_path / "deployment"
     (user / "config").mkdir(parents=True)
     shutil.copy(REPO / "config.yaml", user / "config/config.yaml")
-    (user / "Snakefile").write_text(
-        MODULE_SNAKEFILE.format(snakefile=str(REPO / "workflow/Snakefile"))
-    )
+    (user / "Snakefile").write_text(module_snakefile(REPO / "workflow/Snakefile"))
     (user / "small.yaml").write_text(yaml.safe_dump({"demo_world": {"images": 30}}))
     target = "results/multi30k/features/efficientnet_lite0/val.npy"
     proc = subprocess.run(

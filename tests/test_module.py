@@ -15,28 +15,18 @@ from pathlib import Path
 
 import pytest
 import yaml
+from helpers.snakefiles import module_snakefile
 from helpers.workflow import REPO, copy_workflow, tool_env
 
 SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
-OUTER = """\
-configfile: "config/config.yaml"
-
-
-module mlmm:
-    snakefile:
-        {snakefile!r}
-    config:
-        config
-
-
-use rule * from mlmm
-
+# the deployment's own rule beside the module's: which mlmm its jobs import
+WHICH_MLMM = """
 
 rule which_mlmm:
     output:
         "which_mlmm.txt",
     shell:
-        "python -c 'import mlmm; print(mlmm.__file__)' > {{output}}"
+        "python -c 'import mlmm; print(mlmm.__file__)' > {output}"
 """
 
 
@@ -54,7 +44,7 @@ def test_the_workflow_runs_as_a_module_from_a_local_path(tmp_path):
     user = tmp_path / "deployment"
     (user / "config").mkdir(parents=True)
     shutil.copy(REPO / "config.yaml", user / "config/config.yaml")
-    (user / "Snakefile").write_text(OUTER.format(snakefile=str(source / "Snakefile")))
+    (user / "Snakefile").write_text(module_snakefile(source / "Snakefile", WHICH_MLMM))
     (user / "small.yaml").write_text(yaml.safe_dump({"demo_world": {"images": 30}}))
     env = tool_env()
 

@@ -8,10 +8,16 @@ import shutil
 
 import pytest
 
+from mlmm import shipped
 from mlmm.cli import main
 from mlmm.errors import InputError
 from mlmm.io import SHIPPED_PAPER_TABLES
-from mlmm.tables import check_paper_tables, load_paper_table, read_paper_table
+from mlmm.tables import (
+    check_paper_tables,
+    load_paper_table,
+    paper_tables_option,
+    read_paper_table,
+)
 
 HEADER = "paper,table,system,variant_note,dataset,language,direction,metric,value,source_note"
 
@@ -120,3 +126,22 @@ def test_table_command_checks_every_reference_before_writing(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"{bad}, line 5" in err and "'801'" in err
     assert not out.exists()
+
+
+def test_paper_tables_option_a_directory_files_none_or_the_shipped(tmp_path):
+    """--paper-tables: not given, the shipped tables; a directory; CSV files, read from
+    themselves alone; given alone, none; a path that is neither, one line naming it."""
+    assert paper_tables_option(None) == shipped.paper_tables()
+    assert paper_tables_option([]) is None
+    assert paper_tables_option([SHIPPED_PAPER_TABLES]) == SHIPPED_PAPER_TABLES
+    given = _table(tmp_path, _row("31.5"))
+    _table(tmp_path, _row("1", table=3), name="kadar2018_table3.csv")  # beside it, not given
+    files = paper_tables_option([given])
+    assert files == (given,)
+    assert load_paper_table(files, "kadar2018", 2)["value"].tolist() == [31.5]
+    assert load_paper_table(files, "kadar2018", 3) is None
+    with pytest.raises(InputError, match="key '--paper-tables'.*found no such file or directory"):
+        paper_tables_option([tmp_path / "typo"])
+    (tmp_path / "notes.txt").write_text("x")
+    with pytest.raises(InputError, match="found 'notes.txt'"):
+        paper_tables_option([given, tmp_path / "notes.txt"])

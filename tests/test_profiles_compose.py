@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 from helpers import slurm_stub
+from helpers.snakefiles import toy_snakefile
 from helpers.workflow import REPO, tool_env
 
 # cluster profile checks through the SLURM plugin: the second tier
@@ -23,29 +24,8 @@ pytestmark = [pytest.mark.full]
 
 PROFILE = REPO / "profiles/slurm"
 
-# Rules named as the workflow's, stating their needs as the workflow's rules do.
-TOY_SNAKEFILE = """
-rule all:
-    input: "features.txt", "broken.txt"
-
-rule demo_world:
-    output: "world.txt"
-    log: "world.log"
-    threads: 2
-    shell: "echo world > {output} 2> {log}"
-
-rule extract_features:
-    input: "world.txt"
-    output: "features.txt"
-    log: "features.log"
-    resources: gpu=1, mem_mb=8000, runtime=720
-    shell: "sleep 2; cat {input} > {output} 2> {log}"
-
-rule broken:
-    output: "broken.txt"
-    log: "broken.log"
-    shell: "echo failing > {log}; exit 3"
-"""
+# Rules named as the workflow's, stating their needs as the workflow's rules do; one fails.
+TOY_SNAKEFILE = toy_snakefile(("features.txt", "broken.txt"), features_seconds=2)
 
 
 def test_the_workflow_profile_says_only_what_the_workflow_knows():

@@ -3,7 +3,11 @@ recorded by `snakemake --touch --forceall`: nothing trained), a dry run with onl
 rerun trigger after one configuration change lists the jobs Snakemake would rerun. A setting
 that changes no result (a table label, the feature extraction's batch size, loader workers,
 threads, the device of every stage) reruns nothing outside the tables; a
-setting that changes results reruns the jobs it changes (so the check can fail)."""
+setting that changes results reruns the jobs it changes (so the check can fail).
+
+No job's params name where the checkout lies (the planned demo, every job): a moved checkout
+or a new clone reruns nothing. The papers' tables are the package's own unless config
+paper_tables names a directory, whose CSVs are then the table jobs' inputs."""
 
 from __future__ import annotations
 
@@ -14,10 +18,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers.workflow import BIN, REPO, tool_env
+from helpers.workflow import BIN, REPO, planned_jobs, tool_env
 
-# a touched demo run and a dry run per setting: the second tier
-pytestmark = [pytest.mark.slow, pytest.mark.full]
+import mlmm
+
+# a touched demo run and a dry run per setting: the second tier (the tests of the finished run)
+SECOND_TIER = [pytest.mark.slow, pytest.mark.full]
 
 CONFIG = yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))
 
@@ -97,15 +103,42 @@ def _rerun(workdir: Path, change: dict, tmp_path: Path) -> set[str]:
     return _planned(proc.stdout)
 
 
-@pytest.mark.parametrize("key", list(NOT_RESULTS))
+@pytest.mark.parametrize("key", [pytest.param(key, marks=SECOND_TIER) for key in NOT_RESULTS])
 def test_a_throughput_setting_reruns_nothing(key, finished, tmp_path):
     change, _ = NOT_RESULTS[key]
     assert _rerun(finished, change, tmp_path) == set()
 
 
-@pytest.mark.parametrize("key", list(RESULTS))
+@pytest.mark.parametrize("key", [pytest.param(key, marks=SECOND_TIER) for key in RESULTS])
 def test_a_result_setting_reruns_what_it_changes_only(key, finished, tmp_path):
     change, never = RESULTS[key]
     rerun = _rerun(finished, change, tmp_path)
     assert MUST_RERUN[key] <= rerun, rerun
     assert not rerun & never, rerun
+
+
+def _checkout_paths(jobs: list[dict], *places: Path) -> list[str]:
+    """'rule: param' for every param of every job that names one of ``places``."""
+    names = {str(place) for place in places} | {str(place.resolve()) for place in places}
+    return [f"{job['rule']}: {value}" for job in jobs for value in job["params"]
+            if any(name in value for name in names)]  # fmt: skip
+
+
+def test_no_job_parameter_names_the_checkout(tmp_path):
+    """Every job of the planned demo: its params (what the params trigger compares) hold no
+    absolute path of this checkout, or of the package the jobs run, or of a configured
+    paper_tables directory, whose CSVs are inputs of the jobs that read them instead."""
+    package = Path(mlmm.__file__).parent
+    jobs = planned_jobs(tmp_path / "shipped")
+    assert len(jobs) > 100 and {"claims", "kadar_table1"} <= {job["rule"] for job in jobs}
+    assert _checkout_paths(jobs, REPO, package) == []
+    mine = tmp_path / "my_tables"
+    mine.mkdir()
+    for csv in sorted((REPO / "resources/paper_tables").glob("*_table*.csv")):
+        (mine / csv.name).write_bytes(csv.read_bytes())
+    jobs = planned_jobs(tmp_path / "configured", {"paper_tables": str(mine)})
+    assert _checkout_paths(jobs, REPO, package, mine) == []
+    readers = {job["rule"]: job["input"] for job in jobs
+               if any(Path(p).parent == mine for p in job["input"])}  # fmt: skip
+    assert {"kadar_table1", "nmt_table", "pivot_table", "ted_tables", "claims"} <= set(readers)
+    assert str(mine / "kadar2018_table2.csv") in readers["retrieval_tables_kadar2018"]

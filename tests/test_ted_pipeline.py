@@ -113,7 +113,9 @@ def test_pipeline_on_tiny_demo(tmp_path):
     assert figure.with_suffix(".png").stat().st_size > 0
     assert figure.with_suffix(".pdf").stat().st_size > 0
     words = ["market", "nonexistentword"]
-    run("ted-neighbours", "--bow", bow, "--tuning", tuning, "--words", *words, "--out-dir", tables)
+    # --paper-tables alone: none (without it, the tables the package ships)
+    run("ted-neighbours", "--bow", bow, "--tuning", tuning, "--words", *words, "--paper-tables",
+        "--out-dir", tables)  # fmt: skip
     table4 = pd.read_csv(tables / "rajendran2016_table4.csv", keep_default_na=False)
     # the origin columns every tidy CSV ends with (mlmm.origin): data, configs, backbone
     assert list(table4.columns) == ["english", "rank", *languages, "data", "configs", "backbone"]

@@ -123,6 +123,13 @@ TABLES = [
         ("en-de",), ("t2t_en2de", "t2t_de2en"), RECALLS,
     ),
 ]
+# Every file a table is written as (mlmm.tables.write_table), each the stem with one suffix: the
+# tidy CSV; Markdown, LaTeX (table*, two-column page) and HTML in the paper's shape; the LaTeX
+# for one column and its intervals companion; the notes the LaTeX leaves out (mlmm.latex). Every
+# table has all of them (a table without intervals gets a companion saying so), so they are the
+# declared outputs of each table rule (workflow/rules/common.smk, table_files) and command.
+TABLE_SUFFIXES = (".csv", ".md", ".tex", ".html", ".column.tex", ".intervals.tex", ".notes.txt")
+
 # The retrieval figures (rule retrieval_figures): paper -> figure number
 FIGURES = {"kadar2018": 3, "ame2019": 2}
 

@@ -31,6 +31,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mlmm.catalogue import TABLE_SUFFIXES  # every file of a table: mlmm.tables.write_table
 from mlmm.errors import InputError
 
 if TYPE_CHECKING:
@@ -919,14 +920,11 @@ def guard_outputs(
 SHIPPED_PAPER_TABLES = (Path(__file__).parent / "paper_tables").resolve()
 
 
-TABLE_SUFFIXES = (".csv", ".md", ".tex", ".html")  # mlmm.tables.write_table
-
-
 def table_outputs(
     stem_or_dir: str | Path, inputs: list, stem: bool = False, force: bool | None = None
 ) -> None:
     """``guard_outputs`` for a table command: the papers' tables (given and shipped) are
-    inputs, and a stem's .csv/.md/.tex are its outputs."""
+    inputs, and a stem's files (``TABLE_SUFFIXES``) are its outputs."""
     path = Path(stem_or_dir)
     outs = [path.with_suffix(s) for s in TABLE_SUFFIXES] if stem else [path]
     guard_outputs(outs, [*inputs, SHIPPED_PAPER_TABLES], force)

@@ -7,8 +7,10 @@ CSV, Markdown and HTML:
   two-column page (455 pt);
 - ``<stem>.column.tex``: the same numbers within ``\\columnwidth`` (219 pt), one ``table`` per
   slice of the first header level (mostly one per language or direction);
-- ``<stem>.intervals.tex`` (tables with 95 % intervals): the companion table of intervals and of
-  whether the paper's number lies inside ours, which a paper can leave out.
+- ``<stem>.intervals.tex``: the companion table of 95 % intervals and of whether the paper's
+  number lies inside ours, which a paper can leave out; a table without intervals gets one of
+  comment lines only (it sets nothing where it is ``\\input``), so that every table has the
+  same files (``mlmm.catalogue.TABLE_SUFFIXES``: the declared outputs of its rule).
 
 A table fits by design, not by scaling: each cell of ours is "mean ± sd", the paper's number
 has its own column, a long row label (the paper's row description, a long text cell) becomes a
@@ -606,7 +608,8 @@ def write_latex(
     title: str,
     comments: list[str],
 ) -> dict[str, str]:
-    """The LaTeX texts of a table: suffix ('.tex', '.column.tex', '.intervals.tex') -> text."""
+    """The LaTeX texts of a table: suffix ('.tex', '.column.tex', '.intervals.tex') -> text.
+    Without a ``companion`` (no intervals), '.intervals.tex' is comments saying so."""
     name = stem.name
     label = f"tab:{name}"
     out = {
@@ -617,5 +620,13 @@ def write_latex(
         caption = f"{title}: 95 % intervals of ours (≈: the paper's number inside, ≠: outside)"
         out[".intervals.tex"] = render(
             companion, caption, f"{label}-intervals", comments, TWO_COLUMNS
+        )
+    else:
+        out[".intervals.tex"] = comment_block(
+            [
+                f"{title}: this table has no 95 % intervals, so no intervals table;",
+                "this file is written (empty) so that every table has the same files.",
+                f"The table: {name}.tex (two columns), {name}.column.tex (one column).",
+            ]
         )
     return out

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mlmm.catalogue import TABLE_SUFFIXES
 from mlmm.cells import (
     BLANK,
     CELL_NOTE,
@@ -38,19 +39,61 @@ from mlmm.origin import Origin
 PAPER_COLUMNS = ["paper", "table", *KEYS[:2], "dataset", *KEYS[2:], "value", "source_note"]
 
 
-def load_paper_table(
-    paper_tables: str | Path | None, paper: str, table: int
-) -> pd.DataFrame | None:
-    """The paper's cells of one table, or None when no paper-table directory is available.
+# Where a table command reads the papers' tables: a directory of <paper>_table<N>.csv, the CSV
+# files themselves (the workflow passes a configured directory's files, its rules' inputs), or
+# None (no paper column).
+PaperTables = str | Path | tuple[Path, ...] | None
+
+
+def paper_tables_option(values: list[str | Path] | None) -> PaperTables:
+    """The papers' tables a command's ``--paper-tables`` names (``nargs='*'``): not given, the
+    tables the package ships (``mlmm.shipped``); one directory; CSV files named
+    ``<paper>_table<N>.csv``; given with nothing, none (the paper columns stay empty)."""
+    from mlmm.shipped import paper_tables
+
+    if values is None:
+        return paper_tables()
+    paths = [Path(value) for value in values]
+    if not paths:
+        return None
+    if len(paths) == 1 and paths[0].is_dir():
+        return paths[0]
+    for path in paths:
+        if not _TABLE_FILE.fullmatch(path.name):
+            expected = "paper tables named <paper><year>_table<N>.csv, or one directory of them"
+            found = repr(path.name) if path.exists() else "no such file or directory"
+            raise InputError(path, expected, found, key="--paper-tables")
+    return tuple(paths)
+
+
+def paper_tables_paths(paper_tables: PaperTables) -> list[Path]:
+    """The paths of ``paper_tables`` (a directory, or its files): inputs for the write guard."""
+    if paper_tables is None:
+        return []
+    if isinstance(paper_tables, tuple | list):
+        return [Path(path) for path in paper_tables]
+    return [Path(paper_tables)]
+
+
+def paper_table_file(paper_tables: PaperTables, paper: str, table: int) -> Path | None:
+    """The CSV of the paper's ``table`` among ``paper_tables``, or None where there is none."""
+    name = f"{paper}_table{table}.csv"
+    if paper_tables is None:
+        return None
+    if isinstance(paper_tables, tuple | list):
+        return next((Path(p) for p in paper_tables if Path(p).name == name), None)
+    path = Path(paper_tables) / name
+    return path if path.is_file() else None
+
+
+def load_paper_table(paper_tables: PaperTables, paper: str, table: int) -> pd.DataFrame | None:
+    """The paper's cells of one table, or None when ``paper_tables`` (a directory or CSV
+    files) has no such table.
 
     The file is checked as it is read (``read_paper_table``): a wrong value is an InputError
     naming the file and line, never a number in a table or a verdict."""
-    if paper_tables is None or not Path(paper_tables).is_dir():
-        return None
-    path = Path(paper_tables) / f"{paper}_table{table}.csv"
-    if not path.is_file():
-        return None
-    return read_paper_table(path)
+    path = paper_table_file(paper_tables, paper, table)
+    return None if path is None else read_paper_table(path)
 
 
 # What a paper table's cells may hold, per metric: (low, high) for numbers, None for words.
@@ -172,14 +215,18 @@ def read_paper_table(path: str | Path) -> pd.DataFrame:
     return frame
 
 
-def check_paper_tables(*directories: str | Path | None) -> None:
-    """Check every paper table CSV (``<paper><year>_table<N>.csv``) in ``directories``
-    (``read_paper_table``): a table command calls this before it writes anything, so a wrong
-    reference replaces no table."""
-    for directory in directories:
-        if directory is None or not Path(directory).is_dir():
+def check_paper_tables(*sources: PaperTables) -> None:
+    """Check every paper table CSV (``<paper><year>_table<N>.csv``) of ``sources`` (each a
+    directory or CSV files, ``PaperTables``; ``read_paper_table``): a table command calls this
+    before it writes anything, so a wrong reference replaces no table."""
+    for source in sources:
+        if isinstance(source, tuple | list):
+            for path in source:
+                read_paper_table(path)
             continue
-        for path in sorted(Path(directory).glob("*_table*.csv")):
+        if source is None or not Path(source).is_dir():
+            continue
+        for path in sorted(Path(source).glob("*_table*.csv")):
             if _TABLE_FILE.fullmatch(path.name):
                 read_paper_table(path)
 
@@ -382,14 +429,14 @@ def write_table(
     go under the Markdown and HTML tables.
 
     The LaTeX is compact, for a paper (``mlmm.latex``): ``stem``.tex (``table*``) and
-    ``stem``.column.tex (one column), ``stem``.intervals.tex where the cells have intervals;
-    their caption is the title, the notes go to a comment block and to ``stem``.notes.txt.
+    ``stem``.column.tex (one column), ``stem``.intervals.tex (the intervals where the cells
+    have them, else comment lines saying there are none); their caption is the title, the
+    notes go to a comment block and to ``stem``.notes.txt.
 
     ``origin`` (default: this job's, `Origin.current`) is said in all of them: '[demo world]'
     in the title and a first note naming data, configuration and backbones; the CSV's columns
-    ``data``, ``configs``, ``backbone``. Returns the four files every table has (a rule's
-    declared outputs, ``mlmm.io.TABLE_SUFFIXES``); the other LaTeX files and the notes file
-    lie beside them.
+    ``data``, ``configs``, ``backbone``. Returns the files written, the same for every table:
+    one per suffix of ``mlmm.catalogue.TABLE_SUFFIXES`` (a table rule's declared outputs).
 
     ``latex_columns`` (a table not beside a paper's): the columns the LaTeX shows, in order,
     each with its header (a name or a tuple of header levels), the first labelling the rows;
@@ -400,8 +447,8 @@ def write_table(
     origin = origin or Origin.current()
     title, notes = origin.title(title), [origin.note(), *notes]
     stem = Path(stem)
-    paths = [stem.with_suffix(s) for s in (".csv", ".md", ".tex", ".html")]
-    csv_path, md_path, tex_path, html_path = paths
+    paths = {suffix: stem.with_suffix(suffix) for suffix in TABLE_SUFFIXES}
+    csv_path, md_path, html_path = paths[".csv"], paths[".md"], paths[".html"]
     write_text(csv_path, frame.assign(**origin.columns()).to_csv(index=False))
     wide = paper_shape(frame, stem.name)
     if wide is None:
@@ -433,8 +480,8 @@ def write_table(
         *PREAMBLE.splitlines(),
     ]
     for suffix, text in write_latex(grid, companion, stem, title, comments).items():
-        write_text(stem.with_suffix(suffix), text)
+        write_text(paths[suffix], text)
     write_text(html_path, _html_page(title, html, notes))
     notes_file = notes_text(title, notes, grid.notes, stem, companion is not None, per_row)
-    write_text(stem.with_suffix(".notes.txt"), notes_file)
-    return paths
+    write_text(paths[".notes.txt"], notes_file)
+    return list(paths.values())

@@ -127,3 +127,46 @@ DEMO_RUN_GROUP = "demo_run"
 # The demo at test size: the default config with the sizes of this file laid over it (the same
 # rules and jobs, small data and models), as `--configfile` in a copy of the workflow.
 SMALL_DEMO_CONFIG = ".test/config/config.yaml"
+
+
+# Plans the workflow (every job, as with --forceall) with Snakemake's own API and dumps each
+# job's rule, params, input and output as JSON: what a dry run would run, with the values the
+# params rerun trigger compares.
+_PLAN = """
+import json, sys
+from pathlib import Path
+from snakemake.api import SnakemakeApi
+from snakemake.settings.enums import Quietness
+from snakemake.settings.types import (
+    ConfigSettings, DAGSettings, OutputSettings, ResourceSettings,
+)
+
+snakefile, workdir, config = Path(sys.argv[1]), Path(sys.argv[2]), json.loads(sys.argv[3])
+with SnakemakeApi(OutputSettings(quiet={Quietness.ALL})) as api:
+    workflow_api = api.workflow(
+        resource_settings=ResourceSettings(cores=1), config_settings=ConfigSettings(config=config),
+        snakefile=snakefile, workdir=workdir,
+    )
+    workflow_api.dag(DAGSettings(forceall=True))
+    wf = workflow_api._workflow
+    wf._prepare_dag(forceall=True, ignore_incomplete=True, lock_warn_only=True, nolock=True)
+    wf._build_dag()
+    jobs = [
+        {"rule": job.rule.name, "params": [str(value) for value in job.params],
+         "input": [str(f) for f in job.input], "output": [str(f) for f in job.output]}
+        for job in wf.dag.jobs
+    ]
+print(json.dumps(jobs))
+"""
+
+
+def planned_jobs(workdir: Path, config: dict | None = None) -> list[dict]:
+    """Every job of the default target planned in ``workdir`` with this checkout's Snakefile
+    (``config``: --config values): {"rule", "params", "input", "output"}, values as text."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _PLAN, str(REPO / "Snakefile"), str(workdir),
+         json.dumps(config or {})],
+        env=tool_env(), capture_output=True, text=True, check=False, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])

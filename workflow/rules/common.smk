@@ -17,6 +17,7 @@ from snakemake.exceptions import WorkflowError
 
 import mlmm.local_data as local_data
 import mlmm.shipped as shipped
+from mlmm.catalogue import TABLE_SUFFIXES
 from mlmm.records import write_record
 from mlmm.slurm import nvidia_present
 
@@ -111,19 +112,39 @@ def gpu_slots(device):
     return lambda wildcards: int(NVIDIA_PRESENT and device(wildcards) != "cpu")
 
 
-# null: the papers' tables the package ships (resources/paper_tables in the repository; package
-# data of the installed mlmm, so any deployment of the workflow has them: mlmm.shipped)
-PAPER_TABLES = Path(config["paper_tables"] or shipped.paper_tables())
-if not PAPER_TABLES.is_dir():
+def workdir_relative(path):
+    """`path` relative to the working directory where it lies inside it (a repository file of a
+    checkout run from its root), else as it is: an input named so is the same input in a moved
+    checkout or a new clone, and reruns nothing there."""
+    path, here = Path(path), Path.cwd()
+    return (
+        path.relative_to(here)
+        if path.is_absolute() and path.is_relative_to(here)
+        else path
+    )
+
+
+# The papers' tables. null: those the package ships (resources/paper_tables in the repository;
+# package data of the installed mlmm, so any deployment of the workflow has them:
+# mlmm.shipped), which the table commands read when given no --paper-tables: the rules pass
+# none. A directory: its CSVs are passed to the commands as the rules' inputs (PAPER_OPTION),
+# never as a parameter, so no job's command names where the checkout or the tables lie.
+PAPER_TABLES = Path(config["paper_tables"]) if config["paper_tables"] else None
+_PAPER_DIR = PAPER_TABLES or shipped.paper_tables()
+if not _PAPER_DIR.is_dir():
     raise WorkflowError(
         f"config paper_tables: expected a directory of <paper>_table<N>.csv, "
-        f"found no directory {PAPER_TABLES}"
+        f"found no directory {_PAPER_DIR}"
     )
-# The papers' CSVs, by paper: inputs of the table rules that read them, so that a corrected
-# number reruns the table (a parameter would not).
+# The papers' CSVs, by paper: inputs (`paper`) of the table rules that read them, so that a
+# corrected number reruns the table (a parameter would not); the shipped ones too.
 PAPER_CSVS = {}
-for _csv in sorted(PAPER_TABLES.glob("*_table*.csv")):
-    PAPER_CSVS.setdefault(_csv.name.split("_table")[0], []).append(_csv)
+for _csv in sorted(_PAPER_DIR.glob("*_table*.csv")):
+    PAPER_CSVS.setdefault(_csv.name.split("_table")[0], []).append(
+        workdir_relative(_csv)
+    )
+# The table commands' option naming the configured tables: the rule's input `paper`.
+PAPER_OPTION = " --paper-tables {input.paper:q} " if PAPER_TABLES else " "
 
 FINAL_TARGETS = []
 
@@ -140,8 +161,10 @@ PAPER_NAMES = {
 
 
 def table_files(stem):
-    """A table's files: tidy CSV, and Markdown, LaTeX and HTML in the paper's shape."""
-    return [Path(f"{stem}.{suffix}") for suffix in ("csv", "md", "tex", "html")]
+    """Every file a table command writes for a table (mlmm.tables.write_table): tidy CSV;
+    Markdown, LaTeX and HTML in the paper's shape; the LaTeX companions and notes file.
+    """
+    return [Path(f"{stem}{suffix}") for suffix in TABLE_SUFFIXES]
 
 
 def reported(paths):

@@ -109,7 +109,7 @@ rule vocabularies:
 rule kadar_table1:
     input:
         MULTI30K_MARKER,
-        PAPER_CSVS.get("kadar2018", []),
+        paper=PAPER_CSVS.get("kadar2018", []),
     output:
         reported(table_files(RESULTS / "tables/kadar2018_table1")),
     log:
@@ -124,11 +124,13 @@ rule kadar_table1:
         root=MULTI30K_ROOT,
         stem=RESULTS / "tables/kadar2018_table1",
         min_count=config["vocab"]["min_count"],
-        paper_tables=PAPER_TABLES,
         demo="--demo" if MULTI30K["source"] == "demo" else "",
     shell:
-        "mlmm kadar-table1 --root {params.root:q} --min-count {params.min_count}"
-        " --paper-tables {params.paper_tables:q} --out {params.stem:q} {params.demo} > {log:q} 2>&1"
+        (
+            "mlmm kadar-table1 --root {params.root:q} --min-count {params.min_count}"
+            + PAPER_OPTION
+            + "--out {params.stem:q} {params.demo} > {log:q} 2>&1"
+        )
 
 
 FINAL_TARGETS += [*VOCAB_FILES, *table_files(RESULTS / "tables/kadar2018_table1")]

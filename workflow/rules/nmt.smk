@@ -211,11 +211,13 @@ rule nmt_table:
         mem_mb=1000,
         runtime=5,
     params:
-        paper=f"--paper-tables {quote(str(PAPER_TABLES))}" if PAPER_TABLES else "",
         stem=NMT_TABLE,
     shell:
-        "mlmm nmt-table --metrics {input.metrics:q} --feature-runs {input.feature_runs:q}"
-        " {params.paper} --out {params.stem:q} > {log:q} 2>&1"
+        (
+            "mlmm nmt-table --metrics {input.metrics:q} --feature-runs {input.feature_runs:q}"
+            + PAPER_OPTION
+            + "--out {params.stem:q} > {log:q} 2>&1"
+        )
 
 
 FINAL_TARGETS += [

@@ -22,7 +22,6 @@ if PIVOT["ted"] == "demo":
 else:
     PIVOT_TED_ROOT = PIVOT_TED_INPUT = TED_DIR / "corpus/index.json"
 PIVOT_TABLES = table_files(RESULTS / "tables/rajendran2016_table5")
-PIVOT_PAPER = f"--paper-tables {quote(str(PAPER_TABLES))}" if PAPER_TABLES else ""
 PIVOT_SETTINGS = " ".join(
     f"--{key.replace('_', '-')} {PIVOT[key]}"
     for key in ("backbone", "hidden", "epochs", "batch_size", "learning_rate", "input",
@@ -286,10 +285,13 @@ rule pivot_table:
         mem_mb=1000,
         runtime=10,
     params:
-        paper=PIVOT_PAPER,
         stem=RESULTS / "tables/rajendran2016_table5",
     shell:
-        "mlmm pivot-table --runs {input.runs:q} {params.paper} --out {params.stem:q} > {log:q} 2>&1"
+        (
+            "mlmm pivot-table --runs {input.runs:q}"
+            + PAPER_OPTION
+            + "--out {params.stem:q} > {log:q} 2>&1"
+        )
 
 
 rule pivot_examples:

@@ -90,14 +90,14 @@ for _paper in REPORT_PAPERS:
             runtime=60,
         params:
             section=REPORT_SECTION_DIGEST,
-            paper_tables=(
-                f"--paper-tables {quote(str(PAPER_TABLES))}" if PAPER_TABLES else ""
-            ),
             out=REPORT_TABLES,
             subset=_paper,
         shell:
-            "mlmm retrieval-tables --config {input.record:q} --runs {input.runs:q} "
-            "{params.paper_tables} --papers {params.subset} --out {params.out:q} > {log:q} 2>&1"
+            (
+                "mlmm retrieval-tables --config {input.record:q} --runs {input.runs:q}"
+                + PAPER_OPTION
+                + "--papers {params.subset} --out {params.out:q} > {log:q} 2>&1"
+            )
 
 
 for _paper, _number in FIGURES.items():
@@ -133,7 +133,9 @@ for _paper, _number in FIGURES.items():
 
 # Each paper's claims (resources/claims/<paper>.yaml, package data: mlmm.shipped) tested on the
 # runs: mlmm.claims
-CLAIM_REGISTRIES = [shipped.claims_registry(paper) for paper in CLAIM_PAPERS]
+CLAIM_REGISTRIES = [
+    workdir_relative(shipped.claims_registry(paper)) for paper in CLAIM_PAPERS
+]
 CLAIM_FILES = [
     path
     for paper in CLAIM_PAPERS
@@ -174,17 +176,17 @@ rule claims:
         runtime=60,
     params:
         section=REPORT_SECTION_DIGEST,
-        paper_tables=(
-            f"--paper-tables {quote(str(PAPER_TABLES))}" if PAPER_TABLES else ""
-        ),
         tables=REPORT_TABLES,
         figures=REPORT_FIGURES,
     shell:
-        "mlmm claims --config {input.record:q} --runs {input.runs:q} "
-        "--registry {input.registries:q} --nmt-runs {input.nmt:q} {params.paper_tables} "
-        "--ted-cldc {input.ted_cldc:q} --ted-nb {input.ted_nb:q} --pivot-runs {input.pivot:q} "
-        "--tables {params.tables:q} "
-        "--figures {params.figures:q} > {log:q} 2>&1"
+        (
+            "mlmm claims --config {input.record:q} --runs {input.runs:q} "
+            "--registry {input.registries:q} --nmt-runs {input.nmt:q}"
+            + PAPER_OPTION
+            + "--ted-cldc {input.ted_cldc:q} --ted-nb {input.ted_nb:q} "
+            "--pivot-runs {input.pivot:q} --tables {params.tables:q} "
+            "--figures {params.figures:q} > {log:q} 2>&1"
+        )
 
 
 FINAL_TARGETS += RETRIEVAL_TABLE_FILES + RETRIEVAL_FIGURE_FILES + CLAIM_FILES

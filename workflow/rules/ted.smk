@@ -21,7 +21,6 @@ TED_DOCUMENTS = [
     TED_DIR / "nb.documents.npz",
     *expand(TED_DIR / "cldc/{ted_source}.documents.npz", ted_source=TED_SOURCES),
 ]
-TED_PAPER = f"--paper-tables {quote(str(PAPER_TABLES))}" if PAPER_TABLES else ""
 TED_TABLES = [
     path
     for n in (1, 3, 4)
@@ -235,10 +234,12 @@ rule ted_tables:
         runtime=10,
     params:
         out_dir=RESULTS / "tables",
-        paper=TED_PAPER,
     shell:
-        "mlmm ted-tables --cldc {input.cldc:q} --nb {input.nb:q} {params.paper}"
-        " --out-dir {params.out_dir:q} > {log:q} 2>&1"
+        (
+            "mlmm ted-tables --cldc {input.cldc:q} --nb {input.nb:q}"
+            + PAPER_OPTION
+            + "--out-dir {params.out_dir:q} > {log:q} 2>&1"
+        )
 
 
 rule ted_heatmap:
@@ -280,9 +281,12 @@ rule ted_table4:
         bow=TED_DIR / "bow",
         words=" ".join(TED["table4_words"]),
         k=TED["table4_k"],
-        paper=TED_PAPER,
         demo="--demo" if TED["source"] == "demo" else "",
         out_dir=RESULTS / "tables",
     shell:
-        "mlmm ted-neighbours --bow {params.bow:q} --tuning {input.tuning:q} --words {params.words}"
-        " --k {params.k} {params.paper} {params.demo} --out-dir {params.out_dir:q} > {log:q} 2>&1"
+        (
+            "mlmm ted-neighbours --bow {params.bow:q} --tuning {input.tuning:q}"
+            " --words {params.words} --k {params.k}"
+            + PAPER_OPTION
+            + "{params.demo} --out-dir {params.out_dir:q} > {log:q} 2>&1"
+        )

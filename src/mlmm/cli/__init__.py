@@ -46,6 +46,24 @@ def declare_outputs(parser: argparse.ArgumentParser, *dests: str, suffixes=("",)
     parser.set_defaults(**{OUTPUTS: declared})
 
 
+def add_paper_tables(parser: argparse.ArgumentParser) -> None:
+    """``--paper-tables`` of a table command: where it reads the papers' own numbers
+    (``mlmm.tables.paper_tables_option``). Not given, the tables the package ships: the
+    workflow passes nothing unless config ``paper_tables`` names a directory, whose CSV files
+    it passes (its table rules' inputs), so a moved checkout changes no job's command."""
+    from pathlib import Path
+
+    parser.add_argument(
+        "--paper-tables",
+        nargs="*",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="the papers' tables: a directory of <paper>_table<N>.csv, or such files "
+        "(default: the tables the package ships; the option alone: none, empty paper columns)",
+    )
+
+
 def declare_output_dirs(parser: argparse.ArgumentParser, *dests: str) -> None:
     """The options ``dests`` name directories the command writes (or writes into): like
     ``declare_outputs``, for the test that puts a user's files there."""

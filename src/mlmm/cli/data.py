@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mlmm.cli import declare_output_dirs, declare_outputs
-from mlmm.io import TABLE_SUFFIXES
+from mlmm.catalogue import TABLE_SUFFIXES
+from mlmm.cli import add_paper_tables, declare_output_dirs, declare_outputs
 from mlmm.schema import checked_option
 
 
@@ -100,7 +100,7 @@ def register(subparsers) -> None:
     checked_option(
         p, "--min-count", "vocab.min_count", type=int, default=4, help="keep words seen >= N times"
     )
-    p.add_argument("--paper-tables", default="", help="directory of the paper tables (optional)")
+    add_paper_tables(p)
     p.add_argument("--out", required=True, type=Path, help="output stem (no suffix)")
     p.add_argument(
         "--demo", action="store_true", help="the copy is the demo world: say so in the notes"
@@ -157,11 +157,12 @@ def run_vocab(args) -> None:
 def run_table(args) -> None:
     from mlmm.data.prepare import write_kadar_table1
     from mlmm.io import table_outputs
-    from mlmm.tables import check_paper_tables
+    from mlmm.tables import check_paper_tables, paper_tables_option, paper_tables_paths
 
-    table_outputs(args.out, [args.root, args.paper_tables or None], stem=True, force=args.force)
-    check_paper_tables(args.paper_tables or None)
-    paper_tables = args.paper_tables or None
+    paper_tables = paper_tables_option(args.paper_tables)
+    inputs = [args.root, *paper_tables_paths(paper_tables)]
+    table_outputs(args.out, inputs, stem=True, force=args.force)
+    check_paper_tables(paper_tables)
     for path in write_kadar_table1(args.root, args.min_count, paper_tables, args.out, args.demo):
         print(path)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mlmm.cli import declare_output_dirs, declare_outputs
+from mlmm.cli import add_paper_tables, declare_output_dirs, declare_outputs
 from mlmm.schema import checked_option
 
 
@@ -48,7 +48,7 @@ def register(subparsers) -> None:
         "from per-run metrics.json files; each configured variant's paper_rows say which rows.",
     )
     _run_arguments(p)
-    p.add_argument("--paper-tables", type=Path, default=None, help="directory of paper CSVs")
+    add_paper_tables(p)
     p.add_argument("--out", required=True, type=Path, help="directory for <paper>_table<N>.*")
     _papers_argument(p, "tables")
     declare_output_dirs(p, "out")
@@ -102,7 +102,7 @@ def register(subparsers) -> None:
         help="mlmm pivot-train / pivot-mt metrics.json files (Rajendran Table 5; queries.npz "
         "beside)",
     )
-    p.add_argument("--paper-tables", type=Path, default=None, help="directory of paper CSVs")
+    add_paper_tables(p)
     p.add_argument("--tables", required=True, type=Path, help="directory for <paper>_claims.*")
     p.add_argument("--figures", required=True, type=Path, help="directory for the figures")
     p.set_defaults(func=run_claims)
@@ -199,12 +199,13 @@ def _runs(args):
 def run_tables(args) -> None:
     from mlmm.io import table_outputs
     from mlmm.report import build_tables
-    from mlmm.tables import check_paper_tables
+    from mlmm.tables import check_paper_tables, paper_tables_option, paper_tables_paths
 
-    table_outputs(args.out, [*args.runs, args.paper_tables])
-    check_paper_tables(args.paper_tables)
+    paper_tables = paper_tables_option(args.paper_tables)
+    table_outputs(args.out, [*args.runs, *paper_tables_paths(paper_tables)])
+    check_paper_tables(paper_tables)
     runs = _runs(args)
-    for path in build_tables(runs, args.paper_tables, args.out, args.papers):
+    for path in build_tables(runs, paper_tables, args.out, args.papers):
         print(path)
 
 
@@ -223,17 +224,17 @@ def run_claims(args) -> None:
     from mlmm.io import table_outputs
     from mlmm.nmt.table import nmt_runs
     from mlmm.pivot.table import pivot_runs, read_runs
+    from mlmm.tables import check_paper_tables, paper_tables_option, paper_tables_paths
     from mlmm.ted.report import ted_runs
 
+    paper_tables = paper_tables_option(args.paper_tables)
     inputs = [*args.runs, *args.nmt_runs, *args.ted_cldc, args.ted_nb, *args.pivot_runs,
-              args.paper_tables, *args.registry]  # fmt: skip
+              *paper_tables_paths(paper_tables), *args.registry]  # fmt: skip
     table_outputs(args.tables, inputs)
     table_outputs(args.figures, inputs)
-    from mlmm.tables import check_paper_tables
-
-    check_paper_tables(args.paper_tables)
+    check_paper_tables(paper_tables)
     runs = _runs(args) + nmt_runs(args.nmt_runs) + ted_runs(args.ted_cldc, args.ted_nb)
     runs += pivot_runs(read_runs(args.pivot_runs))
     for registry in args.registry:
-        for path in write_claims(runs, registry, args.paper_tables, args.tables, args.figures):
+        for path in write_claims(runs, registry, paper_tables, args.tables, args.figures):
             print(path)

@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mlmm.cli import declare_outputs
+from mlmm.catalogue import TABLE_SUFFIXES
+from mlmm.cli import add_paper_tables, declare_outputs
 from mlmm.errors import InputError
-from mlmm.io import TABLE_SUFFIXES, guard_outputs, read_npy, refuse_overwrite, table_outputs
+from mlmm.io import guard_outputs, read_npy, refuse_overwrite, table_outputs
 from mlmm.schema import checked_option
 
 
@@ -139,7 +140,7 @@ def register(subparsers) -> None:
         help="metrics.json of the retrieval runs whose models gave the image features of the "
         "reranking: the table names the backbone they recorded",
     )  # fmt: skip
-    p.add_argument("--paper-tables", help="directory of the paper tables (optional)")
+    add_paper_tables(p)
     p.add_argument("--out", required=True, type=Path, help="output stem (.csv/.md/.tex added)")
     declare_outputs(p, "out", suffixes=TABLE_SUFFIXES)
     p.set_defaults(func=run_table)
@@ -355,11 +356,11 @@ def run_score(args) -> None:
 
 def run_table(args) -> None:
     from mlmm.nmt.table import table3
+    from mlmm.tables import check_paper_tables, paper_tables_option, paper_tables_paths
 
-    inputs = [*args.metrics, *args.feature_runs, args.paper_tables]
+    paper_tables = paper_tables_option(args.paper_tables)
+    inputs = [*args.metrics, *args.feature_runs, *paper_tables_paths(paper_tables)]
     table_outputs(args.out, inputs, stem=True, force=args.force)
-    from mlmm.tables import check_paper_tables
-
-    check_paper_tables(args.paper_tables)
-    notes = table3(args.metrics, args.paper_tables, args.out, args.feature_runs)
+    check_paper_tables(paper_tables)
+    notes = table3(args.metrics, paper_tables, args.out, args.feature_runs)
     print("\n".join(notes))

@@ -6,8 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
-from mlmm.cli import declare_output_dirs, declare_outputs
-from mlmm.io import TABLE_SUFFIXES
+from mlmm.catalogue import TABLE_SUFFIXES
+from mlmm.cli import add_paper_tables, declare_output_dirs, declare_outputs
 from mlmm.pivot import LANGUAGES, MODELS
 from mlmm.schema import checked_option
 
@@ -124,7 +124,7 @@ def register(subparsers) -> None:
 
     p = subparsers.add_parser("pivot-table", help="Rajendran 2016 Table 5 beside the paper")
     p.add_argument("--runs", type=Path, nargs="+", required=True, help="pivot-train outputs")
-    p.add_argument("--paper-tables", default=None)
+    add_paper_tables(p)
     p.add_argument("--out", type=Path, required=True, help="output stem (no suffix)")
     declare_outputs(p, "out", suffixes=TABLE_SUFFIXES)
     p.set_defaults(func=run_table)
@@ -237,12 +237,14 @@ def run_mt(args: argparse.Namespace) -> None:
 def run_table(args: argparse.Namespace) -> None:
     from mlmm.io import table_outputs
     from mlmm.pivot.table import table5
-    from mlmm.tables import check_paper_tables
+    from mlmm.tables import check_paper_tables, paper_tables_option, paper_tables_paths
 
-    table_outputs(args.out, [*args.runs, args.paper_tables], stem=True, force=args.force)
-    check_paper_tables(args.paper_tables)
-    table5(args.runs, args.paper_tables, args.out)
-    print(f"wrote {args.out}.csv/.md/.tex")
+    paper_tables = paper_tables_option(args.paper_tables)
+    inputs = [*args.runs, *paper_tables_paths(paper_tables)]
+    table_outputs(args.out, inputs, stem=True, force=args.force)
+    check_paper_tables(paper_tables)
+    table5(args.runs, paper_tables, args.out)
+    print(f"wrote {args.out}.csv/.md/.tex/.html and the LaTeX companions")
 
 
 def run_examples(args: argparse.Namespace) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from mlmm.cli import declare_output_dirs, declare_outputs
+from mlmm.cli import add_paper_tables, declare_output_dirs, declare_outputs
 from mlmm.errors import InputError
 from mlmm.io import guard_outputs, read_json_object, table_outputs
 from mlmm.schema import checked_option
@@ -156,7 +156,7 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("ted-tables", help="Rajendran 2016 Tables 1 and 3")
     p.add_argument("--cldc", type=Path, nargs="+", required=True)
     p.add_argument("--nb", type=Path, required=True)
-    p.add_argument("--paper-tables", default=None)
+    add_paper_tables(p)
     p.add_argument("--out-dir", type=Path, required=True)
     declare_output_dirs(p, "out_dir")
     p.set_defaults(func=run_tables)
@@ -172,7 +172,7 @@ def register(subparsers) -> None:
     p.add_argument("--tuning", type=Path, required=True)
     p.add_argument("--words", nargs="+", required=True)
     checked_option(p, "--k", "ted.table4_k", type=int, default=4)
-    p.add_argument("--paper-tables", type=Path, default=None, help="for the paper's neighbours")
+    add_paper_tables(p)
     p.add_argument(
         "--demo", action="store_true", help="the corpus is the generated demo (says so in notes)"
     )
@@ -269,14 +269,15 @@ def run_nb(args: argparse.Namespace) -> None:
 
 
 def run_tables(args: argparse.Namespace) -> None:
-    table_outputs(args.out_dir, [*args.cldc, args.nb, args.paper_tables])
-    from mlmm.tables import check_paper_tables
+    from mlmm.tables import check_paper_tables, paper_tables_option, paper_tables_paths
     from mlmm.ted.report import table1, table3
 
-    check_paper_tables(args.paper_tables)
+    paper_tables = paper_tables_option(args.paper_tables)
+    table_outputs(args.out_dir, [*args.cldc, args.nb, *paper_tables_paths(paper_tables)])
+    check_paper_tables(paper_tables)
 
-    table1(args.cldc, args.paper_tables, args.out_dir)
-    table3(args.cldc, args.nb, args.paper_tables, args.out_dir)
+    table1(args.cldc, paper_tables, args.out_dir)
+    table3(args.cldc, args.nb, paper_tables, args.out_dir)
 
 
 def run_heatmap(args: argparse.Namespace) -> None:
@@ -289,10 +290,11 @@ def run_heatmap(args: argparse.Namespace) -> None:
 
 
 def run_neighbours(args: argparse.Namespace) -> None:
-    guard_outputs([args.out_dir], [args.bow, args.tuning, args.paper_tables])
-    from mlmm.tables import check_paper_tables
+    from mlmm.tables import check_paper_tables, paper_tables_option, paper_tables_paths
 
-    check_paper_tables(args.paper_tables)
+    paper_tables = paper_tables_option(args.paper_tables)
+    guard_outputs([args.out_dir], [args.bow, args.tuning, *paper_tables_paths(paper_tables)])
+    check_paper_tables(paper_tables)
 
     from mlmm.ted.experiment import bow_digest, chosen_run
     from mlmm.ted.report import neighbours
@@ -302,5 +304,5 @@ def run_neighbours(args: argparse.Namespace) -> None:
         raise InputError(args.tuning, "a run directory", "none", key="overall.run")
     run = chosen_run(args.tuning, tuning["overall"], bow_digest(args.bow)).parent
     neighbours(
-        run / "model.pt", args.bow, args.words, args.k, args.out_dir, args.paper_tables, args.demo
+        run / "model.pt", args.bow, args.words, args.k, args.out_dir, paper_tables, args.demo
     )

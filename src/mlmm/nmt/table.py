@@ -77,7 +77,7 @@ def table3(
         "penalty, labelled 'Control, not in the paper').",
     ]
     if paper is None:
-        notes.append("Paper numbers not available: paper_tables directory missing.")
+        notes.append("No paper numbers: no calixto2017_table3.csv among the paper tables.")
     runs = [read_json_object(path, (), "a metrics.json of `mlmm train-retrieval`")
             for path in feature_runs]  # fmt: skip
     write_table(table, stem, "Calixto & Liu 2017, Table 3: NMT 20-best reranking", notes,

@@ -222,7 +222,7 @@ def table5(
         "for the cell (one seed).",
     ]
     if load_paper_table(paper_tables, PAPER, 5) is None:
-        text.append(f"The paper column is empty: no {PAPER}_table5.csv in {paper_tables}.")
+        text.append(f"The paper column is empty: no {PAPER}_table5.csv among the paper tables.")
     write_table(frame, stem, "Rajendran et al. 2016, Table 5 (pivot image-caption retrieval)", text,
                 Origin.of_runs(records))  # fmt: skip
     return frame

@@ -17,9 +17,11 @@ from mlmm.figures import figure_size, paper_style
 from mlmm.io import read_csv, read_json, read_json_object, save_figure
 from mlmm.origin import Origin, stamp_figure
 from mlmm.tables import (
+    PaperTables,
     beside_paper,
     format_number,
     load_paper_table,
+    paper_table_file,
     summarise_runs,
     write_table,
 )
@@ -205,13 +207,12 @@ def _heatmaps(ours: pd.DataFrame, diff: pd.DataFrame, languages: list[str]):
     return fig
 
 
-def paper_neighbours(paper_tables: str | Path | None) -> dict[tuple[str, str], list[str]]:
+def paper_neighbours(paper_tables: PaperTables) -> dict[tuple[str, str], list[str]]:
     """The paper's Table 4 words: {(English word, language): neighbours, nearest first}, read
-    from `rajendran2016_table4.csv` (value = a word, variant_note = rank=N); {} without it."""
-    if paper_tables is None:
-        return {}
-    path = Path(paper_tables) / f"{PAPER}_table4.csv"
-    if not path.is_file():
+    from `rajendran2016_table4.csv` (value = a word, variant_note = rank=N) of
+    ``paper_tables`` (a directory or CSV files); {} without it."""
+    path = paper_table_file(paper_tables, PAPER, 4)
+    if path is None:
         return {}
     frame = read_csv(path, "a paper table CSV", dtype=str, keep_default_na=False)
     if not {"system", "variant_note", "language", "value"} <= set(frame.columns):
@@ -288,7 +289,7 @@ def neighbours(
         f"{Path(model_path).parent.name})."
     ]
     if not paper:
-        notes.append(f"No paper column: no {PAPER}_table4.csv in {paper_tables}.")
+        notes.append(f"No paper column: no {PAPER}_table4.csv among the paper tables.")
     else:
         notes.append(
             "<lang>_paper: the paper's 4 neighbours (Table 4: market, oil, home, history in 9 "
