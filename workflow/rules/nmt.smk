@@ -190,7 +190,7 @@ rule mt_score:
     shell:
         "mlmm mt-score --hyp {input.hyp:q} --ref {params.ref:q} --language {params.language}"
         " {params.meteor} --system {params.system:q} --variant-note {params.note:q}"
-        " --seed {params.seed} --out {output.metrics:q} --sentences {output.sentences:q}"
+        " --seed {params.seed} --out {output.metrics:q}"
         " > {log:q} 2>&1"
 
 

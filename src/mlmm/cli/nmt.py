@@ -120,15 +120,14 @@ def register(subparsers) -> None:
     p.add_argument("--system", required=True, help="paper spelling of the system")
     p.add_argument("--variant-note", default="")
     checked_option(p, "--seed", "$defs.cli_options.run_seed", type=int)
-    p.add_argument("--out", required=True, type=Path)
     p.add_argument(
-        "--sentences",
+        "--out",
+        required=True,
         type=Path,
-        help="where the per-sentence BLEU/TER/chrF statistics go, from which the corpus "
-        "scores are resampled (mlmm claims, table intervals): always sentences.npz beside "
-        "--out, written with every run; another path is refused",
+        help="the metrics JSON; the per-sentence BLEU/TER/chrF statistics the corpus scores "
+        "are resampled from (mlmm claims, table intervals) go to sentences.npz beside it",
     )
-    declare_outputs(p, "out", "sentences")
+    declare_outputs(p, "out")
     p.set_defaults(func=run_score)
 
     p = subparsers.add_parser(
@@ -333,12 +332,7 @@ def run_score(args) -> None:
 
     # the per-sentence statistics always lie beside the metrics (mlmm.outcomes' contract), so
     # that no earlier system's statistics stay beside new scores
-    beside = sentences_path(args.out)
-    outputs = [args.out, beside] + ([args.sentences] if args.sentences is not None else [])
-    guard_outputs(outputs, [args.hyp, args.ref], args.force)
-    if args.sentences is not None and Path(args.sentences).resolve() != beside.resolve():
-        raise InputError(args.sentences, f"the file beside --out, {beside} (or no --sentences)",
-                         "another path")  # fmt: skip
+    guard_outputs([args.out, sentences_path(args.out)], [args.hyp, args.ref], args.force)
     hyps = read_lines(args.hyp, allow_empty_lines=True)
     refs = read_lines(args.ref)
     jar, meteor_note = resolve_meteor_jar(args.meteor_jar)
