@@ -153,7 +153,8 @@ with SnakemakeApi(OutputSettings(quiet={Quietness.ALL})) as api:
     wf._build_dag()
     jobs = [
         {"rule": job.rule.name, "params": [str(value) for value in job.params],
-         "input": [str(f) for f in job.input], "output": [str(f) for f in job.output]}
+         "input": [str(f) for f in job.input], "output": [str(f) for f in job.output],
+         "shell": job.shellcmd or ""}
         for job in wf.dag.jobs
     ]
 print(json.dumps(jobs))
@@ -162,7 +163,8 @@ print(json.dumps(jobs))
 
 def planned_jobs(workdir: Path, config: dict | None = None) -> list[dict]:
     """Every job of the default target planned in ``workdir`` with this checkout's Snakefile
-    (``config``: --config values): {"rule", "params", "input", "output"}, values as text."""
+    (``config``: --config values): {"rule", "params", "input", "output", "shell"}, values as
+    text (``shell``: the job's command line as Snakemake runs it)."""
     proc = subprocess.run(
         [sys.executable, "-c", _PLAN, str(REPO / "Snakefile"), str(workdir),
          json.dumps(config or {})],
