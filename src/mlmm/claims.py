@@ -315,28 +315,37 @@ def paper_effect(
         return np.nan
     sign, effects = orientation(claim.metric), []
     for cell, metric in claim.parts():
-        values = []
-        for side in (0, 1):
-            system, note = claim.side_row(side, cell)
-            found = claim.side_cell(side, cell, metric)
-            hit = frame[
-                (frame.system == system)
-                & (frame.variant_note.fillna("") == note)
-                & (frame.language.fillna("") == found["language"])
-                & (frame.direction.fillna("") == found["direction"])
-                & (frame.metric == metric)
-            ]
-            if found["dataset"]:
-                hit = hit[hit.dataset.fillna("").str.contains(found["dataset"], regex=False)]
-            if len(hit) != 1:
-                raise InputError(
-                    registry or f"{paper}_table{claim.table}.csv",
-                    f"one cell of {paper}_table{claim.table}.csv: {system} [{note}] {found}",
-                    f"{len(hit)} cells", key=f"claims ({claim.id})",
-                )  # fmt: skip
-            values.append(float(hit["value"].iloc[0]))
+        values = [
+            float(paper_cell(frame, paper, claim, side, cell, metric, registry)["value"])
+            for side in (0, 1)
+        ]
         effects.append(sign * (values[0] - values[1]))
     return float(np.mean(effects))
+
+
+def paper_cell(
+    frame, paper: str, claim: Claim, side: int, cell, metric: str, registry: Path | None = None
+):
+    """The one row of the paper's table ``frame`` that side ``side`` of ``claim`` reads for
+    ``cell`` and ``metric``; InputError where the table has none or several."""
+    system, note = claim.side_row(side, cell)
+    found = claim.side_cell(side, cell, metric)
+    hit = frame[
+        (frame.system == system)
+        & (frame.variant_note.fillna("") == note)
+        & (frame.language.fillna("") == found["language"])
+        & (frame.direction.fillna("") == found["direction"])
+        & (frame.metric == metric)
+    ]
+    if found["dataset"]:
+        hit = hit[hit.dataset.fillna("").str.contains(found["dataset"], regex=False)]
+    if len(hit) != 1:
+        raise InputError(
+            registry or f"{paper}_table{claim.table}.csv",
+            f"one cell of {paper}_table{claim.table}.csv: {system} [{note}] {found}",
+            f"{len(hit)} cells", key=f"claims ({claim.id})",
+        )  # fmt: skip
+    return hit.iloc[0]
 
 
 # ----------------------------------------------------------------------------------------
