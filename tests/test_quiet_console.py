@@ -46,3 +46,16 @@ def test_a_record_reads_back_the_numbers_it_was_written_with(tmp_path):
     record = {"retrieval": {"variants": {"ame": {"optimizer": {"lr": 6e-05}, "eps": 1e-08}}}}
     path = write_record(tmp_path / "ame.json", record)
     assert read_sources([path]) == [(str(path), record)]
+
+
+def test_the_documented_dry_run_of_the_demo_fits_a_screenful(tmp_path):
+    """`snakemake -n --quiet rules` (README) prints the per-rule job counts, not every job."""
+    proc = subprocess.run(
+        [str(BIN / "snakemake"), "-s", str(REPO / "Snakefile"), "-d", str(tmp_path), "-n",
+         "--quiet", "rules"],
+        env=tool_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "train_retrieval" in proc.stdout and "total" in proc.stdout
+    assert len(proc.stdout.encode()) < 50_000, len(proc.stdout.encode())
+    assert "--quiet rules" in (REPO / "README.md").read_text(encoding="utf-8")
