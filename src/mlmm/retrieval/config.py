@@ -85,7 +85,8 @@ def resolve_variant(section: dict, name: str, where: str = "config.yaml") -> dic
     variants = section.get("variants") or {}
     if name not in variants:
         raise InputError(where, f"a variant named in retrieval.variants {sorted(variants)}", name)
-    record = _merge(variant_defaults(), section.get("defaults") or {}, f"{where} retrieval.defaults")
+    defaults = section.get("defaults") or {}
+    record = _merge(variant_defaults(), defaults, f"{where} retrieval.defaults")
     record = _merge(record, variants[name] or {}, f"{where} retrieval.variants.{name}")
     check(record, f"{where} retrieval.variants.{name}")
     record["name"] = name
