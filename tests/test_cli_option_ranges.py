@@ -17,7 +17,7 @@ import pytest
 from helpers.one_line import one_line_error
 
 from mlmm.cli import build_parser
-from mlmm.schema import CHECKS, plainly_within, schema, subschema, value_error
+from mlmm.schema import CHECKS, checked_option, plainly_within, schema, subschema, value_error
 
 OPTION_CASES = {
     "mira --iters 0": (
@@ -183,6 +183,35 @@ def test_a_checked_option_takes_the_range_of_its_config_key():
     assert value_error(0.5, node) is None
     assert value_error(float("nan"), node) == ("a finite number", "nan")
     assert subschema("ted.lambdas[]") == {"type": "number", "minimum": 0}
+
+
+def test_a_checked_option_takes_its_default_from_its_config_key():
+    """No default is written beside the option: it is the schema's, as its type reads it; a
+    required option has none."""
+    parser = argparse.ArgumentParser()
+    checked_option(parser, "--c", "nmt.mira.c", type=float)
+    checked_option(parser, "--iters", "nmt.mira.iters", type=int, required=True)
+    args = parser.parse_args(["--iters", "3"])
+    assert args.c == subschema("nmt.mira.c")["default"] and type(args.c) is float
+    assert parser.get_default("iters") is None
+
+
+def test_a_checked_option_refuses_a_default_other_than_its_config_keys():
+    """A default differing from the schema's fails when the parser is built; a tool whose
+    default deliberately differs says so with own_default, which must differ."""
+    config_default = subschema("nmt.mira.iters")["default"]
+    with pytest.raises(TypeError, match="--iters: default=.* conflicts with the schema"):
+        checked_option(argparse.ArgumentParser(), "--iters", "nmt.mira.iters", type=int,
+                       default=config_default + 1)
+    with pytest.raises(TypeError, match="own_default=.* is the schema's default"):
+        checked_option(argparse.ArgumentParser(), "--iters", "nmt.mira.iters", type=int,
+                       own_default=config_default)
+    with pytest.raises(TypeError, match="no schema default"):
+        checked_option(argparse.ArgumentParser(), "--jobs", "$defs.cli_options.jobs", type=int,
+                       own_default=2)
+    parser = argparse.ArgumentParser()
+    checked_option(parser, "--iters", "nmt.mira.iters", type=int, own_default=config_default + 1)
+    assert parser.parse_args([]).iters == config_default + 1
 
 
 # ------------------------------------------------------------------------------------------

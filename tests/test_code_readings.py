@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 from helpers.retrieval import make_world, rcsls_update, toy_alignment
 
-from mlmm.retrieval.config import DEFAULTS, merge_config
+from mlmm.retrieval.config import merge_config, variant_defaults
 from mlmm.retrieval.data import END, START, Vocabularies, caption_words, eval_set
 
 
 def _record(**keys) -> dict:
-    return merge_config(DEFAULTS, {"min_count": 2, **keys})
+    return merge_config(variant_defaults(), {"min_count": 2, **keys})
 
 
 def test_joint_count_keeps_a_word_rare_in_each_language_but_frequent_in_all():

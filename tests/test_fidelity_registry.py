@@ -169,10 +169,9 @@ def test_table_notes_of_each_reading_come_from_the_registry():
     ],
 )
 def test_code_reading_notes_are_the_registry_notes(key, value, keys):
-    from mlmm.retrieval.config import DEFAULTS
+    from mlmm.retrieval.config import variant_defaults
 
-    record = {**merge_config(DEFAULTS, {**keys, key: value}), "paper_rows": []}
+    default = variant_defaults()[key]
+    record = {**merge_config(variant_defaults(), {**keys, key: value}), "paper_rows": []}
     assert fidelity.reading(key, value)["note"] in protocol_notes(record)
-    assert fidelity.reading(key, DEFAULTS[key])["note"] not in protocol_notes(
-        {**record, key: DEFAULTS[key]}
-    )
+    assert fidelity.reading(key, default)["note"] not in protocol_notes({**record, key: default})

@@ -284,7 +284,7 @@ def test_the_trainer_asks_the_ratio_of_the_words_load_vectors_found(tmp_path):
     from types import SimpleNamespace
 
     from mlmm.retrieval.align import write_vec
-    from mlmm.retrieval.config import DEFAULTS, merge_config
+    from mlmm.retrieval.config import merge_config, variant_defaults
     from mlmm.retrieval.word_embeddings import Alignment, load_vectors
 
     words = ["<pad>", "<unk>", "en:dog", "en:cat", "en:man", "de:hund", "de:katze", "de:mann"]
@@ -294,7 +294,7 @@ def test_the_trainer_asks_the_ratio_of_the_words_load_vectors_found(tmp_path):
     vector = np.ones(2, dtype=np.float32)
     write_vec(tmp_path / "wiki.en.align.vec", {"dog": vector, "cat": vector})  # no "man"
     write_vec(tmp_path / "wiki.de.align.vec", {"hund": vector, "mann": vector})  # no "katze"
-    record = merge_config(DEFAULTS, {"word_embeddings": "fme", "embed_dim": 2})
+    record = merge_config(variant_defaults(), {"word_embeddings": "fme", "embed_dim": 2})
     known = load_vectors(model, vocabs, ["en", "de"], record, tmp_path)
     assert known == {"en": {"dog", "cat"}, "de": {"hund", "mann"}}
     muse = tmp_path / "muse"

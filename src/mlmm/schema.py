@@ -7,6 +7,7 @@ Each numeric option of a subcommand is therefore declared with ``checked_option`
 schema property it sets (``nmt.mira.iters``); ``check_options`` (called by ``mlmm.cli.main``
 after parsing) validates every given value against that property's sub-schema and turns the
 first failure into one InputError naming the option, what was expected and what was found.
+The option's default is that property's ``default`` too, so a hand run and the workflow agree.
 Options with no config key (``--jobs``) have their ranges in the schema's ``$defs/cli_options``.
 """
 
@@ -24,6 +25,7 @@ from mlmm.io import read_yaml
 # workflow/schemas/config.schema.yaml, package data (a link to it in the repository: mlmm.shipped)
 SCHEMA_PATH = Path(__file__).parent / "config.schema.yaml"
 CHECKS = "_schema_checks"  # the parser default holding {dest: (option, pointer)}
+_UNSET = object()  # checked_option's own_default when not given (None is a default)
 
 
 @lru_cache(maxsize=1)
@@ -107,15 +109,47 @@ def value_error(value: Any, node: dict) -> tuple[str, str] | None:
     return expected, found
 
 
-def checked_option(parser: argparse.ArgumentParser, option: str, pointer: str, **kwargs):
+def checked_option(
+    parser: argparse.ArgumentParser, option: str, pointer: str, own_default: Any = _UNSET, **kwargs
+):
     """``parser.add_argument(option, **kwargs)``, its value checked against the schema of
-    ``pointer`` by ``check_options``; the option's default must satisfy it too (tested)."""
-    subschema(pointer)  # a misspelt pointer fails when the parser is built, not when used
+    ``pointer`` by ``check_options``, and its default the schema's ``default`` of ``pointer``
+    when it has one (not for a required option). A hand-run tool whose default deliberately
+    differs from the config's passes it as ``own_default`` (and says why where it does); a
+    ``default=`` that differs from the schema's is refused when the parser is built, as is an
+    ``own_default`` equal to it."""
+    node = subschema(pointer)  # a misspelt pointer fails when the parser is built, not when used
+    if "default" in node:
+        if "default" in kwargs and kwargs["default"] != node["default"]:
+            raise TypeError(
+                f"{option}: default={kwargs['default']!r} conflicts with the schema's default "
+                f"{node['default']!r} of {pointer}; pass own_default= for a default that "
+                "deliberately differs"
+            )
+        if own_default is not _UNSET:
+            if own_default == node["default"]:
+                raise TypeError(f"{option}: own_default={own_default!r} is the schema's default")
+            kwargs["default"] = own_default
+        elif not kwargs.get("required"):
+            kwargs["default"] = _typed(node["default"], kwargs.get("type"), option)
+    elif own_default is not _UNSET:
+        raise TypeError(f"{option}: {pointer} has no schema default to differ from; use default=")
     action = parser.add_argument(option, **kwargs)
     checks = dict(parser.get_default(CHECKS) or {})
     checks[action.dest] = (option, pointer)
     parser.set_defaults(**{CHECKS: checks})
     return action
+
+
+def _typed(default: Any, kind: Any, option: str) -> Any:
+    """The schema's default as the option's ``type`` makes a given value (YAML's ``1`` of a
+    float option is ``1.0``), so that a default and a given value read alike."""
+    if default is None or kind not in (int, float):
+        return default
+    typed = kind(default)
+    if typed != default:
+        raise TypeError(f"{option}: the schema's default {default!r} is not a {kind.__name__}")
+    return typed
 
 
 def check_options(args: argparse.Namespace) -> None:

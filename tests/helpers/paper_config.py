@@ -2,9 +2,9 @@
 
 ``config.yaml`` with ``config/paper.yaml`` merged on top (as Snakemake merges ``--configfile``),
 validated against the schema (defaults filled), and each retrieval variant resolved
-(``DEFAULTS <- retrieval.defaults <- the variant``). A protocol test reads these, never the raw
-YAML, so that a value changed anywhere along that chain (schema default, defaults section,
-variant) is what it sees.
+(``variant_defaults() <- retrieval.defaults <- the variant``). A protocol test reads these,
+never the raw YAML, so that a value changed anywhere along that chain (schema default,
+defaults section, variant) is what it sees.
 """
 
 from __future__ import annotations

@@ -5,12 +5,12 @@ import json
 import re
 
 from mlmm.retrieval.config import (
-    DEFAULTS,
     merge_config,
     resolve_variant,
     rotation_options,
     run_names,
     seeds,
+    variant_defaults,
 )
 
 RETRIEVAL = config["retrieval"]
@@ -21,7 +21,7 @@ RETRIEVAL_RECORDS = {
 RETRIEVAL_VECTORS = RETRIEVAL["vectors"]
 # The MUSE split the demo vectors are rotated on: the variants' alignment.train_fraction.
 ALIGN_TRAIN_FRACTION = merge_config(
-    DEFAULTS["alignment"], RETRIEVAL["defaults"].get("alignment") or {}
+    variant_defaults()["alignment"], RETRIEVAL["defaults"].get("alignment") or {}
 )["train_fraction"]
 VECTORS_OPTIONS = (
     f"--dim {RETRIEVAL_VECTORS['dim']} --train-fraction {ALIGN_TRAIN_FRACTION}"

@@ -64,7 +64,7 @@ def register(subparsers) -> None:
         "(default: a temporary directory)",
     )
     checked_option(
-        p, "--retries", "multi30k.retries", type=int, default=4, help="download retries per file"
+        p, "--retries", "multi30k.retries", type=int, help="download retries per file"
     )
     p.add_argument(
         "--pivot-split",
@@ -89,7 +89,7 @@ def register(subparsers) -> None:
     declare_output_dirs(f, "out")
     f.add_argument("--download-dir", type=Path, help="keep the downloaded archives here")
     checked_option(
-        f, "--retries", "multi30k.retries", type=int, default=4, help="download retries per file"
+        f, "--retries", "multi30k.retries", type=int, help="download retries per file"
     )
     f.set_defaults(func=run_fetch_images)
 

@@ -22,7 +22,7 @@ def register(subparsers) -> None:
     d.add_argument("--out", required=True, type=Path, help="file to write")
     d.add_argument("--sha256", help="expected 64-digit hex digest")
     checked_option(
-        d, "--retries", "multi30k.retries", type=int, default=4, help="download retries"
+        d, "--retries", "multi30k.retries", type=int, help="download retries"
     )
     d.set_defaults(func=run_download)
 
@@ -40,7 +40,7 @@ def register(subparsers) -> None:
     p.add_argument("--out", required=True, type=Path, help="directory to write the copy into")
     declare_output_dirs(p, "out")
     checked_option(
-        p, "--retries", "multi30k.retries", type=int, default=4, help="download retries per file"
+        p, "--retries", "multi30k.retries", type=int, help="download retries per file"
     )
     p.add_argument(
         "--force",
@@ -86,7 +86,7 @@ def register(subparsers) -> None:
     p.add_argument("--out", required=True, type=Path, help="vocabulary directory")
     declare_output_dirs(p, "out")
     checked_option(
-        p, "--min-count", "vocab.min_count", type=int, default=4, help="keep words seen >= N times"
+        p, "--min-count", "vocab.min_count", type=int, help="keep words seen >= N times"
     )
     p.set_defaults(func=run_vocab)
 
@@ -98,7 +98,7 @@ def register(subparsers) -> None:
     )
     p.add_argument("--root", required=True, type=Path, help="the verified Multi30K copy")
     checked_option(
-        p, "--min-count", "vocab.min_count", type=int, default=4, help="keep words seen >= N times"
+        p, "--min-count", "vocab.min_count", type=int, help="keep words seen >= N times"
     )
     add_paper_tables(p)
     p.add_argument("--out", required=True, type=Path, help="output stem (no suffix)")

@@ -29,7 +29,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--seed",
         "demo_world.seed",
         type=int,
-        default=1,
         help="random seed (default: %(default)s)",
     )
     checked_option(
@@ -37,7 +36,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--images",
         "demo_world.images",
         type=int,
-        default=1200,
         help="number of images, at least 30; 1/12 each go to val and test (default: %(default)s)",
     )
     p.add_argument(

@@ -32,7 +32,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--seed",
         "coco.demo.seed",
         type=int,
-        default=1,
         help="random seed (default: %(default)s)",
     )
     checked_option(

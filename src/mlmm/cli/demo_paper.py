@@ -26,9 +26,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("out", type=Path, metavar="OUT", help="output directory (new or empty)")
     declare_output_dirs(p, "out")
-    checked_option(p, "--seed", "demo_world.seed", type=int, default=1,
+    checked_option(p, "--seed", "demo_world.seed", type=int,
                    help="random seed (default: %(default)s)")
-    checked_option(p, "--images", "demo_world.images", type=int, default=260,
+    # The sizes default to the paper miniature's (config/paper_miniature.yaml), not to the
+    # config's demo world: this tool writes the miniature's layouts.
+    checked_option(p, "--images", "demo_world.images", type=int, own_default=260,
                    help="Multi30K-world images (min 30; default, the miniature's: %(default)s)")
     checked_option(p, "--coco-images", "$defs.cli_options.coco_demo_images", type=int,
                    default=180,
@@ -41,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="TED talks per language, train")
     checked_option(p, "--ted-test", "$defs.cli_options.talks", type=int, default=10,
                    help="TED talks per language, test")
-    checked_option(p, "--vector-dim", "retrieval.vectors.dim", type=int, default=16,
+    checked_option(p, "--vector-dim", "retrieval.vectors.dim", type=int, own_default=16,
                    help="word vector size (config retrieval.vectors.dim)")
     p.add_argument(
         "--torch-home",

@@ -62,7 +62,6 @@ def register(subparsers) -> None:
         "--batch-size",
         "features.batch_size",
         type=int,
-        default=None,
         help="images per batch (default: 256 GPU, 32 CPU; /10 for ten-crop)",
     )
     p.add_argument("--dtype", default="float32", choices=("float32", "float16"),
@@ -76,12 +75,12 @@ def register(subparsers) -> None:
         "--workers",
         "features.workers",
         type=int,
-        default=None,
         help="image-decoding processes (default: cores - 1 on a GPU, up to 2 on CPU)",
     )
-    checked_option(p, "--threads", "features.threads", type=int, default=None,
+    # Run by hand, torch's own thread count; the workflow passes features.threads.
+    checked_option(p, "--threads", "features.threads", type=int, own_default=None,
                    help="torch CPU threads (default: torch's)")
-    checked_option(p, "--shard-size", "features.shard_size", type=int, default=1024,
+    checked_option(p, "--shard-size", "features.shard_size", type=int,
                    help="rows per resumable shard")
     p.add_argument(
         "--on-bad-image",

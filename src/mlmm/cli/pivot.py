@@ -40,34 +40,33 @@ def register(subparsers) -> None:
         default=0.0,
         help="correlation weight",
     )
-    checked_option(p, "--hidden", "pivot.hidden", type=int, default=200)
-    checked_option(p, "--epochs", "pivot.epochs", type=int, default=20)
-    checked_option(p, "--batch-size", "pivot.batch_size", type=int, default=20)
-    checked_option(p, "--learning-rate", "pivot.learning_rate", type=float, default=0.01)
+    checked_option(p, "--hidden", "pivot.hidden", type=int)
+    checked_option(p, "--epochs", "pivot.epochs", type=int)
+    checked_option(p, "--batch-size", "pivot.batch_size", type=int)
+    checked_option(p, "--learning-rate", "pivot.learning_rate", type=float)
     p.add_argument("--input", choices=["binary", "count"], default="binary")
     p.add_argument(
         "--reconstruction", choices=["cross_entropy", "reference"], default="cross_entropy"
     )
     checked_option(
-        p, "--min-count", "pivot.min_count", type=int, default=6, help="keep words seen this often"
+        p, "--min-count", "pivot.min_count", type=int, help="keep words seen this often"
     )
-    checked_option(p, "--validation-fraction", "pivot.validation_fraction", type=float, default=0.1)
+    checked_option(p, "--validation-fraction", "pivot.validation_fraction", type=float)
     checked_option(
         p,
         "--validation-max",
         "pivot.validation_max",
         type=int,
-        default=1000,
         help="cap on held-out items",
     )
-    checked_option(p, "--seed", "pivot.seed", type=int, default=1)
+    checked_option(p, "--seed", "pivot.seed", type=int)
     p.add_argument(
         "--standardise-images",
         action=argparse.BooleanOptionalAction,
         default=False,
         help="z-score image features with the Z1 statistics (default: raw, as the paper)",
     )
-    checked_option(p, "--threads", "pivot.threads", type=int, default=1)
+    checked_option(p, "--threads", "pivot.threads", type=int)
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument("--out", type=Path, required=True, help="run directory")
     declare_output_dirs(p, "out")
@@ -82,11 +81,10 @@ def register(subparsers) -> None:
     )
     p.add_argument("--ted-root", type=Path, required=True, help="ted-cldc root or index.json")
     p.add_argument("--language", choices=LANGUAGES, required=True, help="source language X")
-    checked_option(p, "--validation-fraction", "pivot.validation_fraction", type=float,
-                   default=0.1)
-    checked_option(p, "--validation-max", "pivot.validation_max", type=int, default=1000)
-    checked_option(p, "--seed", "pivot.seed", type=int, default=1)
-    checked_option(p, "--max-length", "pivot.mt.max_length", type=int, default=80,
+    checked_option(p, "--validation-fraction", "pivot.validation_fraction", type=float)
+    checked_option(p, "--validation-max", "pivot.validation_max", type=int)
+    checked_option(p, "--seed", "pivot.seed", type=int)
+    checked_option(p, "--max-length", "pivot.mt.max_length", type=int,
                    help="longest training sentence")
     p.add_argument("--out", type=Path, required=True, help="output directory")
     declare_output_dirs(p, "out")
@@ -101,8 +99,8 @@ def register(subparsers) -> None:
     p.add_argument("--model", type=Path, required=True, help="X -> en model of train-nmt")
     p.add_argument("--coco-root", type=Path, required=True)
     p.add_argument("--language", choices=LANGUAGES, required=True)
-    checked_option(p, "--beam", "pivot.mt.beam", type=int, default=5)
-    checked_option(p, "--threads", "pivot.threads", type=int, default=1)
+    checked_option(p, "--beam", "pivot.mt.beam", type=int)
+    checked_option(p, "--threads", "pivot.threads", type=int)
     p.add_argument("--out", type=Path, required=True, help="output directory")
     declare_output_dirs(p, "out")
     p.set_defaults(func=run_translate)
@@ -145,7 +143,6 @@ def register(subparsers) -> None:
         "--per-language",
         "pivot.examples.per_language",
         type=int,
-        default=2,
         help="queries per language and table",
     )
     checked_option(
@@ -153,7 +150,6 @@ def register(subparsers) -> None:
         "--seed",
         "pivot.examples.seed",
         type=int,
-        default=1,
         help="draw of the queries not from the paper",
     )
     p.add_argument(

@@ -107,10 +107,10 @@ def register(subparsers) -> None:
         default="procrustes",
         help="with --onto: Procrustes, or fastText's RCSLS (alignment/align.py)",
     )
-    checked_option(v, "--rcsls-knn", "retrieval.vectors.rotation.knn", type=int, default=10)
-    checked_option(v, "--rcsls-lr", "retrieval.vectors.rotation.lr", type=float, default=1.0)
+    checked_option(v, "--rcsls-knn", "retrieval.vectors.rotation.knn", type=int)
+    checked_option(v, "--rcsls-lr", "retrieval.vectors.rotation.lr", type=float)
     checked_option(
-        v, "--rcsls-iterations", "retrieval.vectors.rotation.iterations", type=int, default=10
+        v, "--rcsls-iterations", "retrieval.vectors.rotation.iterations", type=int
     )
     v.add_argument(
         "--rotation-sections",

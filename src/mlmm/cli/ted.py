@@ -30,17 +30,16 @@ def _corpus_args(p: argparse.ArgumentParser) -> None:
 
 
 def _demo_args(p: argparse.ArgumentParser) -> None:
-    checked_option(p, "--seed", "ted.demo.seed", type=int, default=1)
+    checked_option(p, "--seed", "ted.demo.seed", type=int)
     checked_option(
         p,
         "--train-docs",
         "ted.demo.train_docs",
         type=int,
-        default=200,
         help="training talks per pair",
     )
     checked_option(
-        p, "--test-docs", "ted.demo.test_docs", type=int, default=50, help="test talks per pair"
+        p, "--test-docs", "ted.demo.test_docs", type=int, help="test talks per pair"
     )
 
 
@@ -100,7 +99,7 @@ def register(subparsers) -> None:
     p.add_argument("--out-dir", type=Path, required=True)
     declare_output_dirs(p, "out_dir")
     checked_option(
-        p, "--min-count", "ted.min_count", type=int, default=6, help="keep words seen this often"
+        p, "--min-count", "ted.min_count", type=int, help="keep words seen this often"
     )
     p.add_argument(
         "--topics", nargs="+", default=None, help="topics to read (default: those in the corpus)"
@@ -113,26 +112,26 @@ def register(subparsers) -> None:
     p.add_argument("--out-dir", type=Path, required=True)
     declare_output_dirs(p, "out_dir")
     checked_option(p, "--lambda", "ted.lambdas[]", dest="lam", type=float, required=True)
-    checked_option(p, "--hidden", "ted.hidden", type=int, default=128)
-    checked_option(p, "--epochs", "ted.epochs", type=int, default=10)
-    checked_option(p, "--batch-size", "ted.batch_size", type=int, default=20)
-    checked_option(p, "--learning-rate", "ted.learning_rate", type=float, default=0.01)
+    checked_option(p, "--hidden", "ted.hidden", type=int)
+    checked_option(p, "--epochs", "ted.epochs", type=int)
+    checked_option(p, "--batch-size", "ted.batch_size", type=int)
+    checked_option(p, "--learning-rate", "ted.learning_rate", type=float)
     p.add_argument("--input", choices=["binary", "count"], default="binary")
     p.add_argument(
         "--reconstruction", choices=["cross_entropy", "reference"], default="cross_entropy"
     )
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-    checked_option(p, "--seed", "ted.seed", type=int, default=1)
-    checked_option(p, "--threads", "ted.threads", type=int, default=1)
+    checked_option(p, "--seed", "ted.seed", type=int)
+    checked_option(p, "--threads", "ted.threads", type=int)
     p.set_defaults(func=run_train)
 
     p = subparsers.add_parser("ted-tune", help="choose lambda per source language")
     p.add_argument("--bow", type=Path, required=True)
     p.add_argument("--runs", type=Path, nargs="+", required=True, help="ted-train directories")
     p.add_argument("--out", type=Path, required=True)
-    checked_option(p, "--validation-fraction", "ted.validation_fraction", type=float, default=0.2)
-    checked_option(p, "--perceptron-epochs", "ted.perceptron_epochs", type=int, default=10)
-    checked_option(p, "--seed", "ted.seed", type=int, default=1)
+    checked_option(p, "--validation-fraction", "ted.validation_fraction", type=float)
+    checked_option(p, "--perceptron-epochs", "ted.perceptron_epochs", type=int)
+    checked_option(p, "--seed", "ted.seed", type=int)
     checked_option(p, "--jobs", "$defs.cli_options.jobs", type=int, default=1)
     declare_outputs(p, "out")
     p.set_defaults(func=run_tune)
@@ -142,7 +141,7 @@ def register(subparsers) -> None:
     p.add_argument("--tuning", type=Path, required=True)
     p.add_argument("--source", required=True)
     p.add_argument("--out", type=Path, required=True)
-    checked_option(p, "--perceptron-epochs", "ted.perceptron_epochs", type=int, default=10)
+    checked_option(p, "--perceptron-epochs", "ted.perceptron_epochs", type=int)
     declare_outputs(p, "out")
     p.set_defaults(func=run_classify)
 
@@ -171,7 +170,7 @@ def register(subparsers) -> None:
     p.add_argument("--bow", type=Path, required=True)
     p.add_argument("--tuning", type=Path, required=True)
     p.add_argument("--words", nargs="+", required=True)
-    checked_option(p, "--k", "ted.table4_k", type=int, default=4)
+    checked_option(p, "--k", "ted.table4_k", type=int)
     add_paper_tables(p)
     p.add_argument(
         "--demo", action="store_true", help="the corpus is the generated demo (says so in notes)"

@@ -1,9 +1,9 @@
 """The variant record: every key the trainer reads, its default, and how a variant is resolved.
 
 A variant in config.yaml states only what differs from ``retrieval.defaults``, which in turn
-states only what differs from ``DEFAULTS`` below (the same defaults are in the config schema,
-``$defs/variant``; a test keeps the two equal). Nested records (``optimizer``, ``alignment``, ...)
-are merged key by key; lists (``train_data``, ``paper_rows``) replace.
+states only what differs from ``variant_defaults()``: the defaults of the config schema's
+``$defs/variant``, where each key is described. Nested records (``optimizer``, ``alignment``,
+...) are merged key by key; lists (``train_data``, ``paper_rows``) replace.
 """
 
 from __future__ import annotations
@@ -15,127 +15,26 @@ from typing import Any
 
 from mlmm.errors import InputError
 
-DEFAULTS: dict[str, Any] = {
-    # text side
-    "encoder": "shared",  # shared: one GRU and one union vocabulary; per-language: one each
-    # random | fme (frozen pre-aligned) | ame (RCSLS-aligned, mapping in the forward pass) |
-    # pretrained (fastText start, fine-tuned, no mapping: AME's Mono)
-    "word_embeddings": "random",
-    "embed_dim": 300,
-    "hidden": 1024,
-    "joint": 1024,  # joint space; a linear layer maps the GRU state there when it differs
-    "dropout": 0.0,
-    # shared: one projection from every language's GRU state into the joint space (Calixto's
-    # ff_sentence_mm); per-encoder: each text encoder has its own
-    "sentence_projection": "per-encoder",
-    "min_count": 4,  # rarer training words become <unk>
-    # words counted for the vocabularies: the training captions, or those plus the validation
-    # split's (Calixto's train_multilingual.py build_dictionary over train + dev (+ test))
-    "vocabulary": "train",
-    # whitespace: the token files' words; nltk: nltk word_tokenize of the lowercased line
-    # (mulisera master data.py, on the tok files)
-    "tokens": "whitespace",
-    # shared vocabulary: min_count per language before the union, or over every language's
-    # counts together (mulisera master build_vocabulary)
-    "count_words": "per-language",
-    "boundary_tokens": False,  # <start> ... <end> around every caption (mulisera, VSE++, AME-CMR)
-    # pre-trained word embeddings: words without a vector keep uniform(-0.1, 0.1) or are drawn
-    # from N(0, 0.05) (AME-CMR vocab.py)
-    "unknown_word_init": "uniform",
-    # vsepp: uniform(-0.1, 0.1) word embeddings, Xavier image layer, PyTorch's GRU/linear
-    # defaults; calixto_paper (Section 4) | calixto_code (utils.py, layers.py): model.init_calixto
-    "init": "vsepp",
-    # before_norm: dropout on the inputs of each layer (inverted); after_norm: Calixto's
-    # model_multilingual.py, a 0/1 mask on the normalised sentence and image embeddings
-    "dropout_position": "before_norm",
-    # elementwise: a fresh mask per word and time step; variational: one mask per sentence
-    # shared by its time steps (Calixto's emb_dropout)
-    "embedding_dropout": "elementwise",
-    "word_dropout": 0.0,  # drop whole tokens (Calixto's source_dropout)
-    # one mask per sentence on the GRU state, for every step (Calixto's rec_dropout)
-    "recurrent_dropout": 0.0,
-    # image side
-    "backbone": "efficientnet_lite0",
-    "image_dropout": "features",  # dropout on the CNN features, or on their projection (Calixto)
-    # always: image embeddings l2-normalised in training and evaluation; evaluation: only the
-    # evaluation encoder normalises them (Kiros's VSE, model.py build_model vs build_image_encoder)
-    "image_norm": "always",
-    # data set: multi30k (results/multi30k) or coco (MS-COCO Karpathy split, en/ja: results/coco)
-    "dataset": "multi30k",
-    # data: sources of (image, caption) pairs; captions_per_image null = all of them
-    "train_data": [{"portion": "comparable", "languages": ["en"], "captions_per_image": None}],
-    # fraction < 1 (Kadar Table 5): overlap (same images for every language) or disjoint; draw
-    # shared: one permutation gives every language its part (the paper), per-language: each
-    # language's part comes from its own permutation (mulisera master data.py); c2c subset: c2c
-    # pairs from the subset's images only (the paper), all: from every training image (mulisera)
-    "image_subset": {"fraction": 1.0, "assignment": "overlap", "draw": "shared", "c2c": "subset"},
-    # captions_per_image sampling seen by c2c and the vocabulary: shared (the c2i draw, the
-    # paper's one subsample) or redrawn (mulisera master: each data set draws its own)
-    "c2c_captions": "shared",
-    # objective
-    # switch: Kadar's c2i/c2c task switching; joint: Calixto tuples (image, one caption per
-    # language); pooled: AME, every (image, caption) pair of every language one shuffled example
-    "batching": "switch",
-    "c2c": False,
-    "c2c_probability": 0.5,
-    "beta": 1.0,  # joint batching: beta * S_I + (1 - beta) * S_S
-    "loss": "max",  # max: VSE++ max-of-hinges; sum: every in-batch negative (VSE)
-    "margin": 0.2,
-    "similarity": "cosine",  # cosine (symmetric) | order (asymmetric, Vendrov)
-    # order only: absolute values of the normalised embeddings (VSE++ --use_abs); AME-CMR runs
-    # without (its --use_abs is off, run names end _noabs)
-    "use_abs": True,
-    "alignment": {  # AME's RCSLS fine-tuning of the word embeddings (word_embeddings: ame)
-        "every": 500,
-        "lr": 2.0,
-        "knn": 5,
-        "train_fraction": 0.8,  # MUSE source words for training; the rest measure precision@1
-        "max_pairs": 5000,  # null: every pair
-        # null: split the full dictionary by train_fraction; or {train: [sections], test: section}
-        # of MUSE's full, 0-5000, 5000-6500 files (AME: train full + 5000-6500, test 0-5000)
-        "sections": None,
-        # one: W maps the English rows onto the other language; two: also W' maps the other
-        # language's rows onto English (AME-CMR R_ende and R_deen, the paper's "translators")
-        "mappings": "one",
-        # constant: the SGD lr throughout; halve_on_rise: halved whenever the RCSLS loss is
-        # above the last one that did not rise (AME-CMR train_emb, one lr for both mappings)
-        "lr_schedule": "constant",
-        # float: lr / 2; integer: lr // 2 from int(lr), as AME-CMR's type=int --lr_translator
-        # under Python 2.7 (2 -> 1 -> 0: the mapping freezes)
-        "lr_halving": "float",
-        "orthogonalise": True,  # W back to the nearest orthogonal matrix after each update
-        "normalise": True,  # RCSLS on l2-normalised rows (the paper), or raw rows (AME-CMR)
-    },
-    # optimisation
-    "batch_size": 128,
-    "optimizer": {"lr": 2.0e-4, "decay_epochs": None, "decay_factor": 0.1},
-    "grad_clip": 2.0,
-    "epochs": 30,
-    # every: iterations (null = each epoch); epoch_end: also at each epoch's end (AME);
-    # patience null: no early stop, all epochs run (AME)
-    "early_stopping": {"every": None, "epoch_end": False, "patience": 10},
-    "checkpoint_every": 500,
-    "select_language": "en",  # or a list: the sum over those languages (mulisera, AME)
-    # rsum: highest recall sum; mean_rank: lowest sum of i2t + t2i mean ranks, ties broken by the
-    # recall sum (Calixto's train_multilingual.py)
-    "select_by": "rsum",
-    # captions_per_image: null = all; n = n drawn per image and language with the run's seed
-    # (mulisera master's validation loaders under --undersample: one random.choice per image)
-    "validation": {
-        "split": "val",
-        "images": [0, None],
-        "portion": "comparable",
-        "captions_per_image": None,
-    },
-    # folds > 1: the mean over that many consecutive equal folds of the test images (COCO 1K =
-    # 5 folds of the 5K test images); the whole range is reported too, as test_full.
-    "test": {"split": "test_2016_flickr", "images": [0, None], "portion": "comparable", "folds": 1},
-    "sts": True,  # STS Pearson of the English encoder (when the variant has English)
-    "seeds": 1,  # runs with seeds 1..N
-    "device": "auto",
-    "precision": "fp32",  # fp32 (TF32 matmuls on CUDA) | bf16 (autocast on CUDA)
-    "paper_rows": [],
-}
+
+@functools.lru_cache(maxsize=1)
+def _schema_defaults() -> dict[str, Any]:
+    from mlmm.schema import SCHEMA_PATH, subschema
+
+    properties = subschema("$defs.variant")["properties"]
+    missing = sorted(key for key, node in properties.items() if "default" not in node)
+    if missing:
+        raise InputError(SCHEMA_PATH, "a default for every key of $defs/variant", str(missing))
+    # A nested record (optimizer, alignment, ...) has its default as one object: a default on
+    # each of its keys would be filled by the config validator into every partial override.
+    return {key: node["default"] for key, node in properties.items()}
+
+
+def variant_defaults() -> dict[str, Any]:
+    """The built-in variant record: every key the trainer reads with its default, as the config
+    schema's ``$defs/variant`` states them (what each key means is its ``description`` there).
+    A fresh copy per call: callers may change it."""
+    return copy.deepcopy(_schema_defaults())
+
 
 CHOICES = {
     "dataset": ("multi30k", "coco"),
@@ -182,11 +81,12 @@ def _merge(base: dict, override: dict, where: str) -> dict:
 
 
 def resolve_variant(section: dict, name: str, where: str = "config.yaml") -> dict:
-    """DEFAULTS <- section['defaults'] <- section['variants'][name], checked."""
+    """variant_defaults() <- section['defaults'] <- section['variants'][name], checked."""
     variants = section.get("variants") or {}
     if name not in variants:
         raise InputError(where, f"a variant named in retrieval.variants {sorted(variants)}", name)
-    record = _merge(DEFAULTS, section.get("defaults") or {}, f"{where} retrieval.defaults")
+    defaults = section.get("defaults") or {}
+    record = _merge(variant_defaults(), defaults, f"{where} retrieval.defaults")
     record = _merge(record, variants[name] or {}, f"{where} retrieval.variants.{name}")
     check(record, f"{where} retrieval.variants.{name}")
     record["name"] = name
@@ -314,7 +214,7 @@ READING_KEYS = {
 def _reading_notes(record: dict) -> list[str]:
     notes = []
     for key, acts in READING_KEYS.items():
-        value, default = record, DEFAULTS
+        value, default = record, _schema_defaults()
         for part in key.split("."):
             value, default = value[part], default[part]
         if value != default and acts(record):
