@@ -11,6 +11,7 @@ include: "nmt_common.smk"
 rule train_nmt:
     input:
         multi30k=MULTI30K_MARKER,
+        record=lambda w: write_record(RECORDS / "nmt/train.json", train_record(NMT)),
     output:
         model=NMT_DIR / "model.pt",
         history=NMT_DIR / "history.csv",
@@ -30,26 +31,10 @@ rule train_nmt:
         torch_device=NMT["device"],
     params:
         data=NMT_TOK,
-        src=NMT["src"],
-        tgt=NMT["tgt"],
-        model=NMT["model"],
-        train=NMT["train"],
-        max_length=(
-            f"--max-length {NMT['train']['max_length']}"
-            if NMT["train"]["max_length"] is not None
-            else ""
-        ),
     shell:
-        "mlmm train-nmt --data {params.data:q} --src {params.src} --tgt {params.tgt}"
-        " --embedding {params.model[embedding]} --hidden {params.model[hidden]}"
-        " --attention {params.model[attention]} --dropout {params.model[dropout]}"
-        " --decoder {params.model[decoder]} --device {resources.torch_device}"
-        " --min-count {params.train[min_count]} --batch-size {params.train[batch_size]}"
-        " --lr {params.train[learning_rate]} --max-epochs {params.train[max_epochs]}"
-        " --patience {params.train[patience]} --seed {params.train[seed]}"
-        " --optimizer {params.train[optimizer]} {params.max_length}"
-        " --threads {threads} --out {output.model:q} --history {output.history:q}"
-        " --metrics {output.metrics:q} > {log:q} 2>&1"
+        "mlmm train-nmt --config {input.record:q} --data {params.data:q}"
+        " --device {resources.torch_device} --threads {threads} --out {output.model:q}"
+        " --history {output.history:q} --metrics {output.metrics:q} > {log:q} 2>&1"
 
 
 rule nbest_lists:

@@ -5,6 +5,7 @@ import sys
 
 from snakemake.exceptions import WorkflowError
 
+from mlmm.nmt import train_record
 from mlmm.nmt.selection import select as select_nmt
 
 NMT_DIR = RESULTS / "nmt"

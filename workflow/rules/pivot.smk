@@ -10,6 +10,7 @@ prepared COCO (COCO_MARKER), its image features (coco_feature_file) and a ted-cl
 import json
 import re
 
+from mlmm.nmt import train_record
 from mlmm.pivot import nmt_records
 
 PIVOT = config["pivot"]
@@ -170,6 +171,10 @@ rule pivot_mt_data:
 rule pivot_train_nmt:
     input:
         PIVOT_MT_DATA,
+        record=lambda w: write_record(
+            RECORDS / f"pivot/{w.language}/train_nmt.json",
+            train_record(PIVOT_MT[w.language]),
+        ),
     output:
         model=PIVOT_MT_DIR / "{language}/nmt/model.pt",
         history=PIVOT_MT_DIR / "{language}/nmt/history.csv",
@@ -188,25 +193,10 @@ rule pivot_train_nmt:
         torch_device=PIVOT["device"],
     params:
         data=lambda w: PIVOT_MT_DIR / w.language / "data",
-        tgt=lambda w: PIVOT_MT[w.language]["tgt"],
-        model=lambda w: PIVOT_MT[w.language]["model"],
-        train=lambda w: PIVOT_MT[w.language]["train"],
-        max_length=lambda w: (
-            f"--max-length {PIVOT_MT[w.language]['train']['max_length']}"
-            if PIVOT_MT[w.language]["train"]["max_length"] is not None
-            else ""
-        ),
     shell:
-        "mlmm train-nmt --data {params.data:q} --src {wildcards.language} --tgt {params.tgt}"
-        " --embedding {params.model[embedding]} --hidden {params.model[hidden]}"
-        " --attention {params.model[attention]} --dropout {params.model[dropout]}"
-        " --decoder {params.model[decoder]} --device {resources.torch_device}"
-        " --min-count {params.train[min_count]} --batch-size {params.train[batch_size]}"
-        " --lr {params.train[learning_rate]} --max-epochs {params.train[max_epochs]}"
-        " --optimizer {params.train[optimizer]} {params.max_length}"
-        " --patience {params.train[patience]} --seed {params.train[seed]}"
-        " --threads {threads} --out {output.model:q} --history {output.history:q}"
-        " --metrics {output.metrics:q} > {log:q} 2>&1"
+        "mlmm train-nmt --config {input.record:q} --data {params.data:q}"
+        " --device {resources.torch_device} --threads {threads} --out {output.model:q}"
+        " --history {output.history:q} --metrics {output.metrics:q} > {log:q} 2>&1"
 
 
 rule pivot_translate:

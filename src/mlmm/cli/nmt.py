@@ -20,26 +20,14 @@ def register(subparsers) -> None:
         "DATA/{train,val}.lc.norm.tok.{SRC,TGT}; keep the epoch with the best validation BLEU.",
     )
     p.add_argument("--data", required=True, type=Path, help="directory of tokenised splits")
-    p.add_argument("--src", default="en")
-    p.add_argument("--tgt", default="de")
-    checked_option(p, "--embedding", "nmt.model.embedding", type=int, default=64)
-    checked_option(p, "--hidden", "nmt.model.hidden", type=int, default=128)
-    checked_option(p, "--attention", "nmt.model.attention", type=int, default=128)
-    checked_option(p, "--dropout", "nmt.model.dropout", type=float, default=0.2)
-    p.add_argument("--decoder", choices=["bahdanau", "cgru"], default="bahdanau")
+    p.add_argument(
+        "--config", required=True, type=Path, metavar="RECORD",
+        help="JSON record of the run's settings: src, tgt, model{embedding, hidden, attention, "
+        "dropout, decoder}, train{min_count, batch_size, learning_rate, optimizer, max_length, "
+        "max_epochs, patience, seed}, as the config's nmt section; a key left out takes the "
+        "schema's default",
+    )  # fmt: skip
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-    checked_option(p, "--min-count", "nmt.train.min_count", type=int, default=1,
-                   help="rarer training words become <unk>")
-    checked_option(p, "--batch-size", "nmt.train.batch_size", type=int, default=32)
-    checked_option(p, "--lr", "nmt.train.learning_rate", type=float, default=0.003,
-                   help="Adam's rate (Adadelta takes none)")
-    p.add_argument("--optimizer", choices=["adam", "adadelta"], default="adam")
-    checked_option(p, "--max-length", "nmt.train.max_length", type=int, default=None,
-                   help="leave out training pairs with a side of this many tokens or more "
-                   "(Nematus maxlen)")
-    checked_option(p, "--max-epochs", "nmt.train.max_epochs", type=int, default=20)
-    checked_option(p, "--patience", "nmt.train.patience", type=int, default=3)
-    checked_option(p, "--seed", "nmt.train.seed", type=int, default=1)
     checked_option(p, "--threads", "nmt.threads", type=int, default=1)
     p.add_argument("--out", required=True, type=Path, help="model checkpoint (.pt)")
     p.add_argument("--history", required=True, type=Path, help="per-epoch CSV")
@@ -155,38 +143,39 @@ def run_train(args) -> None:
     import pandas as pd
     import torch
 
+    from mlmm.config import read_record
     from mlmm.io import write_json, write_text
+    from mlmm.nmt import TRAIN_RECORD_KEYS
     from mlmm.nmt.model import Sizes
     from mlmm.nmt.train import TrainConfig, train
     from mlmm.provenance import Timer, provenance
 
-    guard_outputs([args.out, args.history, args.metrics], [args.data], args.force)
+    guard_outputs([args.out, args.history, args.metrics], [args.data, args.config], args.force)
+    record = read_record(args.config, "nmt", TRAIN_RECORD_KEYS)
+    src, tgt, settings = record["src"], record["tgt"], record["train"]
     torch.set_num_threads(args.threads)
-    files = [args.data / f"{s}.lc.norm.tok.{lang}"
-             for s in ("train", "val") for lang in (args.src, args.tgt)]
+    files = [args.data / f"{s}.lc.norm.tok.{lang}" for s in ("train", "val") for lang in (src, tgt)]
     split = {s: {lang: _tokenised(args.data / f"{s}.lc.norm.tok.{lang}")
-                 for lang in (args.src, args.tgt)} for s in ("train", "val")}
-    config = TrainConfig(
-        Sizes(args.embedding, args.hidden, args.attention, args.dropout, args.decoder),
-        args.min_count, args.batch_size, args.lr, max_epochs=args.max_epochs,
-        patience=args.patience, seed=args.seed, device=args.device,
-        optimizer=args.optimizer, max_length=args.max_length,
-    )
+                 for lang in (src, tgt)} for s in ("train", "val")}
+    config = TrainConfig(Sizes(**record["model"]), device=args.device, **settings)
     timer = Timer()
     with timer("train"):
         translator, history = train(
-            split["train"][args.src], split["train"][args.tgt], split["val"][args.src],
-            split["val"][args.tgt], config, (args.src, args.tgt), files=files,
+            split["train"][src], split["train"][tgt], split["val"][src], split["val"][tgt],
+            config, (src, tgt), files=files,
         )
     from mlmm.fingerprint import files_digest
 
     translator.save(args.out, {"training data": files_digest(files)})
     write_text(args.history, pd.DataFrame(history).to_csv(index=False))
     best = max(history, key=lambda h: h["val_bleu"])
-    settings = {k: v for k, v in vars(args).items() if k != "func"}
+    # the record's settings, and what else the run was given (data, throughput)
+    given = {"record": args.config, "data": args.data, "device": args.device,
+             "threads": args.threads}
     write_json(args.metrics, {
-        "provenance": provenance(settings, args.seed), "timings": timer.seconds,
-        "best_epoch": best["epoch"], "val_bleu": best["val_bleu"], "epochs": len(history),
+        "provenance": provenance({**record, **given}, settings["seed"]),
+        "timings": timer.seconds, "best_epoch": best["epoch"], "val_bleu": best["val_bleu"],
+        "epochs": len(history),
         "train_tokens_per_second": sum(h["tokens_per_second"] for h in history) / len(history),
         "src_vocabulary": len(translator.src), "tgt_vocabulary": len(translator.tgt),
     })

@@ -5,3 +5,13 @@ validation BLEU), ``search`` (greedy and beam search, n-best lists with features
 (feature plug-ins, e.g. embedding similarities) and ``metrics`` (BLEU/TER/chrF/METEOR).
 Importing this package does not import torch.
 """
+
+# What `mlmm train-nmt --config RECORD` reads from its record: these keys of the config's nmt
+# section (or of a pivot language's NMT, mlmm.pivot.nmt_records), the settings of one training
+# run; a key the record leaves out takes the schema's default (mlmm.config.read_record).
+TRAIN_RECORD_KEYS = ("src", "tgt", "model", "train")
+
+
+def train_record(section: dict) -> dict:
+    """The record of one `mlmm train-nmt` run: the training keys of ``section``."""
+    return {key: section[key] for key in TRAIN_RECORD_KEYS}

@@ -119,7 +119,8 @@ def train(
         for s, t in within_length(train_src, train_tgt, config.max_length)
     ]
     if not pairs:
-        within = f" shorter than --max-length {config.max_length}" if config.max_length else ""
+        cut = config.max_length
+        within = f" shorter than train.max_length ({cut})" if cut else ""
         raise InputError(
             files[0], f"at least one training pair{within} on both sides",
             f"none of {len(train_src)}",
