@@ -208,16 +208,16 @@ def test_tuning_run_paths_resolve_against_the_tuning_file(ted, tmp_path, monkeyp
 
 @pytest.fixture(scope="module")
 def nmt(tmp_path_factory) -> Path:
-    from helpers.nmt import nmt_data
+    from helpers.nmt import nmt_data, nmt_record
 
     root = tmp_path_factory.mktemp("nmt")
     data = nmt_data(root)
     (data / "test.lc.norm.tok.en").write_text("two dogs\na cat\na man runs\n")
     for seed in (1, 2):
-        _run("train-nmt", "--data", data, "--out", root / f"m{seed}.pt", "--history",
-             root / f"h{seed}.csv", "--metrics", root / f"m{seed}.json", "--max-epochs", 1,
-             "--embedding", 4, "--hidden", 4, "--attention", 4, "--device", "cpu",
-             "--seed", seed)  # fmt: skip
+        record = nmt_record(root / f"record{seed}.json", seed=seed)
+        _run("train-nmt", "--config", record, "--data", data, "--out", root / f"m{seed}.pt",
+             "--history", root / f"h{seed}.csv", "--metrics", root / f"m{seed}.json",
+             "--device", "cpu")  # fmt: skip
     _run("nbest", "--model", root / "m1.pt", "--source", data / "val.lc.norm.tok.en", "--beam", 2,
          "--device", "cpu", "--out", root / "val.base.nbest")  # fmt: skip
     return root

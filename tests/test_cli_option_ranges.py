@@ -36,15 +36,10 @@ OPTION_CASES = {
         ["nbest", "--model", "m.pt", "--source", "s", "--out", "OUT/n", "--beam", "0"],
         "--beam: expected a number >= 1, found 0",
     ),
-    "train-nmt --batch-size 0": (
-        ["train-nmt", "--data", "d", "--out", "OUT/m.pt", "--history", "OUT/h.csv",
-         "--metrics", "OUT/m.json", "--batch-size", "0"],
-        "--batch-size: expected a number >= 1, found 0",
-    ),
-    "train-nmt --dropout 1": (
-        ["train-nmt", "--data", "d", "--out", "OUT/m.pt", "--history", "OUT/h.csv",
-         "--metrics", "OUT/m.json", "--dropout", "1"],
-        "--dropout: expected a number < 1, found 1.0",
+    "train-nmt --threads 0": (
+        ["train-nmt", "--config", "r.json", "--data", "d", "--out", "OUT/m.pt", "--history",
+         "OUT/h.csv", "--metrics", "OUT/m.json", "--threads", "0"],
+        "--threads: expected a number >= 1, found 0",
     ),
     "ted-train --lambda -1": (
         ["ted-train", "--bow", "b", "--out-dir", "OUT/run", "--lambda", "-1"],
@@ -263,16 +258,26 @@ def test_nbest_features_output_over_its_image_array(tmp_path, capsys):
 def test_train_nmt_outputs_inside_its_data_directory(tmp_path, capsys):
     inputs = _files(tmp_path, "data/train.lc.norm.tok.en")
     data = tmp_path / "data"
-    argv = ["train-nmt", "--data", str(data), "--out", str(data / "m.pt"),
+    argv = ["train-nmt", "--config", str(tmp_path / "r.json"), "--data", str(data),
+            "--out", str(data / "m.pt"),
             "--history", str(tmp_path / "h.csv"), "--metrics", str(tmp_path / "m.json")]
     says = ["m.pt", f"expected an output path outside the input {data}"]
     check(Case(argv, says, [data / "m.pt", tmp_path / "h.csv"], inputs), capsys)
 
 
 def test_train_nmt_two_outputs_on_one_path(tmp_path, capsys):
-    argv = ["train-nmt", "--data", str(tmp_path / "data"), "--out", str(tmp_path / "m.pt"),
+    argv = ["train-nmt", "--config", str(tmp_path / "r.json"), "--data", str(tmp_path / "data"),
+            "--out", str(tmp_path / "m.pt"),
             "--history", str(tmp_path / "h.csv"), "--metrics", str(tmp_path / "h.csv")]
     check(Case(argv, ["h.csv", "expected distinct output paths"], [tmp_path / "h.csv"]), capsys)
+
+
+def test_train_nmt_metrics_over_its_record(tmp_path, capsys):
+    inputs = _files(tmp_path, "r.json")
+    argv = ["train-nmt", "--config", str(tmp_path / "r.json"), "--data", str(tmp_path / "data"),
+            "--out", str(tmp_path / "m.pt"),
+            "--history", str(tmp_path / "h.csv"), "--metrics", str(tmp_path / "r.json")]
+    check(Case(argv, ["r.json", "found the input itself"], [tmp_path / "m.pt"], inputs), capsys)
 
 
 def test_ted_classify_output_over_its_tuning(tmp_path, capsys):

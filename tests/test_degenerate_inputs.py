@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers.nbest import GOOD_NBEST
-from helpers.nmt import nmt_data
+from helpers.nmt import nmt_data, nmt_record
 from helpers.one_line import Case, check
 
 from mlmm.cli import main
@@ -37,11 +37,12 @@ def _write(path: Path, lines: list[str]) -> Path:
     return path
 
 
-def _train_nmt(tmp_path: Path, *extra: str) -> tuple[list[str], list[Path]]:
+def _train_nmt(tmp_path: Path, **train) -> tuple[list[str], list[Path]]:
     outs = [tmp_path / "m.pt", tmp_path / "h.csv", tmp_path / "m.json"]
-    argv = ["train-nmt", "--data", str(tmp_path / "data"), "--out", str(outs[0]), "--history",
-            str(outs[1]), "--metrics", str(outs[2]), "--max-epochs", "1", "--embedding", "4",
-            "--hidden", "4", "--attention", "4", "--device", "cpu", *extra]  # fmt: skip
+    record = nmt_record(tmp_path / "record.json", **train)
+    argv = ["train-nmt", "--config", str(record), "--data", str(tmp_path / "data"), "--out",
+            str(outs[0]), "--history", str(outs[1]), "--metrics", str(outs[2]), "--device",
+            "cpu"]  # fmt: skip
     return argv, outs
 
 
@@ -191,9 +192,9 @@ def test_nfd_references_score_as_their_nfc_text(tmp_path, capsys):
 
 def test_no_training_pair_left_after_max_length_is_refused(tmp_path, capsys):
     nmt_data(tmp_path)
-    argv, outs = _train_nmt(tmp_path, "--max-length", "2")
+    argv, outs = _train_nmt(tmp_path, max_length=2)
     says = ["train.lc.norm.tok.en: expected at least one training pair shorter than "
-            "--max-length 2", "found none of 6"]  # fmt: skip
+            "train.max_length (2)", "found none of 6"]  # fmt: skip
     check(Case(argv, says, outs), capsys)
 
 

@@ -279,7 +279,7 @@ def _same_files(a: Path, b: Path, names: list[str]) -> None:
 
 
 def test_nmt_rerun_on_changed_data_equals_a_fresh_run(tmp_path):
-    from helpers.nmt import toy_parallel_corpus
+    from helpers.nmt import nmt_record, toy_parallel_corpus
 
     from mlmm.cli import main
 
@@ -291,9 +291,11 @@ def test_nmt_rerun_on_changed_data_equals_a_fresh_run(tmp_path):
             (root / f"{split}.lc.norm.tok.de").write_text("".join(" ".join(t) + "\n" for t in tgt))
         return root
 
+    record = nmt_record(tmp_path / "record.json", {"embedding": 8, "hidden": 8, "attention": 8},
+                        batch_size=8, max_epochs=2, patience=2)
+
     def train(data: Path, out: Path) -> None:
-        argv = ["train-nmt", "--data", data, "--embedding", 8, "--hidden", 8, "--attention", 8,
-                "--batch-size", 8, "--max-epochs", 2, "--patience", 2, "--device", "cpu",
+        argv = ["train-nmt", "--config", record, "--data", data, "--device", "cpu",
                 "--out", out / "model.pt", "--history", out / "history.csv",
                 "--metrics", out / "metrics.json"]  # fmt: skip
         assert main([str(a) for a in argv]) == 0

@@ -36,8 +36,13 @@ def _commands(shell: str) -> list[list[str]]:
 
 
 @pytest.fixture(scope="module")
-def jobs(tmp_path_factory) -> list[dict]:
-    return [job for job in planned_jobs(tmp_path_factory.mktemp("plan")) if job["shell"]]
+def plan_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("plan")
+
+
+@pytest.fixture(scope="module")
+def jobs(plan_dir) -> list[dict]:
+    return [job for job in planned_jobs(plan_dir) if job["shell"]]
 
 
 def test_every_job_command_parses_and_writes_only_its_rule_outputs(jobs):
@@ -63,3 +68,25 @@ def test_every_job_command_parses_and_writes_only_its_rule_outputs(jobs):
                 problems.append(f"{job['rule']}: writes {foreign}, not outputs of the rule")
     assert problems == []
     assert len({job["rule"] for job in jobs}) > 30
+
+
+def test_every_nmt_training_job_reads_a_valid_record_among_its_inputs(jobs, plan_dir):
+    """train-nmt's settings come from the record its rule wrote while planning (one file, an
+    input of the job, so that a changed setting reruns it), and that record passes the
+    command's own schema check."""
+    from mlmm.config import read_record
+    from mlmm.nmt import TRAIN_RECORD_KEYS
+
+    parser = build_parser()
+    records: dict[str, list[dict]] = {}
+    for job in jobs:
+        for argv in _commands(job["shell"]):
+            if argv[0] != "train-nmt":
+                continue
+            path = parser.parse_args(argv).config
+            assert str(path) in job["input"], f"{job['rule']}: {path} not an input"
+            record = read_record(plan_dir / path, "nmt", TRAIN_RECORD_KEYS)
+            records.setdefault(job["rule"], []).append(record)
+    assert sorted(records) == ["pivot_train_nmt", "train_nmt"]
+    assert [(r["src"], r["tgt"]) for r in records["train_nmt"]] == [("en", "de")]
+    assert {r["tgt"] for r in records["pivot_train_nmt"]} == {"en"}

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 import torch
-from helpers.nmt import toy_parallel_corpus
+from helpers.nmt import nmt_data, nmt_record, toy_parallel_corpus
+from helpers.one_line import Case, check
 
 from mlmm.cli import main
 from mlmm.nbest import read_nbest, write_nbest
@@ -111,10 +112,13 @@ def test_cli_train_nbest_and_score(tmp_path, capsys):
         (data / f"{split}.lc.norm.tok.en").write_text("".join(" ".join(s) + "\n" for s in src))
         (data / f"{split}.lc.norm.tok.de").write_text("".join(" ".join(t) + "\n" for t in tgt))
     model = tmp_path / "model.pt"
-    assert main(["train-nmt", "--data", str(data), "--embedding", "8", "--hidden", "8",
-                 "--attention", "8", "--decoder", "cgru", "--device", "cpu", "--max-epochs", "1",
+    record = nmt_record(tmp_path / "record.json", {"embedding": 8, "hidden": 8,
+                                                   "attention": 8, "decoder": "cgru"})
+    assert main(["train-nmt", "--config", str(record), "--data", str(data), "--device", "cpu",
                  "--out", str(model), "--history",
                  str(tmp_path / "h.csv"), "--metrics", str(tmp_path / "m.json")]) == 0
+    sizes = load_translator(model).model.sizes  # the record's settings reached the trainer
+    assert (sizes.embedding, sizes.decoder) == (8, "cgru")
     assert main(["nbest", "--model", str(model), "--source", str(data / "val.lc.norm.tok.en"),
                  "--beam", "3", "--device", "cpu", "--out", str(tmp_path / "val.nbest")]) == 0
     assert len(read_nbest(tmp_path / "val.nbest")) == 8
@@ -126,6 +130,55 @@ def test_cli_train_nbest_and_score(tmp_path, capsys):
     assert main(["nmt-table", "--metrics", str(tmp_path / "s.json"), "--out",
                  str(tmp_path / "table")]) == 0
     assert "METEOR not computed" in (tmp_path / "table.md").read_text()
+
+
+def _train_argv(root, record):
+    return ["train-nmt", "--config", str(record), "--data", str(root / "data"), "--device",
+            "cpu", "--out", str(root / "m.pt"), "--history", str(root / "h.csv"), "--metrics",
+            str(root / "m.json")]  # fmt: skip
+
+
+def test_train_nmt_record_keys_left_out_take_the_schema_defaults(tmp_path):
+    import json
+
+    from mlmm.schema import subschema
+
+    nmt_data(tmp_path)
+    record = nmt_record(tmp_path / "record.json")  # sizes and max_epochs only
+    assert main(_train_argv(tmp_path, record)) == 0
+    config = json.loads((tmp_path / "m.json").read_text())["provenance"]["config"]
+    given = json.loads(record.read_text())
+    for key in ("src", "tgt"):
+        assert config[key] == subschema(f"nmt.{key}")["default"]
+    for part in ("model", "train"):
+        for key, node in subschema(f"nmt.{part}")["properties"].items():
+            expected = given[part].get(key, node["default"])
+            assert config[part][key] == expected, f"{part}.{key}"
+    # the trainer ran with them: the schema's decoder, the record's epoch count
+    assert load_translator(tmp_path / "m.pt").model.sizes.decoder == config["model"]["decoder"]
+    assert json.loads((tmp_path / "m.json").read_text())["epochs"] == 1
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        ('{"model": {"dropout": 2}}', ["key 'model.dropout'", "expected a number < 1", "found 2"]),
+        ('{"train": {"max_epochs": 1, "lr": 0.1}}',
+         ["key 'train.lr'", "unknown key 'lr'"]),
+        ('{"train": {"optimizer": "sgd"}}', ["key 'train.optimizer'", "found 'sgd'"]),
+        ('{"train": {"learning_rate": NaN}}',
+         ["key 'train.learning_rate'", "expected a finite number", "found nan"]),
+        ('{"device": "cpu"}', ["key 'device'", "unknown key 'device'"]),
+    ],
+    ids=["out of range", "unknown key", "not an option", "not finite", "not a record key"],
+)  # fmt: skip
+def test_a_bad_train_nmt_record_is_one_line_naming_the_file_and_key(tmp_path, capsys, content,
+                                                                    says):
+    nmt_data(tmp_path)
+    record = tmp_path / "record.json"
+    record.write_text(content)
+    outs = [tmp_path / name for name in ("m.pt", "h.csv", "m.json")]
+    check(Case(_train_argv(tmp_path, record), [f"{record}, ", *says], outs), capsys)
 
 
 def test_cgru_step_is_gru_attention_on_the_intermediate_state_then_gru():

@@ -302,7 +302,7 @@ def mechanisms(workdir: Path) -> dict[str, str | None]:
         None if nmt["val_bleu"].max() > 0 else f"validation BLEU {nmt['val_bleu'].tolist()}"
     )
     nmt_metrics = json.loads((results / "nmt" / "metrics.json").read_text(encoding="utf-8"))
-    cap = nmt_metrics["provenance"]["config"]["max_epochs"]
+    cap = nmt_metrics["provenance"]["config"]["train"]["max_epochs"]
     out["NMT best epoch before the last, stopped by patience (nmt.train.patience)"] = (
         None
         if nmt_metrics["epochs"] < cap and nmt_metrics["best_epoch"] < nmt_metrics["epochs"]

@@ -151,7 +151,7 @@ def test_retrieval_training_resume_after_a_kill(tmp_path):
 
 @pytest.mark.slow
 def test_nmt_training_restarts_after_a_kill(tmp_path):
-    from helpers.nmt import toy_parallel_corpus
+    from helpers.nmt import nmt_record, toy_parallel_corpus
 
     data = tmp_path / "tok"
     data.mkdir()
@@ -160,9 +160,11 @@ def test_nmt_training_restarts_after_a_kill(tmp_path):
         (data / f"{split}.lc.norm.tok.en").write_text("".join(" ".join(s) + "\n" for s in src))
         (data / f"{split}.lc.norm.tok.de").write_text("".join(" ".join(t) + "\n" for t in tgt))
 
+    record = nmt_record(tmp_path / "record.json", {"embedding": 8, "hidden": 8, "attention": 8},
+                        batch_size=8, max_epochs=3, patience=3)
+
     def argv(out: Path) -> list:
-        return ["train-nmt", "--data", data, "--embedding", 8, "--hidden", 8, "--attention", 8,
-                "--batch-size", 8, "--max-epochs", 3, "--patience", 3, "--device", "cpu",
+        return ["train-nmt", "--config", record, "--data", data, "--device", "cpu",
                 "--out", out / "model.pt",
                 "--history", out / "history.csv", "--metrics", out / "metrics.json"]  # fmt: skip
 

@@ -1,8 +1,9 @@
-"""Tiny parallel corpora for the NMT trainer: the toy en-de word substitution corpus and the
-`train-nmt` data directory."""
+"""Tiny parallel corpora for the NMT trainer: the toy en-de word substitution corpus, the
+`train-nmt` data directory and its settings record (`--config`)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +21,18 @@ def nmt_data(root: Path) -> Path:
         write_lines(data / f"{split}.lc.norm.tok.en", [f"a dog runs {i}" for i in range(n)])
         write_lines(data / f"{split}.lc.norm.tok.de", [f"ein hund läuft {i}" for i in range(n)])
     return data
+
+
+def nmt_record(path: Path, model: dict | None = None, **train) -> Path:
+    """A `train-nmt --config` record at ``path``: a tiny model (sizes 4, or ``model``) trained
+    one epoch (or as ``train`` says); the schema's defaults for every other key."""
+    record = {
+        "model": {"embedding": 4, "hidden": 4, "attention": 4, **(model or {})},
+        "train": {"max_epochs": 1, **train},
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record), encoding="utf-8")
+    return path
 
 
 WORDS = {
