@@ -113,6 +113,29 @@ def test_table5_corrnet_mt_records_reuse_the_one_nmt_recipe():
         assert (record["beam"], record["max_length"]) == (3, 100)
 
 
+def test_table5_corrnet_mt_training_record_passes_the_nmt_schema(tmp_path):
+    """What pivot_train_nmt writes for `train-nmt --config` is checked by the nmt section's
+    model/train schemas, the one recipe; keys neither section sets take their defaults."""
+    from mlmm.config import read_record
+    from mlmm.nmt import TRAIN_RECORD_KEYS, train_record
+    from mlmm.records import write_record
+    from mlmm.schema import subschema
+
+    config = {"pivot": {"languages": ["de"], "mt": {"beam": 3, "max_length": 100,
+                                                    "model": {"hidden": 8}}},
+              "nmt": {"model": {"embedding": 4}, "train": {"max_epochs": 2}}}  # fmt: skip
+    path = write_record(tmp_path / "de.json", train_record(nmt_records(config)["de"]))
+    record = read_record(path, "nmt", TRAIN_RECORD_KEYS)
+    assert (record["src"], record["tgt"]) == ("de", "en")
+    assert (record["model"]["embedding"], record["model"]["hidden"]) == (4, 8)
+    assert record["model"]["dropout"] == subschema("nmt.model.dropout")["default"]
+    assert (record["train"]["max_epochs"], record["train"]["max_length"]) == (2, 100)
+    config["pivot"]["mt"]["model"]["dropout"] = 1.5
+    path = write_record(tmp_path / "de.json", train_record(nmt_records(config)["de"]))
+    with pytest.raises(InputError, match=r"de\.json, key 'model\.dropout': expected a number < 1"):
+        read_record(path, "nmt", TRAIN_RECORD_KEYS)
+
+
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     return make_world(tmp_path_factory.mktemp("pivot_mt"), n_train=200, n_mic=20, talks=40)
