@@ -208,7 +208,7 @@ def test_tuning_run_paths_resolve_against_the_tuning_file(ted, tmp_path, monkeyp
 
 @pytest.fixture(scope="module")
 def nmt(tmp_path_factory) -> Path:
-    from helpers.nmt import nmt_data, nmt_record
+    from helpers.nmt import beam_record, nmt_data, nmt_record
 
     root = tmp_path_factory.mktemp("nmt")
     data = nmt_data(root)
@@ -218,8 +218,9 @@ def nmt(tmp_path_factory) -> Path:
         _run("train-nmt", "--config", record, "--data", data, "--out", root / f"m{seed}.pt",
              "--history", root / f"h{seed}.csv", "--metrics", root / f"m{seed}.json",
              "--device", "cpu")  # fmt: skip
-    _run("nbest", "--model", root / "m1.pt", "--source", data / "val.lc.norm.tok.en", "--beam", 2,
-         "--device", "cpu", "--out", root / "val.base.nbest")  # fmt: skip
+    _run("nbest", "--config", beam_record(root / "beam.json", 2), "--model", root / "m1.pt",
+         "--source", data / "val.lc.norm.tok.en", "--device", "cpu", "--out",
+         root / "val.base.nbest")  # fmt: skip
     return root
 
 
@@ -227,8 +228,9 @@ def test_a_replaced_nmt_model_is_refused(nmt, tmp_path, capsys):
     root = _ted_copy(tmp_path, nmt)
     shutil.copyfile(root / "m2.pt", root / "m1.pt")  # another run's checkpoint under the name
     out = root / "again.nbest"
-    line = one_line_error(["nbest", "--model", str(root / "m1.pt"), "--source",
-                           str(root / "data/val.lc.norm.tok.en"), "--out", str(out)], capsys)
+    line = one_line_error(["nbest", "--config", str(root / "beam.json"), "--model",
+                           str(root / "m1.pt"), "--source", str(root / "data/val.lc.norm.tok.en"),
+                           "--out", str(out)], capsys)  # fmt: skip
     assert "m1.pt: expected the bytes it was written with" in line and not out.exists()
 
 

@@ -32,9 +32,10 @@ OPTION_CASES = {
         ["mira", "--nbest", "n", "--ref", "r", "--out", "OUT/w", "--c", "-1"],
         "--c: expected a number > 0, found -1.0",
     ),
-    "nbest --beam 0": (
-        ["nbest", "--model", "m.pt", "--source", "s", "--out", "OUT/n", "--beam", "0"],
-        "--beam: expected a number >= 1, found 0",
+    "nbest --threads 0": (
+        ["nbest", "--config", "b.json", "--model", "m.pt", "--source", "s", "--out", "OUT/n",
+         "--threads", "0"],
+        "--threads: expected a number >= 1, found 0",
     ),
     "train-nmt --threads 0": (
         ["train-nmt", "--config", "r.json", "--data", "d", "--out", "OUT/m.pt", "--history",
@@ -232,7 +233,8 @@ def _files(root: Path, *names: str) -> dict[Path, bytes]:
 
 def test_nbest_output_over_its_source(tmp_path, capsys):
     inputs = _files(tmp_path, "m.pt", "src.en")
-    argv = ["nbest", "--model", str(tmp_path / "m.pt"), "--source", str(tmp_path / "src.en"),
+    argv = ["nbest", "--config", str(tmp_path / "b.json"), "--model", str(tmp_path / "m.pt"),
+            "--source", str(tmp_path / "src.en"),
             "--out", str(tmp_path / "src.en")]  # fmt: skip
     check(Case(argv, ["src.en", "expected an output path other than the input"],
                intact=inputs), capsys)  # fmt: skip
@@ -241,7 +243,8 @@ def test_nbest_output_over_its_source(tmp_path, capsys):
 def test_nbest_stats_over_the_model_through_a_symlink(tmp_path, capsys):
     inputs = _files(tmp_path, "m.pt", "src.en")
     (tmp_path / "link.json").symlink_to(tmp_path / "m.pt")
-    argv = ["nbest", "--model", str(tmp_path / "m.pt"), "--source", str(tmp_path / "src.en"),
+    argv = ["nbest", "--config", str(tmp_path / "b.json"), "--model", str(tmp_path / "m.pt"),
+            "--source", str(tmp_path / "src.en"),
             "--out", str(tmp_path / "o.nbest"), "--stats", str(tmp_path / "link.json")]  # fmt: skip
     check(Case(argv, ["link.json", "found the input itself"], [tmp_path / "o.nbest"], inputs),
           capsys)  # fmt: skip

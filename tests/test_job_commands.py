@@ -70,23 +70,25 @@ def test_every_job_command_parses_and_writes_only_its_rule_outputs(jobs):
     assert len({job["rule"] for job in jobs}) > 30
 
 
-def test_every_nmt_training_job_reads_a_valid_record_among_its_inputs(jobs, plan_dir):
-    """train-nmt's settings come from the record its rule wrote while planning (one file, an
-    input of the job, so that a changed setting reruns it), and that record passes the
-    command's own schema check."""
+def test_every_nmt_job_reads_a_valid_record_among_its_inputs(jobs, plan_dir):
+    """train-nmt's and nbest's settings come from the record their rule wrote while planning
+    (one file, an input of the job, so that a changed setting reruns it), and that record
+    passes the command's own schema check."""
     from mlmm.config import read_record
-    from mlmm.nmt import TRAIN_RECORD_KEYS
+    from mlmm.nmt import NBEST_RECORD_KEYS, TRAIN_RECORD_KEYS
 
+    keys = {"train-nmt": TRAIN_RECORD_KEYS, "nbest": NBEST_RECORD_KEYS}
     parser = build_parser()
     records: dict[str, list[dict]] = {}
     for job in jobs:
         for argv in _commands(job["shell"]):
-            if argv[0] != "train-nmt":
+            if argv[0] not in keys:
                 continue
             path = parser.parse_args(argv).config
             assert str(path) in job["input"], f"{job['rule']}: {path} not an input"
-            record = read_record(plan_dir / path, "nmt", TRAIN_RECORD_KEYS)
+            record = read_record(plan_dir / path, "nmt", keys[argv[0]])
             records.setdefault(job["rule"], []).append(record)
-    assert sorted(records) == ["pivot_train_nmt", "train_nmt"]
+    assert sorted(records) == ["nbest_lists", "pivot_train_nmt", "train_nmt"]
     assert [(r["src"], r["tgt"]) for r in records["train_nmt"]] == [("en", "de")]
     assert {r["tgt"] for r in records["pivot_train_nmt"]} == {"en"}
+    assert len(records["nbest_lists"]) == 2  # val and test, one record

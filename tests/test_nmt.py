@@ -1,9 +1,11 @@
 """Attention NMT smoke test: tiny training, beam search ordering/shape/scores, feature plug-ins."""
 
+import json
+
 import numpy as np
 import pytest
 import torch
-from helpers.nmt import nmt_data, nmt_record, toy_parallel_corpus
+from helpers.nmt import beam_record, nmt_data, nmt_record, toy_parallel_corpus
 from helpers.one_line import Case, check
 
 from mlmm.cli import main
@@ -13,6 +15,7 @@ from mlmm.nmt.model import BOS, EOS, PAD, Seq2Seq, Sizes, load_translator
 from mlmm.nmt.search import beam_search, greedy, nbest_lists, pad_batch
 from mlmm.nmt.selection import select
 from mlmm.nmt.train import TrainConfig, train
+from mlmm.schema import subschema
 
 
 @pytest.fixture(scope="module")
@@ -119,9 +122,19 @@ def test_cli_train_nbest_and_score(tmp_path, capsys):
                  str(tmp_path / "h.csv"), "--metrics", str(tmp_path / "m.json")]) == 0
     sizes = load_translator(model).model.sizes  # the record's settings reached the trainer
     assert (sizes.embedding, sizes.decoder) == (8, "cgru")
-    assert main(["nbest", "--model", str(model), "--source", str(data / "val.lc.norm.tok.en"),
-                 "--beam", "3", "--device", "cpu", "--out", str(tmp_path / "val.nbest")]) == 0
+    beam = beam_record(tmp_path / "beam.json", 3)
+    assert main(["nbest", "--config", str(beam), "--model", str(model), "--source",
+                 str(data / "val.lc.norm.tok.en"), "--device", "cpu", "--out",
+                 str(tmp_path / "val.nbest"), "--stats", str(tmp_path / "beam.stats.json")]) == 0
     assert len(read_nbest(tmp_path / "val.nbest")) == 8
+    assert max(len(texts) for texts in read_nbest(tmp_path / "val.nbest").texts) == 3
+    assert json.loads((tmp_path / "beam.stats.json").read_text())["beam"] == 3
+    (tmp_path / "empty.json").write_text("{}")  # the schema's beam
+    assert main(["nbest", "--config", str(tmp_path / "empty.json"), "--model", str(model),
+                 "--source", str(data / "val.lc.norm.tok.en"), "--device", "cpu", "--out",
+                 str(tmp_path / "wide.nbest"), "--stats", str(tmp_path / "wide.json")]) == 0
+    assert json.loads((tmp_path / "wide.json").read_text())["beam"] == subschema("nmt.beam")[
+        "default"]
     assert main(["rerank", "--nbest", str(tmp_path / "val.nbest"), "--out",
                  str(tmp_path / "1best")]) == 0
     assert main(["mt-score", "--hyp", str(tmp_path / "1best"), "--ref",
@@ -139,10 +152,6 @@ def _train_argv(root, record):
 
 
 def test_train_nmt_record_keys_left_out_take_the_schema_defaults(tmp_path):
-    import json
-
-    from mlmm.schema import subschema
-
     nmt_data(tmp_path)
     record = nmt_record(tmp_path / "record.json")  # sizes and max_epochs only
     assert main(_train_argv(tmp_path, record)) == 0
@@ -179,6 +188,24 @@ def test_a_bad_train_nmt_record_is_one_line_naming_the_file_and_key(tmp_path, ca
     record.write_text(content)
     outs = [tmp_path / name for name in ("m.pt", "h.csv", "m.json")]
     check(Case(_train_argv(tmp_path, record), [f"{record}, ", *says], outs), capsys)
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        ('{"beam": 0}', ["key 'beam'", "expected a number >= 1", "found 0"]),
+        ('{"beam": 3, "hidden": 8}', ["key 'hidden'", "unknown key 'hidden'"]),
+    ],
+    ids=["beam 0", "unknown key"],
+)
+def test_a_bad_nbest_record_is_one_line_naming_the_file_and_key(tmp_path, capsys, content, says):
+    record = tmp_path / "beam.json"
+    record.write_text(content)
+    for name in ("m.pt", "src.en"):
+        (tmp_path / name).write_text("stand-in: the record is read first\n")
+    argv = ["nbest", "--config", str(record), "--model", str(tmp_path / "m.pt"), "--source",
+            str(tmp_path / "src.en"), "--out", str(tmp_path / "o.nbest")]  # fmt: skip
+    check(Case(argv, [f"{record}, ", *says], [tmp_path / "o.nbest"]), capsys)
 
 
 def test_cgru_step_is_gru_attention_on_the_intermediate_state_then_gru():

@@ -1,5 +1,5 @@
 """Tiny parallel corpora for the NMT trainer: the toy en-de word substitution corpus, the
-`train-nmt` data directory and its settings record (`--config`)."""
+`train-nmt` data directory and the settings records of `train-nmt` and `nbest` (`--config`)."""
 
 from __future__ import annotations
 
@@ -32,6 +32,13 @@ def nmt_record(path: Path, model: dict | None = None, **train) -> Path:
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record), encoding="utf-8")
+    return path
+
+
+def beam_record(path: Path, beam: int) -> Path:
+    """An `nbest --config` record at ``path``: beam search of width ``beam``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"beam": beam}), encoding="utf-8")
     return path
 
 

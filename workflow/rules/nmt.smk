@@ -41,6 +41,7 @@ rule nbest_lists:
     input:
         model=NMT_DIR / "model.pt",
         multi30k=MULTI30K_MARKER,
+        record=lambda w: write_record(RECORDS / "nmt/nbest.json", nbest_record(NMT)),
     output:
         nbest=NMT_DIR / "nbest/{split}.base.nbest",
         stats=NMT_DIR / "nbest/{split}.beam.json",
@@ -61,9 +62,8 @@ rule nbest_lists:
         torch_device=NMT["device"],
     params:
         source=lambda w: nmt_text(w.split, NMT["src"]),
-        beam=NMT["beam"],
     shell:
-        "mlmm nbest --model {input.model:q} --source {params.source:q} --beam {params.beam}"
+        "mlmm nbest --config {input.record:q} --model {input.model:q} --source {params.source:q}"
         " --device {resources.torch_device} --threads {threads} --out {output.nbest:q} --stats {output.stats:q} > {log:q} 2>&1"
 
 

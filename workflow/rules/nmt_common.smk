@@ -5,7 +5,7 @@ import sys
 
 from snakemake.exceptions import WorkflowError
 
-from mlmm.nmt import train_record
+from mlmm.nmt import nbest_record, train_record
 from mlmm.nmt.selection import select as select_nmt
 
 NMT_DIR = RESULTS / "nmt"

@@ -42,7 +42,11 @@ def register(subparsers) -> None:
     )
     p.add_argument("--model", required=True, type=Path)
     p.add_argument("--source", required=True, type=Path, help="tokenised source sentences")
-    checked_option(p, "--beam", "nmt.beam", type=int)
+    p.add_argument(
+        "--config", required=True, type=Path, metavar="RECORD",
+        help='JSON record of the search\'s settings, {"beam": N} as the config\'s nmt section; '
+        "a key left out takes the schema's default",
+    )  # fmt: skip
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     checked_option(p, "--threads", "nmt.threads", type=int)
     p.add_argument("--out", required=True, type=Path)
@@ -187,12 +191,15 @@ def run_nbest(args) -> None:
 
     import torch
 
+    from mlmm.config import read_record
     from mlmm.io import write_json
     from mlmm.nbest import write_nbest
+    from mlmm.nmt import NBEST_RECORD_KEYS
     from mlmm.nmt.model import load_translator
     from mlmm.nmt.search import nbest_lists
 
-    guard_outputs([args.out, args.stats], [args.model, args.source], args.force)
+    guard_outputs([args.out, args.stats], [args.model, args.source, args.config], args.force)
+    beam = read_record(args.config, "nmt", NBEST_RECORD_KEYS)["beam"]
     torch.set_num_threads(args.threads)
     from mlmm.features.extraction import resolve_device
 
@@ -200,11 +207,11 @@ def run_nbest(args) -> None:
     translator.model.to(resolve_device(args.device))
     sources = _tokenised(args.source)
     start = time.perf_counter()
-    nbest = nbest_lists(translator, sources, args.beam)
+    nbest = nbest_lists(translator, sources, beam)
     seconds = time.perf_counter() - start
     write_nbest(args.out, nbest, args.source)
     if args.stats:
-        write_json(args.stats, {"sentences": len(sources), "beam": args.beam,
+        write_json(args.stats, {"sentences": len(sources), "beam": beam,
                                 "seconds": seconds, "sentences_per_second": len(sources) / seconds})
     print(f"{len(sources)} sentences, {len(sources) / seconds:.1f} sentences/s")
 

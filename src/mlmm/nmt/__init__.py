@@ -6,12 +6,19 @@ validation BLEU), ``search`` (greedy and beam search, n-best lists with features
 Importing this package does not import torch.
 """
 
-# What `mlmm train-nmt --config RECORD` reads from its record: these keys of the config's nmt
-# section (or of a pivot language's NMT, mlmm.pivot.nmt_records), the settings of one training
-# run; a key the record leaves out takes the schema's default (mlmm.config.read_record).
+# What the NMT stage commands read from their record (`--config RECORD`): these keys of the
+# config's nmt section (or of a pivot language's NMT, mlmm.pivot.nmt_records), the settings of
+# one run of `mlmm train-nmt` or `mlmm nbest`; a key the record leaves out takes the schema's
+# default (mlmm.config.read_record).
 TRAIN_RECORD_KEYS = ("src", "tgt", "model", "train")
+NBEST_RECORD_KEYS = ("beam",)
 
 
 def train_record(section: dict) -> dict:
     """The record of one `mlmm train-nmt` run: the training keys of ``section``."""
     return {key: section[key] for key in TRAIN_RECORD_KEYS}
+
+
+def nbest_record(section: dict) -> dict:
+    """The record of one `mlmm nbest` run: the beam search keys of ``section``."""
+    return {key: section[key] for key in NBEST_RECORD_KEYS}
