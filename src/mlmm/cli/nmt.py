@@ -28,7 +28,7 @@ def register(subparsers) -> None:
         "schema's default",
     )  # fmt: skip
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-    checked_option(p, "--threads", "nmt.threads", type=int, default=1)
+    checked_option(p, "--threads", "nmt.threads", type=int)
     p.add_argument("--out", required=True, type=Path, help="model checkpoint (.pt)")
     p.add_argument("--history", required=True, type=Path, help="per-epoch CSV")
     p.add_argument("--metrics", required=True, type=Path, help="metrics JSON")
