@@ -192,13 +192,14 @@ def test_a_checked_option_takes_its_default_from_its_config_key():
     assert parser.get_default("iters") is None
 
 
-def test_a_checked_option_refuses_a_default_other_than_its_config_keys():
-    """A default differing from the schema's fails when the parser is built; a tool whose
-    default deliberately differs says so with own_default, which must differ."""
+def test_a_checked_option_refuses_a_second_copy_of_its_config_keys_default():
+    """A default given beside the schema's (equal or not) fails when the parser is built; a
+    tool whose default deliberately differs says so with own_default, which must differ."""
     config_default = subschema("nmt.mira.iters")["default"]
-    with pytest.raises(TypeError, match="--iters: default=.* conflicts with the schema"):
-        checked_option(argparse.ArgumentParser(), "--iters", "nmt.mira.iters", type=int,
-                       default=config_default + 1)
+    for given in (config_default, config_default + 1):
+        with pytest.raises(TypeError, match="--iters: default=.* the schema's default"):
+            checked_option(argparse.ArgumentParser(), "--iters", "nmt.mira.iters", type=int,
+                           default=given)
     with pytest.raises(TypeError, match="own_default=.* is the schema's default"):
         checked_option(argparse.ArgumentParser(), "--iters", "nmt.mira.iters", type=int,
                        own_default=config_default)

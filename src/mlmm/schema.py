@@ -2,7 +2,7 @@
 
 Snakemake validates config.yaml against ``workflow/schemas/config.schema.yaml``
 (``mlmm.config.validate_config``); a subcommand run by hand would otherwise accept values the
-schema forbids (``mira --iters 0``, ``--c nan``, ``nbest --beam 0``) and train nothing or crash.
+schema forbids (``mira --iters 0``, ``--c nan``) and train nothing or crash.
 Each numeric option of a subcommand is therefore declared with ``checked_option``, naming the
 schema property it sets (``nmt.mira.iters``); ``check_options`` (called by ``mlmm.cli.main``
 after parsing) validates every given value against that property's sub-schema and turns the
@@ -120,11 +120,11 @@ def checked_option(
     ``own_default`` equal to it."""
     node = subschema(pointer)  # a misspelt pointer fails when the parser is built, not when used
     if "default" in node:
-        if "default" in kwargs and kwargs["default"] != node["default"]:
+        if "default" in kwargs:
             raise TypeError(
-                f"{option}: default={kwargs['default']!r} conflicts with the schema's default "
-                f"{node['default']!r} of {pointer}; pass own_default= for a default that "
-                "deliberately differs"
+                f"{option}: default={kwargs['default']!r} restates or contradicts the schema's "
+                f"default {node['default']!r} of {pointer}; leave it out, or pass own_default= "
+                "for a default that deliberately differs"
             )
         if own_default is not _UNSET:
             if own_default == node["default"]:
