@@ -188,7 +188,7 @@ def test_vectors_covering_too_little_of_the_vocabulary_are_refused(covered, refu
 
 
 def test_a_reversed_lexicon_is_refused():
-    from mlmm.retrieval.align import lexicon_indices
+    from mlmm.retrieval.rcsls import lexicon_indices
 
     english = {w: i for i, w in enumerate(f"en{i}" for i in range(20))}
     german = {w: i for i, w in enumerate(f"de{i}" for i in range(20))}

@@ -94,14 +94,14 @@ def test_rcsls_rotation_output_all_maps_every_word_of_the_source_file(tmp_path):
     l2-normalised. ``output: loaded`` writes the trained rows only."""
     import numpy as np
 
-    from mlmm.retrieval import align
+    from mlmm.retrieval import word_vector_files
 
     rng = np.random.default_rng(5)
     words = [f"w{i}" for i in range(30)]
     english = dict(zip(words, rng.normal(size=(30, 5)).astype(np.float32), strict=True))
     q = np.linalg.qr(rng.normal(size=(5, 5)))[0].astype(np.float32)
-    align.write_vec(tmp_path / "wiki.en.align.vec", english)
-    align.write_vec(tmp_path / "cc.ja.vec", {f"j{w}": english[w] @ q.T for w in words})
+    word_vector_files.write_vec(tmp_path / "wiki.en.align.vec", english)
+    word_vector_files.write_vec(tmp_path / "cc.ja.vec", {f"j{w}": english[w] @ q.T for w in words})
     (tmp_path / "en-ja.txt").write_text("".join(f"{w} j{w}\n" for w in words[:15]), "utf-8")
     files = {}
     for output in ("loaded", "all"):
@@ -109,10 +109,10 @@ def test_rcsls_rotation_output_all_maps_every_word_of_the_source_file(tmp_path):
         rotation = {"method": "rcsls", "knn": 3, "lr": 1.0, "iterations": 3,
                     "sections": ["full"], "output": output}  # fmt: skip
         english_vec, ja_vec = tmp_path / "wiki.en.align.vec", tmp_path / "cc.ja.vec"
-        align.derive_onto_english(
+        word_vector_files.derive_onto_english(
             "ja", english_vec, tmp_path, out, 0.8, vec=ja_vec, limit=20, rotation=rotation
         )
-        files[output] = align.read_vec(out / "wiki.ja.align.vec")
+        files[output] = word_vector_files.read_vec(out / "wiki.ja.align.vec")
     assert len(files["loaded"]) == 20 and len(files["all"]) == 30
     for word, v in files["loaded"].items():
         assert np.allclose(files["all"][word], v, atol=2e-5)

@@ -264,17 +264,17 @@ def test_alignment_ratio_asks_only_words_with_vectors_and_divides_by_every_sourc
     """Row 'alignment ratio' (AME): AME-CMR model.py METRIC_SIMIL asks only the pairs whose both
     words have a fastText vector, searches only such target words, and divides by every source
     word of the (vocabulary-filtered) test lexicon; without ``known`` every word is asked."""
-    from mlmm.retrieval import align
+    from mlmm.retrieval import rcsls
 
     src = torch.eye(4)
     tgt = torch.tensor(
         [[1.0, 0, 0, 0], [0, 1.0, 0, 0], [0, 0.9, 0.1, 0], [0, 0, 0, 1.0]]
     )  # target 1 has no vector: unsearched, source 1 finds its translation 2 instead
     gold = {0: {0}, 1: {2}, 2: {3}}  # source 2 has no vector: not asked, a miss
-    assert align.precision_at_1(src, tgt, gold, None) == pytest.approx(100 / 3)
-    known = align.precision_at_1(src, tgt, gold, None, known_src={0, 1}, known_tgt={0, 2, 3})
+    assert rcsls.precision_at_1(src, tgt, gold, None) == pytest.approx(100 / 3)
+    known = rcsls.precision_at_1(src, tgt, gold, None, known_src={0, 1}, known_tgt={0, 2, 3})
     assert known == pytest.approx(200 / 3)
-    nothing_known = align.precision_at_1(src, tgt, gold, None, known_src=set(), known_tgt={0})
+    nothing_known = rcsls.precision_at_1(src, tgt, gold, None, known_src=set(), known_tgt={0})
     assert nothing_known == 0.0
 
 
@@ -283,9 +283,9 @@ def test_the_trainer_asks_the_ratio_of_the_words_load_vectors_found(tmp_path):
     alignment directions ask and search (positions within each language's rows)."""
     from types import SimpleNamespace
 
-    from mlmm.retrieval.align import write_vec
     from mlmm.retrieval.config import merge_config, variant_defaults
     from mlmm.retrieval.word_embeddings import Alignment, load_vectors
+    from mlmm.retrieval.word_vector_files import write_vec
 
     words = ["<pad>", "<unk>", "en:dog", "en:cat", "en:man", "de:hund", "de:katze", "de:mann"]
     vocab = SimpleNamespace(words=words, index={w: i for i, w in enumerate(words)})

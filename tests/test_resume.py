@@ -127,10 +127,10 @@ def test_features_resume_after_a_kill(tmp_path):
 def test_retrieval_training_resume_after_a_kill(tmp_path):
     from helpers.retrieval import make_world, section, trainer_argv
 
-    from mlmm.retrieval import align
+    from mlmm.demo import word_vectors as demo_vectors
 
     world = make_world(tmp_path / "world")
-    align.derive_demo(world.data_root, world.muse, ["en", "de"], 8, 0.8, world.vectors)
+    demo_vectors.derive_demo(world.data_root, world.muse, ["en", "de"], 8, 0.8, world.vectors)
     variant = {
         "train_data": [{"portion": "translation", "languages": ["en", "de"]}],
         "c2c": True,

@@ -13,7 +13,7 @@ import yaml
 from helpers.retrieval import record_of, tiny_world
 
 from mlmm.errors import InputError
-from mlmm.retrieval import align
+from mlmm.retrieval import rcsls, word_vector_files
 from mlmm.retrieval.config import resolve_variant
 from mlmm.retrieval.data import Cycler, c2c_pairs, image_subsets, joint_tuples, training_captions
 from mlmm.retrieval.losses import ranking_loss, weighted_loss
@@ -170,7 +170,7 @@ def test_procrustes_recovers_a_rotation():
     gen = torch.Generator().manual_seed(0)
     q, _ = torch.linalg.qr(torch.randn(6, 6, generator=gen, dtype=torch.float64))
     x = torch.randn(50, 6, generator=gen, dtype=torch.float64)
-    w = align.procrustes(x, x @ q.t())
+    w = rcsls.procrustes(x, x @ q.t())
     assert torch.allclose(w, q, atol=1e-8)
 
 
@@ -179,10 +179,10 @@ def test_alignment_ratio_on_a_toy_lexicon():
     tgt = torch.tensor([[1.0, 0, 0, 0], [0, 0, 1.0, 0], [0, 1.0, 0, 0], [0, 0, 0, 1.0]])
     # source 0 -> target 0 (right), 1 -> 2 (right: gold 2), 2 -> 1 (gold says 3: wrong)
     gold = {0: {0}, 1: {1, 2}, 2: {3}}
-    assert align.precision_at_1(src, tgt, gold, None) == pytest.approx(200 / 3)
+    assert rcsls.precision_at_1(src, tgt, gold, None) == pytest.approx(200 / 3)
     swap = torch.eye(4)[[0, 2, 1, 3]]  # maps source 1 onto target row 1's direction
-    assert align.precision_at_1(src, tgt, gold, swap) == pytest.approx(100 * 2 / 3)
-    assert math.isnan(align.precision_at_1(src, tgt, {}, None))
+    assert rcsls.precision_at_1(src, tgt, gold, swap) == pytest.approx(100 * 2 / 3)
+    assert math.isnan(rcsls.precision_at_1(src, tgt, {}, None))
 
 
 def test_rcsls_prefers_the_true_mapping():
@@ -190,23 +190,23 @@ def test_rcsls_prefers_the_true_mapping():
     q, _ = torch.linalg.qr(torch.randn(5, 5, generator=gen))
     x = torch.randn(30, 5, generator=gen)
     pairs = torch.stack([torch.arange(30), torch.arange(30)], 1)
-    good = align.rcsls_loss(x, x @ q.t(), pairs, q, 3)
-    bad = align.rcsls_loss(x, x @ q.t(), pairs, torch.eye(5), 3)
+    good = rcsls.rcsls_loss(x, x @ q.t(), pairs, q, 3)
+    bad = rcsls.rcsls_loss(x, x @ q.t(), pairs, torch.eye(5), 3)
     assert good < bad
 
 
 def test_lexicon_split_and_vec_roundtrip(tmp_path):
     pairs = [("a", "x"), ("a", "y"), ("b", "z"), ("c", "w"), ("d", "v")]
-    train, test = align.split_lexicon(pairs, 0.5)
+    train, test = rcsls.split_lexicon(pairs, 0.5)
     assert {s for s, _ in train}.isdisjoint({s for s, _ in test})
     assert sorted(train + test) == sorted(pairs)
     vectors = {"a": np.array([1.0, 2.0], np.float32), "b": np.array([0.5, -1.0], np.float32)}
-    align.write_vec(tmp_path / "v.vec", vectors)
-    back = align.read_vec(tmp_path / "v.vec", {"b"})
+    word_vector_files.write_vec(tmp_path / "v.vec", vectors)
+    back = word_vector_files.read_vec(tmp_path / "v.vec", {"b"})
     assert list(back) == ["b"] and np.allclose(back["b"], vectors["b"])
     (tmp_path / "bad.vec").write_text("2 3\na 1 2\n")
     with pytest.raises(InputError, match="line 2"):
-        align.read_vec(tmp_path / "bad.vec")
+        word_vector_files.read_vec(tmp_path / "bad.vec")
 
 
 def test_variant_resolution_merges_and_rejects():
@@ -276,8 +276,8 @@ def test_real_muse_lexicon_splits_by_source_word():
     path = SHARED / "muse/en-de.txt"
     if not path.is_file():
         pytest.skip("MUSE en-de not available")
-    pairs = align.read_lexicon(path)
-    train, test = align.split_lexicon(pairs, 0.8)
+    pairs = word_vector_files.read_lexicon(path)
+    train, test = rcsls.split_lexicon(pairs, 0.8)
     assert len(train) + len(test) == len(pairs) > 100000
     assert {s for s, _ in train}.isdisjoint({s for s, _ in test})
 
@@ -288,12 +288,12 @@ def test_muse_dictionaries_download_atomically_and_must_parse(tmp_path):
     (source / "en-ja.txt").write_text("dog 犬\ncat 猫\n", encoding="utf-8")
     (source / "en-de.txt").write_text("dog\n", encoding="utf-8")  # no translation on the line
     out = tmp_path / "muse"
-    align.download_lexicons(source.as_uri(), ["ja"], out)
-    assert align.read_lexicon(out / "en-ja.txt") == [("dog", "犬"), ("cat", "猫")]
+    word_vector_files.download_lexicons(source.as_uri(), ["ja"], out)
+    assert word_vector_files.read_lexicon(out / "en-ja.txt") == [("dog", "犬"), ("cat", "猫")]
     with pytest.raises(InputError, match="en-de.txt"):
-        align.download_lexicons(source.as_uri(), ["de"], out)
+        word_vector_files.download_lexicons(source.as_uri(), ["de"], out)
     with pytest.raises(InputError, match="reachable URL"):
-        align.download_lexicons(source.as_uri(), ["fr"], out)
+        word_vector_files.download_lexicons(source.as_uri(), ["fr"], out)
     shown = sorted(p.name for p in out.iterdir() if not p.name.startswith("."))  # not records
     assert shown == ["en-ja.txt"]  # nothing bad or partial
 
@@ -323,10 +323,10 @@ def test_rcsls_objective_is_fasttext_align_in_chunks():
     x, y = z_src[pairs[:, 0]], z_tgt[pairs[:, 1]]
     f, df = _fasttext_rcsls(x, y, z_src, z_tgt, r, 3)
     t = [torch.from_numpy(a) for a in (x, y, z_src, z_tgt, r)]
-    ours_f, ours_df = align.rcsls_objective(*t, knn=3, chunk=2)  # chunks of 2, 2 and 1 pairs
+    ours_f, ours_df = rcsls.rcsls_objective(*t, knn=3, chunk=2)  # chunks of 2, 2 and 1 pairs
     assert ours_f == pytest.approx(f, abs=1e-10)
     assert np.allclose(ours_df.numpy(), df, atol=1e-10)
-    loss = align.rcsls_loss(
+    loss = rcsls.rcsls_loss(
         torch.from_numpy(z_src), torch.from_numpy(z_tgt), torch.from_numpy(pairs),
         torch.from_numpy(r), 3, normalise=False,
     )
@@ -341,11 +341,11 @@ def test_rcsls_align_halves_lr_on_a_rising_loss_and_keeps_the_step():
     z = z / z.norm(dim=1, keepdim=True)
     q = torch.linalg.qr(torch.from_numpy(rng.normal(size=(3, 3))))[0]
     x, y = z[:8], (z @ q.t())[:8] + 0.3 * torch.from_numpy(rng.normal(size=(8, 3)))
-    mapping, history = align.rcsls_align(x, y, z, z @ q.t(), knn=2, lr=50.0, iterations=6)
-    w = align.procrustes(x, y)
+    mapping, history = rcsls.rcsls_align(x, y, z, z @ q.t(), knn=2, lr=50.0, iterations=6)
+    w = rcsls.procrustes(x, y)
     previous, lr = None, 50.0
     for step in history:  # the same loop by hand
-        f, df = align.rcsls_objective(x, y, z, z @ q.t(), w, 2)
+        f, df = rcsls.rcsls_objective(x, y, z, z @ q.t(), w, 2)
         assert step == {"iteration": step["iteration"], "loss": pytest.approx(f), "lr": lr}
         w = w - lr * df
         if previous is not None and f > previous:
@@ -365,17 +365,17 @@ def test_rcsls_rotation_of_japanese_vectors_recovers_a_rotation(tmp_path):
     english = dict(zip(words, rng.normal(size=(30, 5)).astype(np.float32), strict=True))
     q = np.linalg.qr(rng.normal(size=(5, 5)))[0].astype(np.float32)
     japanese = {f"j{w}": english[w] @ q.T for w in words}
-    align.write_vec(tmp_path / "wiki.en.align.vec", english)
-    align.write_vec(tmp_path / "cc.ja.vec", japanese)
+    word_vector_files.write_vec(tmp_path / "wiki.en.align.vec", english)
+    word_vector_files.write_vec(tmp_path / "cc.ja.vec", japanese)
     (tmp_path / "en-ja.txt").write_text("".join(f"{w} j{w}\n" for w in words[:20]), "utf-8")
     (tmp_path / "en-ja.5000-6500.txt").write_text("w20 jw20\n", "utf-8")
     rotation = {"method": "rcsls", "knn": 3, "lr": 1.0, "iterations": 3,
                 "sections": ["full", "5000-6500"]}
-    align.derive_onto_english(
+    word_vector_files.derive_onto_english(
         "ja", tmp_path / "wiki.en.align.vec", tmp_path, tmp_path, 0.8,
         vec=tmp_path / "cc.ja.vec", limit=200000, rotation=rotation,
     )
-    mapped = align.read_vec(tmp_path / "wiki.ja.align.vec")
+    mapped = word_vector_files.read_vec(tmp_path / "wiki.ja.align.vec")
     for w in words[25:]:  # held out: nearest English word is its own
         v = mapped[f"j{w}"]
         assert np.linalg.norm(v) == pytest.approx(1.0, abs=1e-3)

@@ -13,8 +13,9 @@ import pytest
 import torch
 from helpers.retrieval import make_world, rcsls_update, section, toy_alignment
 
+from mlmm.demo import word_vectors as demo_vectors
 from mlmm.errors import InputError
-from mlmm.retrieval import align
+from mlmm.retrieval import rcsls, word_vector_files
 from mlmm.retrieval import train as train_module
 from mlmm.retrieval.api import load_trained
 from mlmm.retrieval.config import calixto_notes, resolve_variant
@@ -210,7 +211,7 @@ AME = {
 
 @pytest.fixture(scope="module")
 def aligned_world(world):
-    align.derive_demo(world.data_root, world.muse, ["en", "de"], 8, 0.8, world.vectors)
+    demo_vectors.derive_demo(world.data_root, world.muse, ["en", "de"], 8, 0.8, world.vectors)
     return world
 
 
@@ -234,7 +235,7 @@ def test_ame_model_reloads_with_the_mapping_baked_in(aligned_world, tmp_path):
 def test_pretrained_embeddings_start_from_the_vectors(aligned_world, tmp_path):
     variant = {"word_embeddings": "pretrained", "embed_dim": 8}
     run = Run(resolve_variant(section(v=variant), "v"), 1, aligned_world, tmp_path)
-    vectors = align.read_vec(aligned_world.vectors / "wiki.en.align.vec", {"cat"})
+    vectors = word_vector_files.read_vec(aligned_world.vectors / "wiki.en.align.vec", {"cat"})
     weight = run.model.text["shared"].embed.weight
     row = run.vocabs.vocabs["shared"].index["en:cat"]
     assert torch.allclose(weight[row], torch.from_numpy(vectors["cat"]))
@@ -279,11 +280,11 @@ def test_ame_alignment_trains_on_full_plus_test_section_and_scores_on_train_sect
     (tmp_path / "en-de.5000-6500.txt").write_text("cat katze\nboat boot\n", encoding="utf-8")
     (tmp_path / "en-de.0-5000.txt").write_text("dog hund\n", encoding="utf-8")
     sections = {"sections": {"train": ["full", "5000-6500"], "test": "0-5000"}}
-    train, test = align.alignment_lexicons(tmp_path, "de", sections)
+    train, test = word_vector_files.alignment_lexicons(tmp_path, "de", sections)
     assert train == [("dog", "hund"), ("cat", "katze"), ("boat", "boot")]
     assert test == [("dog", "hund")]
     split = {"sections": None, "train_fraction": 0.5}
-    train, test = align.alignment_lexicons(tmp_path, "de", split)
+    train, test = word_vector_files.alignment_lexicons(tmp_path, "de", split)
     assert sorted(train + test) == [("cat", "katze"), ("dog", "hund")] and len(test) == 1
 
 
@@ -293,7 +294,8 @@ def test_fetch_muse_downloads_every_section(tmp_path):
     for name in ("en-de.txt", "en-de.0-5000.txt", "en-de.5000-6500.txt"):
         (source / name).write_text("dog hund\n", encoding="utf-8")
     out = tmp_path / "muse"
-    align.download_lexicons(source.as_uri(), ["de"], out, ("full", "0-5000", "5000-6500"))
+    sections = ("full", "0-5000", "5000-6500")
+    word_vector_files.download_lexicons(source.as_uri(), ["de"], out, sections)
     assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == [
         "en-de.0-5000.txt",
         "en-de.5000-6500.txt",
@@ -662,10 +664,12 @@ def test_fetch_muse_reverse_downloads_the_lang_en_dictionaries(tmp_path):
     source.mkdir()
     for name in ("en-de.txt", "de-en.txt"):
         (source / name).write_text("dog hund\n", encoding="utf-8")
-    align.download_lexicons(source.as_uri(), ["de"], tmp_path / "muse", ("full",), reverse=True)
+    word_vector_files.download_lexicons(
+        source.as_uri(), ["de"], tmp_path / "muse", ("full",), reverse=True
+    )
     shown = sorted(p.name for p in (tmp_path / "muse").iterdir() if not p.name.startswith("."))
     assert shown == ["de-en.txt", "en-de.txt"]
-    assert align.alignment_lexicons(
+    assert word_vector_files.alignment_lexicons(
         tmp_path / "muse", "de", {"sections": {"train": ["full"], "test": "full"}}, reverse=True
     )[0] == [("dog", "hund")]
 
@@ -679,7 +683,7 @@ def test_ame_with_the_codes_mappings_trains_resumes_state_and_reloads(aligned_wo
 
     muse = tmp_path / "muse"
     shutil.copytree(aligned_world.muse, muse)
-    pairs = align.read_lexicon(muse / "en-de.txt")
+    pairs = word_vector_files.read_lexicon(muse / "en-de.txt")
     (muse / "de-en.txt").write_text("".join(f"{t} {s}\n" for s, t in pairs), "utf-8")
     paths = dataclasses.replace(aligned_world, muse=muse)
     code = {
@@ -721,10 +725,10 @@ def test_alignment_ratio_with_two_mappings_maps_both_sides():
         forward.mapping.copy_(torch.eye(3))
         reverse.mapping.copy_(-torch.eye(3))  # flips every German row
     weight = run.weight()
-    by_hand = align.precision_at_1(weight[forward.src], -weight[forward.tgt], forward.gold, None)
+    by_hand = rcsls.precision_at_1(weight[forward.src], -weight[forward.tgt], forward.gold, None)
     assert run.ratio() == by_hand
     one = toy_alignment()
     with torch.no_grad():
         one.directions[0].mapping.copy_(torch.eye(3))
-    unmapped = align.precision_at_1(weight[forward.src], weight[forward.tgt], forward.gold, None)
+    unmapped = rcsls.precision_at_1(weight[forward.src], weight[forward.tgt], forward.gold, None)
     assert one.ratio() == unmapped and unmapped != by_hand  # the toy tells the two apart

@@ -29,9 +29,10 @@ from helpers.retrieval import (
     write_lines,
 )
 
+from mlmm.demo import word_vectors as demo_vectors
 from mlmm.errors import InputError
 from mlmm.outcomes import verified_outcomes
-from mlmm.retrieval import align
+from mlmm.retrieval import word_vector_files
 from mlmm.retrieval.api import load_trained
 from mlmm.retrieval.config import resolve_variant
 from mlmm.retrieval.train import Paths, train_variant
@@ -48,7 +49,7 @@ CALIXTO_EN_DE = {
 def world(tmp_path_factory) -> Paths:
     root = tmp_path_factory.mktemp("toy")
     paths = make_world(root)
-    align.derive_demo(paths.data_root, paths.muse, ["en", "de"], 8, 0.8, paths.vectors)
+    demo_vectors.derive_demo(paths.data_root, paths.muse, ["en", "de"], 8, 0.8, paths.vectors)
     return paths
 
 
@@ -281,18 +282,13 @@ def make_coco_world(root: Path, seed: int = 0) -> Paths:
 def test_coco_layout_japanese_five_folds_and_rotated_vectors(world, tmp_path):
     coco = make_coco_world(tmp_path / "coco")
     # Japanese vectors rotated onto the English ones of another data set, as the workflow does
-    align.derive_onto_english(
-        "ja",
-        world.vectors / "wiki.en.align.vec",
-        coco.muse,
-        coco.vectors,
-        0.8,
-        data_root=coco.data_root,
+    demo_vectors.derive_demo_onto_english(
+        "ja", world.vectors / "wiki.en.align.vec", coco.muse, coco.vectors, 0.8, coco.data_root
     )
     (coco.vectors / "wiki.en.align.vec").write_bytes(
         (world.vectors / "wiki.en.align.vec").read_bytes()
     )
-    ja = align.read_vec(coco.vectors / "wiki.ja.align.vec")
+    ja = word_vector_files.read_vec(coco.vectors / "wiki.ja.align.vec")
     assert "猫" in ja and len(ja["猫"]) == 8
     variant = {
         "dataset": "coco",

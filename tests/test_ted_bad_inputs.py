@@ -11,7 +11,7 @@ import pytest
 from helpers.one_line import Case, check
 
 from mlmm.cli import main
-from mlmm.ted.corpus import DEMO_MARKER
+from mlmm.ted.demo import DEMO_MARKER
 
 
 @pytest.fixture(scope="module")

@@ -40,7 +40,8 @@ says which.
 
 A verdict from fewer seeds a row than the registry's ``min_seeds`` (default ``MIN_SEEDS``)
 compares two trained models, not two methods: one seed cannot separate the method from the
-luck of its initialisation (``benchmarks/bootstrap_null.py``), and ``compares`` says so.
+luck of its initialisation (docs/tables.md, "What a null simulation found"), and
+``compares`` says so.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ VERDICTS = ("reproduced", "larger than reported", "smaller than reported", "reve
             "below detectable", "inconclusive", "contradicts the paper's size",
             "worse than the margin", "not run")  # fmt: skip
 # Seeds a row needs before a verdict speaks of methods rather than of two trained models
-# (Clark et al. 2011 on optimiser instability; benchmarks/bootstrap_null.py: with a
+# (Clark et al. 2011 on optimiser instability; docs/tables.md's null simulation: with a
 # seed-level effect, one or three seeds reject a true null far more often than 5 %).
 MIN_SEEDS = 5
 P_METHOD = (

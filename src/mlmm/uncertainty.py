@@ -9,7 +9,8 @@ its uncertainty has two sources, the test set drawn and the seeds run. One boots
    each fold when the metric is a mean over folds, so every fold keeps its size; one draw
    shared by every seed and every system compared on the same queries (paired). Captions of
    one image share the image's difficulty: drawn one at a time they would pass for
-   independent evidence and the interval would be too narrow (``benchmarks/bootstrap_null.py``);
+   independent evidence and the interval would be too narrow (docs/tables.md, "What a null
+   simulation found");
 2. the seeds, ``S`` of them with replacement from the ``S`` run (a two-level bootstrap; with
    one seed only the test set varies, and a seed-level effect is invisible),
 

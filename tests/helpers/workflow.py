@@ -71,7 +71,7 @@ def tool_env(extra_path: Path | None = None) -> dict[str, str]:
 # whole-workflow run (or torch in a test) takes no more threads than that share. Two-thread
 # torch jobs of two workers on two cores spin against each other: measured on the 2-core
 # machine, two ResNet-152 feature jobs side by side took 80 s with two threads each and 58 s
-# with one (benchmarks/threads_side_by_side.py; docs/workflow.md, "Test tiers").
+# with one (docs/workflow.md, "Test tiers").
 WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 THREADS_PER_WORKER = max(1, (os.cpu_count() or 1) // WORKERS)
 os.environ.setdefault("OMP_NUM_THREADS", str(THREADS_PER_WORKER))  # before torch is imported

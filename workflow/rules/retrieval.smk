@@ -61,7 +61,7 @@ if MUSE_URL:
             LOGS / "retrieval/fetch_muse.log",
         # reaches the network: runs on the submitting host, never a compute node
         localrule: True
-        # mlmm.retrieval.align (RCSLS) imports torch (tests/test_envs.py)
+        # mlmm.retrieval.word_vector_files (and RCSLS) imports torch (tests/test_envs.py)
         conda:
             "../../envs/torch.yaml"
         threads: 1

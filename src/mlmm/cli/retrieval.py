@@ -193,31 +193,27 @@ def run_train(args) -> None:
 
 
 def run_vectors(args) -> None:
+    from mlmm.demo.word_vectors import derive_demo, derive_demo_onto_english
     from mlmm.io import guard_outputs
-    from mlmm.retrieval.align import derive_demo, derive_onto_english, download
+    from mlmm.retrieval.word_vector_files import derive_onto_english, download
 
     written = [args.out / f"wiki.{lang}.align.vec" for lang in args.languages]
     guard_outputs(written, [args.data_root, args.muse, args.onto, args.vec])
     if args.onto:
+        rotation = {
+            "method": args.rotation,
+            "knn": args.rcsls_knn,
+            "lr": args.rcsls_lr,
+            "iterations": args.rcsls_iterations,
+            "sections": args.rotation_sections,
+            "output": args.rotation_output,
+        }
         for lang in args.languages:
-            derive_onto_english(
-                lang,
-                args.onto,
-                args.muse,
-                args.out,
-                args.train_fraction,
-                data_root=None if args.vec else args.data_root,
-                vec=args.vec,
-                limit=args.limit,
-                rotation={
-                    "method": args.rotation,
-                    "knn": args.rcsls_knn,
-                    "lr": args.rcsls_lr,
-                    "iterations": args.rcsls_iterations,
-                    "sections": args.rotation_sections,
-                    "output": args.rotation_output,
-                },
-            )
+            common = (lang, args.onto, args.muse, args.out, args.train_fraction)
+            if args.vec:
+                derive_onto_english(*common, vec=args.vec, limit=args.limit, rotation=rotation)
+            else:  # the demo: the language's own vectors from its training captions
+                derive_demo_onto_english(*common, args.data_root, args.limit, rotation)
     elif args.url:
         download(args.url, args.languages, args.out)
     else:
@@ -227,6 +223,6 @@ def run_vectors(args) -> None:
 
 
 def run_fetch_muse(args) -> None:
-    from mlmm.retrieval.align import download_lexicons
+    from mlmm.retrieval.word_vector_files import download_lexicons
 
     download_lexicons(args.url, args.languages, args.out, tuple(args.sections), args.reverse)

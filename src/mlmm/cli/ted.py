@@ -181,7 +181,7 @@ def register(subparsers) -> None:
 
 
 def run_demo(args: argparse.Namespace) -> None:
-    from mlmm.ted.corpus import generate_demo
+    from mlmm.ted.demo import generate_demo
 
     _check_languages(args.languages)
     demo = {"seed": args.seed, "train_docs": args.train_docs, "test_docs": args.test_docs}
@@ -194,20 +194,25 @@ def _check_languages(languages: list[str]) -> None:
 
 
 def run_fetch(args: argparse.Namespace) -> None:
-    from mlmm.ted.corpus import fetch
-
     _check_languages(args.languages)
-    demo = {"seed": args.seed, "train_docs": args.train_docs, "test_docs": args.test_docs}
-    root = fetch(
-        args.source,
-        args.out_dir,
-        args.languages,
-        _codes(args.corpus_codes),
-        path=args.path,
-        url=args.url,
-        demo=demo,
-        force=args.force,
-    )
+    codes = _codes(args.corpus_codes)
+    if args.source == "demo":
+        from mlmm.ted.demo import fetch_demo
+
+        demo = {"seed": args.seed, "train_docs": args.train_docs, "test_docs": args.test_docs}
+        root = fetch_demo(args.out_dir, args.languages, codes, demo, force=args.force)
+    else:
+        from mlmm.ted.corpus import fetch
+
+        root = fetch(
+            args.source,
+            args.out_dir,
+            args.languages,
+            codes,
+            path=args.path,
+            url=args.url,
+            force=args.force,
+        )
     print(f"ted-cldc root: {root}")
 
 

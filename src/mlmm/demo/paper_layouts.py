@@ -241,7 +241,7 @@ def _vectors(world: Path, coco: Path, muse: Path, sources: Path, dim: int) -> No
     import gzip
 
     from mlmm.data.coco import tokenise_japanese
-    from mlmm.retrieval.align import derive_demo, ppmi_svd
+    from mlmm.demo.word_vectors import derive_demo, ppmi_svd
 
     derive_demo(world, muse, ["en", "de"], dim, MUSE_TRAIN_FRACTION, sources / "fasttext")
     sentences = []

@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from mlmm.errors import InputError
-from mlmm.retrieval import align
+from mlmm.retrieval import rcsls, word_vector_files
 from mlmm.retrieval.data import Vocabularies
 from mlmm.retrieval.model import JointEmbedding
 
@@ -45,7 +45,7 @@ def load_vectors(
     for lang in langs:
         path = Path(vectors) / f"wiki.{lang}.align.vec"
         words = {w.split(":", 1)[1] for w in vocab.words if w.startswith(f"{lang}:")}
-        found = align.read_vec(path, words)
+        found = word_vector_files.read_vec(path, words)
         if len(found) < MIN_VECTOR_COVERAGE * len(words):
             raise InputError(
                 path, f"vectors for at least {MIN_VECTOR_COVERAGE:.0%} of the {len(words)} "
@@ -111,7 +111,7 @@ class Alignment:
             weight = self.weight()
             for d in directions:
                 x, y = weight[d.src[d.train[:, 0]]], weight[d.tgt[d.train[:, 1]]]
-                d.mapping = align.procrustes(x, y).to(device).requires_grad_(True)
+                d.mapping = rcsls.procrustes(x, y).to(device).requires_grad_(True)
                 rows = torch.zeros(weight.shape[0], dtype=torch.bool, device=device)
                 rows[d.src] = True
                 self.translators.append((rows, d.mapping))
@@ -156,14 +156,16 @@ class Alignment:
     @staticmethod
     def _direction(rows, source, target, muse, record, device, reverse, known) -> Direction:
         other = target if source == "en" else source
-        train, held_out = align.alignment_lexicons(muse, other, record["alignment"], reverse)
+        train, held_out = word_vector_files.alignment_lexicons(
+            muse, other, record["alignment"], reverse
+        )
         src_pos = {w: k for k, w in enumerate(rows[source])}
         tgt_pos = {w: k for k, w in enumerate(rows[target])}
         sections = record["alignment"]["sections"]
         name = sections["train"][0] if sections else "full"
-        lexicon = align.lexicon_file(muse, other, name, reverse)
-        train_pairs, _ = align.lexicon_indices(train, src_pos, tgt_pos, lexicon)
-        _, gold = align.lexicon_indices(held_out, src_pos, tgt_pos)
+        lexicon = word_vector_files.lexicon_file(muse, other, name, reverse)
+        train_pairs, _ = rcsls.lexicon_indices(train, src_pos, tgt_pos, lexicon)
+        _, gold = rcsls.lexicon_indices(held_out, src_pos, tgt_pos)
         return Direction(
             f"{source}-{target}",
             torch.tensor(list(rows[source].values())),
@@ -188,7 +190,7 @@ class Alignment:
         targets = weight[first.tgt]
         if len(self.directions) > 1 and self.directions[1].mapping is not None:
             targets = targets @ self.directions[1].mapping.detach().t()
-        return align.precision_at_1(
+        return rcsls.precision_at_1(
             weight[first.src],
             targets,
             first.gold,
@@ -203,7 +205,7 @@ class Alignment:
             return None
         weight = self.weight()
         self._losses = [
-            align.rcsls_loss(
+            rcsls.rcsls_loss(
                 weight[d.src],
                 weight[d.tgt],
                 d.train,

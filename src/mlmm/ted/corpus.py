@@ -193,7 +193,6 @@ def find_root(top: Path, languages: list[str], codes: dict[str, str] | None) -> 
     raise InputError(top, f"a TED CLDC tree with a {first}/ directory", "none")
 
 
-DEMO_MARKER = ".mlmm-demo-ted.sha256"
 FETCH_MARKER = ".mlmm-ted-fetch.sha256"  # in download/ and unpacked/ of ted-fetch --source url
 
 
@@ -232,24 +231,6 @@ def unpack(archive: Path, dest: Path) -> None:
         discard_build(partial)
 
 
-def generate_demo(
-    root: Path, languages: list[str], codes: dict[str, str] | None, demo: dict, force: bool
-) -> None:
-    """Write the demo corpus to `root` atomically; an existing `root` is replaced only when it
-    is an unedited demo corpus of ours (DEMO_MARKER lists its files) or `force` is given."""
-    from mlmm.ted.demo import generate
-
-    claim_output_dir(root, "TED demo corpus", DEMO_MARKER, force=force)
-    with forcing(force):
-        partial = temp_dir_beside(root)
-        try:
-            generate(partial, codes=codes, languages=languages, **demo)
-            mark_output_dir(partial, DEMO_MARKER)
-            replace_dir(partial, root)
-        finally:
-            discard_build(partial)
-
-
 def fetch(
     source: str,
     out_dir: Path,
@@ -257,25 +238,21 @@ def fetch(
     codes: dict[str, str] | None,
     path: str | None = None,
     url: str | None = None,
-    demo: dict | None = None,
     force: bool = False,
 ) -> Path:
     """Make the corpus available and write `out_dir/index.json` naming its root.
 
-    demo: generate it under out_dir; path: use a local copy in place; url: download an archive
-    (or a file:// URL) into out_dir, check it and unpack it there.
+    path: use a local copy in place; url: download an archive (or a file:// URL) into out_dir,
+    check it and unpack it there. (The generated demo corpus is mlmm.ted.demo.fetch_demo's.)
     """
     out_dir = Path(out_dir)
     with forcing(force):  # ``force``: what the write layer would refuse is replaced, too
-        return _fetch(source, out_dir, languages, codes, path, url, demo, force)
+        return _fetch(source, out_dir, languages, codes, path, url, force)
 
 
-def _fetch(source, out_dir, languages, codes, path, url, demo, force) -> Path:
+def _fetch(source, out_dir, languages, codes, path, url, force) -> Path:
     """``fetch`` with ``force`` in effect for the write layer."""
-    if source == "demo":
-        root = out_dir / "ted-cldc"
-        generate_demo(root, languages, codes, demo or {}, force)
-    elif source == "path":
+    if source == "path":
         if not path:
             raise InputError("config.yaml", "ted.path set when ted.source is 'path'", "null")
         guard_outputs([out_dir / "index.json"], [path])
@@ -310,7 +287,16 @@ def _fetch(source, out_dir, languages, codes, path, url, demo, force) -> Path:
         mark_output_dir(download, FETCH_MARKER)
         root = find_root(unpacked, languages, codes)
     else:
-        raise InputError("config.yaml", "ted.source one of demo, path, url", repr(source))
+        raise InputError(
+            "config.yaml", "ted.source path or url (demo: mlmm.ted.demo.fetch_demo)", repr(source)
+        )
+    return record_root(out_dir, source, root, languages, codes)
+
+
+def record_root(
+    out_dir: Path, source: str, root: Path, languages: list[str], codes: dict[str, str] | None
+) -> Path:
+    """Check the corpus at `root` and write `out_dir/index.json` naming it and its source."""
     check_layout(root, languages, codes)
     write_json(out_dir / "index.json", {"source": source, "root": str(root.resolve())})
     return root

@@ -1,4 +1,5 @@
-"""A TED-like corpus for the demo, in the TED CLDC layout (see mlmm.ted.corpus).
+"""A TED-like corpus for the demo, in the TED CLDC layout (see mlmm.ted.corpus), and
+``ted-fetch --source demo`` (``fetch_demo``).
 
 Talks are drawn from 15 topics with topic-dependent vocabularies; each talk is a sequence of
 concepts written out in English and translated, with noise (dropped and substituted words,
@@ -16,8 +17,20 @@ from pathlib import Path
 
 import numpy as np
 
-from mlmm.io import copy_file, write_text
+from mlmm.io import (
+    claim_output_dir,
+    copy_file,
+    discard_build,
+    forcing,
+    mark_output_dir,
+    replace_dir,
+    temp_dir_beside,
+    write_text,
+)
 from mlmm.ted import LANGUAGES, PIVOT, SPLITS, TOPICS, corpus_code
+from mlmm.ted.corpus import record_root
+
+DEMO_MARKER = ".mlmm-demo-ted.sha256"
 
 # Each language's letters, so that word forms look different across languages.
 ALPHABETS = {
@@ -211,3 +224,35 @@ def generate(
                 for pair_dir, text in texts.items():
                     write_everywhere(out / pair_dir / split, topics, f"{doc_id}.ted", text)
     return out
+
+
+def generate_demo(
+    root: Path, languages: list[str], codes: dict[str, str] | None, demo: dict, force: bool
+) -> None:
+    """Write the demo corpus to `root` atomically; an existing `root` is replaced only when it
+    is an unedited demo corpus of ours (DEMO_MARKER lists its files) or `force` is given."""
+    claim_output_dir(root, "TED demo corpus", DEMO_MARKER, force=force)
+    with forcing(force):
+        partial = temp_dir_beside(root)
+        try:
+            generate(partial, codes=codes, languages=languages, **demo)
+            mark_output_dir(partial, DEMO_MARKER)
+            replace_dir(partial, root)
+        finally:
+            discard_build(partial)
+
+
+def fetch_demo(
+    out_dir: Path,
+    languages: list[str],
+    codes: dict[str, str] | None,
+    demo: dict | None = None,
+    force: bool = False,
+) -> Path:
+    """``ted-fetch --source demo``: generate the corpus under `out_dir/ted-cldc` and write
+    `out_dir/index.json` naming it (as mlmm.ted.corpus.fetch does for a copy or a download)."""
+    out_dir = Path(out_dir)
+    root = out_dir / "ted-cldc"
+    with forcing(force):  # ``force``: what the write layer would refuse is replaced, too
+        generate_demo(root, languages, codes, demo or {}, force)
+        return record_root(out_dir, "demo", root, languages, codes)
