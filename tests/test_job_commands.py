@@ -74,8 +74,8 @@ def test_every_nmt_job_reads_a_valid_record_among_its_inputs(jobs, plan_dir):
     """train-nmt's and nbest's settings come from the record their rule wrote while planning
     (one file, an input of the job, so that a changed setting reruns it), and that record
     passes the command's own schema check."""
-    from mlmm.config import read_record
     from mlmm.nmt import NBEST_RECORD_KEYS, TRAIN_RECORD_KEYS
+    from mlmm.schema import read_record
 
     keys = {"train-nmt": TRAIN_RECORD_KEYS, "nbest": NBEST_RECORD_KEYS}
     parser = build_parser()

@@ -116,10 +116,9 @@ def test_table5_corrnet_mt_records_reuse_the_one_nmt_recipe():
 def test_table5_corrnet_mt_training_record_passes_the_nmt_schema(tmp_path):
     """What pivot_train_nmt writes for `train-nmt --config` is checked by the nmt section's
     model/train schemas, the one recipe; keys neither section sets take their defaults."""
-    from mlmm.config import read_record
     from mlmm.nmt import TRAIN_RECORD_KEYS, train_record
     from mlmm.records import write_record
-    from mlmm.schema import subschema
+    from mlmm.schema import read_record, subschema
 
     config = {"pivot": {"languages": ["de"], "mt": {"beam": 3, "max_length": 100,
                                                     "model": {"hidden": 8}}},

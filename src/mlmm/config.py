@@ -245,29 +245,3 @@ def validate_or_exit(
         return validate_config(config, schema_path, sources, command_line)
     except InputError as error:
         raise SystemExit(f"config error: {error}") from None
-
-
-def read_record(path: str | Path, pointer: str, keys: Sequence[str]) -> dict:
-    """The record file ``path`` (JSON, or YAML) a workflow job reads its settings from
-    (``mlmm.records``): a mapping of some ``keys`` of the config section ``pointer``
-    (``nmt``), checked against their schema with the schema's defaults filled in for the keys
-    it leaves out. A problem is one InputError naming the file and the key inside it."""
-    from mlmm.schema import schema, subschema
-
-    ((_, record),) = read_sources([path])
-    properties = subschema(pointer)["properties"]
-    node = {
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {key: properties[key] for key in keys},
-        "$defs": schema()["$defs"],
-    }
-    for where, value in numbers(record):
-        if not math.isfinite(value):
-            raise InputError(path, "a finite number", repr(value), key=_dotted(where))
-    validator = _with_defaults(validators.validator_for(schema()))(node)
-    errors = sorted(validator.iter_errors(record), key=lambda e: list(e.absolute_path))
-    if errors:
-        expected, found, where = _expected(jsonschema.exceptions.best_match(errors))
-        raise InputError(path, expected, found, key=_dotted(where))
-    return record

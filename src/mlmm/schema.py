@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -193,3 +194,32 @@ def validate_record(record: Any, pointer: str, where: str | Path) -> None:
     if errors:
         expected, found, path = _expected(jsonschema.exceptions.best_match(errors))
         raise InputError(where, expected, found, key=_dotted([pointer, *path]))
+
+
+def read_record(path: str | Path, pointer: str, keys: Iterable[str]) -> dict:
+    """The record file ``path`` (JSON, or YAML) a workflow job reads its settings from
+    (``mlmm.records``): a mapping of some ``keys`` of the config section ``pointer``
+    (``nmt``), checked against their schema with the schema's defaults filled in for the keys
+    it leaves out. A problem is one InputError naming the file and the key inside it."""
+    import jsonschema
+    from jsonschema import validators
+
+    from mlmm.config import _dotted, _expected, _with_defaults, numbers, read_sources
+
+    ((_, record),) = read_sources([path])
+    properties = subschema(pointer)["properties"]
+    node = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {key: properties[key] for key in keys},
+        "$defs": schema()["$defs"],
+    }
+    for where, value in numbers(record):
+        if not math.isfinite(value):
+            raise InputError(path, "a finite number", repr(value), key=_dotted(where))
+    validator = _with_defaults(validators.validator_for(schema()))(node)
+    errors = sorted(validator.iter_errors(record), key=lambda e: list(e.absolute_path))
+    if errors:
+        expected, found, where = _expected(jsonschema.exceptions.best_match(errors))
+        raise InputError(path, expected, found, key=_dotted(where))
+    return record

@@ -147,12 +147,12 @@ def run_train(args) -> None:
     import pandas as pd
     import torch
 
-    from mlmm.config import read_record
     from mlmm.io import write_json, write_text
     from mlmm.nmt import TRAIN_RECORD_KEYS
     from mlmm.nmt.model import Sizes
     from mlmm.nmt.train import TrainConfig, train
     from mlmm.provenance import Timer, provenance
+    from mlmm.schema import read_record
 
     guard_outputs([args.out, args.history, args.metrics], [args.data, args.config], args.force)
     record = read_record(args.config, "nmt", TRAIN_RECORD_KEYS)
@@ -191,12 +191,12 @@ def run_nbest(args) -> None:
 
     import torch
 
-    from mlmm.config import read_record
     from mlmm.io import write_json
     from mlmm.nbest import write_nbest
     from mlmm.nmt import NBEST_RECORD_KEYS
     from mlmm.nmt.model import load_translator
     from mlmm.nmt.search import nbest_lists
+    from mlmm.schema import read_record
 
     guard_outputs([args.out, args.stats], [args.model, args.source, args.config], args.force)
     beam = read_record(args.config, "nmt", NBEST_RECORD_KEYS)["beam"]

@@ -9,7 +9,7 @@ Importing this package does not import torch.
 # What the NMT stage commands read from their record (`--config RECORD`): these keys of the
 # config's nmt section (or of a pivot language's NMT, mlmm.pivot.nmt_records), the settings of
 # one run of `mlmm train-nmt` or `mlmm nbest`; a key the record leaves out takes the schema's
-# default (mlmm.config.read_record).
+# default (mlmm.schema.read_record).
 TRAIN_RECORD_KEYS = ("src", "tgt", "model", "train")
 NBEST_RECORD_KEYS = ("beam",)
 
