@@ -49,7 +49,7 @@ rule train_nmt:
         " --patience {params.train[patience]} --seed {params.train[seed]}"
         " --optimizer {params.train[optimizer]} {params.max_length}"
         " --threads {threads} --out {output.model:q} --history {output.history:q}"
-        " --metrics {output.metrics:q} > {log:q} 2>&1"
+        " --metrics {output.metrics:q} --dataset multi30k > {log:q} 2>&1"
 
 
 rule nbest_lists:
@@ -190,7 +190,7 @@ rule mt_score:
     shell:
         "mlmm mt-score --hyp {input.hyp:q} --ref {params.ref:q} --language {params.language}"
         " {params.meteor} --system {params.system:q} --variant-note {params.note:q}"
-        " --seed {params.seed} --out {output.metrics:q}"
+        " --seed {params.seed} --out {output.metrics:q} --dataset multi30k"
         " > {log:q} 2>&1"
 
 
