@@ -32,7 +32,7 @@ def _write_run(out: Path, system: str, seed: int, outcomes: dict) -> dict:
     metrics = {
         "variant": system,
         "seed": seed,
-        "provenance": provenance({"retrieval": {"name": system}}, seed),
+        "provenance": provenance({"retrieval": {"name": system}}, seed, data=("multi30k",)),
         **run_metrics({"c2c": {}, "sts": {}, **outcomes}),
     }
     write_result(out / "metrics.json", metrics, "queries", outcomes)
@@ -301,7 +301,8 @@ def _ted_result(path: Path, source: str | None, decisions: dict) -> Path:
     from mlmm.outcomes import decision_metrics
 
     sets = {t: {t: {"predicted": p, "gold": g}} for t, (p, g) in decisions.items()}
-    record = {"provenance": provenance({"source": source}), "f1": decision_metrics(sets)}
+    record = {"provenance": provenance({"source": source}, data=("ted",)),
+              "f1": decision_metrics(sets)}  # fmt: skip
     record |= {"source": source} if source else {}
     path.parent.mkdir(parents=True, exist_ok=True)
     write_result(path, record, "documents", {t: {t: d} for t, d in decisions.items()})
@@ -354,7 +355,8 @@ def _pivot_run(root: Path, model: str, language: str | None, i2t, t2i) -> Path:
     key = "" if model == "random" else language or "en"
     record = {"model": model, "language": language, "lambda": 1.0, "test": test,
               "criteria": {"i2t": 0.0, "t2i": 0.0},
-              "provenance": provenance({"model": model, "language": language})}  # fmt: skip
+              "provenance": provenance({"model": model, "language": language},
+                                        data=("coco",))}  # fmt: skip
     write_test_ranks(out / "metrics.json", key, {"i2t": i2t, "t2i": t2i}, record)
     return out / "metrics.json"
 

@@ -42,7 +42,7 @@ def _retrieval(out: Path, variant: str, seed: int, shift: int = 0) -> Path:
     metrics = {
         "variant": variant,
         "seed": seed,
-        "provenance": provenance({"retrieval": {"name": variant}}, seed),
+        "provenance": provenance({"retrieval": {"name": variant}}, seed, data=("multi30k",)),
         **run_metrics(_read_back(outcomes)),
     }
     write_result(out / "metrics.json", metrics, "queries", outcomes)
@@ -66,7 +66,8 @@ def _pivot(out: Path, variant: str, seed: int, shift: int = 0) -> Path:
     language = "de" if variant.endswith("de") else "fr"
     result = {"model": "bridge", "language": language, "lambda": 1.0,
               "test": recalls_of_ranks(ranks),
-              "provenance": provenance({"language": language, "run": variant}, seed)}  # fmt: skip
+              "provenance": provenance({"language": language, "run": variant}, seed,
+                                        data=("coco",))}  # fmt: skip
     write_test_ranks(out / "metrics.json", language, ranks, result)
     return out / "metrics.json"
 
@@ -95,7 +96,7 @@ def _ted(out: Path, variant: str, seed: int, shift: int = 0) -> Path:
     }
     sets = {t: {n: {"predicted": p, "gold": g} for n, (p, g) in s.items()}
             for t, s in decisions.items()}  # fmt: skip
-    result = {"provenance": provenance({"source": variant, "hidden": 8}, seed),
+    result = {"provenance": provenance({"source": variant, "hidden": 8}, seed, data=("ted",)),
               "source": variant, "f1": decision_metrics(sets)}  # fmt: skip
     write_result(out / f"{variant}.json", result, "documents", decisions)
     return out / f"{variant}.json"

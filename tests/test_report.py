@@ -327,7 +327,9 @@ def test_tables_and_figures_say_which_data_config_and_backbone_ran(
         assert ("demo" in text.lower()) == (source == "demo"), text
 
 
-def test_origin_of_runs_without_a_record_is_this_jobs(monkeypatch):
+def test_origin_of_runs_without_a_record_is_unrecorded_not_this_jobs(monkeypatch):
+    """The environment the Snakefile exports; runs that recorded no origin are of unrecorded
+    origin (their backbones still said), never labelled with this job's sources."""
     from mlmm.origin import Origin, environment
 
     env = environment(
@@ -343,11 +345,12 @@ def test_origin_of_runs_without_a_record_is_this_jobs(monkeypatch):
     monkeypatch.setenv("MLMM_DATA", env["MLMM_DATA"])
     monkeypatch.setenv("MLMM_CONFIGS", env["MLMM_CONFIGS"])
     origin = Origin.of_runs([{"provenance": {"config": {"backbone": "resnet50"}}}])
-    assert origin.demo and origin.backbones == ["resnet50"]
-    assert origin.configs == env["MLMM_CONFIGS"].split(",")
-    assert "ResNet-50" in origin.note() and "DEMO WORLD" in origin.note()
-    monkeypatch.delenv("MLMM_DATA")
+    assert not origin.known and not origin.demo and origin.backbones == ["resnet50"]
+    assert "ResNet-50" in origin.note() and "unrecorded origin" in origin.note()
+    assert "DEMO WORLD" not in origin.note() and not origin.configs
     assert "unrecorded origin" in Origin.of_runs([]).note()
+    recorded = Origin.current(["coco"])
+    assert recorded.data == {"coco": "url"} and recorded.configs == env["MLMM_CONFIGS"].split(",")
 
 
 def test_generated_data_in_the_real_layouts_is_never_labelled_real(monkeypatch, tmp_path):
@@ -367,7 +370,7 @@ def test_generated_data_in_the_real_layouts_is_never_labelled_real(monkeypatch, 
     env = environment(config, "/repo", [], False)
     assert env["MLMM_DATA"] == "multi30k=url:generated,coco=files:generated,ted=path:generated"
     monkeypatch.setenv("MLMM_DATA", env["MLMM_DATA"])
-    origin = Origin.current()
+    origin = Origin.current(["multi30k", "coco", "ted"])
     assert origin.generated and not origin.demo
     assert "GENERATED DATA in the real layouts" in origin.note()
     assert "real data" not in origin.note()

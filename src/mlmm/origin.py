@@ -2,10 +2,13 @@
 
 Demo-world numbers printed beside the papers' look like a reproduction unless the output says
 otherwise. So the Snakefile exports the data sources and config files of the run
-(`MLMM_DATA`, `MLMM_CONFIGS`), `mlmm.provenance.provenance` records them in every metrics.json
-(`provenance.origin`), and the table and figure writers state the origin of the runs they read:
-demo, generated or real data, the config files, and the image backbone(s) the runs really used
-(their recorded config), never the paper's row labels.
+(`MLMM_DATA`, `MLMM_CONFIGS`), `mlmm.provenance.provenance` records in every result the sources
+of the data sets that result was made from (`provenance.origin`: a TED result names only `ted`,
+never the Multi30K or COCO sources the workflow also configured), and the table and figure
+writers state the origin of the runs they read: demo, generated or real data, the config files,
+and the image backbone(s) the runs really used (their recorded config), never the paper's row
+labels. Runs that recorded no origin are said to be of unrecorded origin: a table never borrows
+the label of the job that writes it.
 
 Generated data in the real layouts (`mlmm demo-paper-layouts`: the paper configuration in
 miniature) have real-data sources (url, path, files), so the sources alone would say "real data":
@@ -22,6 +25,8 @@ from dataclasses import dataclass, field
 ENV_DATA = "MLMM_DATA"  # "multi30k=demo,coco=demo,ted=demo": each data set's source
 ENV_CONFIGS = "MLMM_CONFIGS"  # "config.yaml,config/paper.yaml": the config files, in order
 DATA_SETS = ("multi30k", "coco", "ted")  # config sections whose `source` says demo or real
+FEATURES = "features"  # the data set of the published image features (config features.published)
+RECORDED = (*DATA_SETS, FEATURES)  # what a result can name as made from (provenance's `data`)
 
 BACKBONE_NAMES = {
     "efficientnet_lite0": "EfficientNet-Lite0",
@@ -58,7 +63,7 @@ def environment(
     generated = ":generated" if os.path.isfile(GENERATED_MARKER) else ""  # in the working dir
     data = [f"{name}={config[name]['source']}{generated}" for name in DATA_SETS if name in config]
     if (config.get("features") or {}).get("published"):
-        data.append(f"features={PUBLISHED}{generated}")
+        data.append(f"{FEATURES}={PUBLISHED}{generated}")
     return {
         ENV_DATA: ",".join(data),
         ENV_CONFIGS: ",".join(names + (["--config"] if command_line_config else [])),
@@ -78,49 +83,47 @@ class Origin:
     backbones: list[str] = field(default_factory=list)
 
     @classmethod
-    def current(cls) -> Origin:
-        """The origin the Snakefile exported to this job (empty outside Snakemake)."""
-        data = {}
+    def current(cls, data: Iterable[str]) -> Origin:
+        """The origin the Snakefile exported to this job (empty outside Snakemake), of the data
+        sets ``data`` only (names of `RECORDED`): what one result was made from, not every
+        source the workflow configured."""
+        data = check_data_sets(data)
+        sources = {}
         for item in filter(None, os.environ.get(ENV_DATA, "").split(",")):
             name, _, source = item.partition("=")
-            data[name] = source
+            if name in data:
+                sources[name] = source
         configs = [c for c in os.environ.get(ENV_CONFIGS, "").split(",") if c]
-        return cls(data, configs)
+        return cls(sources, configs)
 
     def as_dict(self) -> dict:
         return {"data": dict(self.data), "configs": list(self.configs)}
 
     @classmethod
-    def of_runs(cls, metrics: Iterable[dict], fallback: Origin | None = None) -> Origin:
-        """The union of what the runs' metrics.json recorded: `provenance.origin` and every
-        `backbone` of their recorded config. Runs written before origins were recorded fall
-        back to `fallback` (default: this job's `current()`)."""
+    def of_runs(cls, metrics: Iterable[dict]) -> Origin:
+        """The union of what the runs' results recorded: `provenance.origin` and every
+        `backbone` of their recorded config. Runs that recorded no origin add none: a table of
+        such runs only is of unrecorded origin (never this job's environment's)."""
         data: dict[str, str] = {}
         configs: list[str] = []
         backbones: list[str] = []
-        recorded = False
         for run in metrics:
             provenance = run.get("provenance") or {}
-            origin = provenance.get("origin")
-            if origin:
-                recorded = True
-                for name, source in (origin.get("data") or {}).items():
-                    if data.get(name, source) != source:
-                        source = f"{data[name]}+{source}"
-                    data[name] = source
-                configs += [c for c in origin.get("configs") or [] if c not in configs]
+            origin = provenance.get("origin") or {}
+            for name, source in (origin.get("data") or {}).items():
+                if data.get(name, source) != source:
+                    source = f"{data[name]}+{source}"
+                data[name] = source
+            configs += [c for c in origin.get("configs") or [] if c not in configs]
             backbones += [b for b in _backbones(provenance.get("config")) if b not in backbones]
-        if not recorded:
-            fallback = fallback or cls.current()
-            data, configs = dict(fallback.data), list(fallback.configs)
         return cls(data, configs, backbones)
 
     @classmethod
     def of_table(cls, frame) -> Origin:
         """The origin a tidy table CSV states in its `data`, `configs`, `backbone` columns
-        (a figure drawn from the table); this job's `current()` when it has none."""
+        (a figure drawn from the table); unrecorded when it has none."""
         if "data" not in frame.columns or frame.empty:
-            return cls.current()
+            return cls()
         first = frame.iloc[0]
 
         def split(column: str) -> list[str]:
@@ -189,6 +192,18 @@ class Origin:
             "configs": " + ".join(self.configs),
             "backbone": " + ".join(self.backbones),
         }
+
+
+def check_data_sets(data: Iterable[str]) -> tuple[str, ...]:
+    """``data`` as a tuple of data set names, each one of `RECORDED` (a caller's mistake, not
+    the user's: a string or an unknown name is a programming error)."""
+    if isinstance(data, str):
+        raise TypeError(f"data: an iterable of data set names, not the string {data!r}")
+    data = tuple(data)
+    unknown = [name for name in data if name not in RECORDED]
+    if unknown:
+        raise ValueError(f"data: names among {', '.join(RECORDED)}; found {', '.join(unknown)}")
+    return data
 
 
 def _backbones(config) -> list[str]:

@@ -8,6 +8,7 @@ import platform
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -56,7 +57,14 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
-def provenance(config: dict[str, Any] | None = None, seed: int | None = None) -> dict[str, Any]:
+def provenance(
+    config: dict[str, Any] | None = None, seed: int | None = None, *, data: Iterable[str]
+) -> dict[str, Any]:
+    """The provenance of one result. ``data`` names the data sets it was made from
+    (``mlmm.origin.RECORDED``: multi30k, coco, ted, features for the published image
+    features); its `origin` records their sources only, so that a table says demo or real data
+    from the runs it reads, not from every source the workflow configured. Required: no
+    caller can leave it out."""
     return {
         "config": config or {},
         "seed": seed,
@@ -65,7 +73,7 @@ def provenance(config: dict[str, Any] | None = None, seed: int | None = None) ->
         "host": platform.node(),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         # demo or real data, the config files (from the Snakefile): tables and figures say it
-        "origin": Origin.current().as_dict(),
+        "origin": Origin.current(data).as_dict(),
     }
 
 

@@ -433,8 +433,9 @@ def write_table(
     have them, else comment lines saying there are none); their caption is the title, the
     notes go to a comment block and to ``stem``.notes.txt.
 
-    ``origin`` (default: this job's, `Origin.current`) is said in all of them: '[demo world]'
-    in the title and a first note naming data, configuration and backbones; the CSV's columns
+    ``origin`` (that of the results or data the table is built from; not given: unrecorded) is
+    said in all of them: '[demo world]' in the title and a first note naming data,
+    configuration and backbones; the CSV's columns
     ``data``, ``configs``, ``backbone``. Returns the files written, the same for every table:
     one per suffix of ``mlmm.catalogue.TABLE_SUFFIXES`` (a table rule's declared outputs).
 
@@ -444,7 +445,7 @@ def write_table(
     The CSV, Markdown and HTML keep every column."""
     from mlmm.latex import PREAMBLE, left_out, paper_grids, plain_grid, write_latex
 
-    origin = origin or Origin.current()
+    origin = origin or Origin()
     title, notes = origin.title(title), [origin.note(), *notes]
     stem = Path(stem)
     paths = {suffix: stem.with_suffix(suffix) for suffix in TABLE_SUFFIXES}

@@ -147,6 +147,7 @@ rule extract_features:
         on_bad_image=FEATURES["on_bad_image"],
     shell:
         "mlmm features --backbone {wildcards.backbone} --images {params.images:q}"
+        " --dataset {wildcards.dataset}"
         " --split {params.split:q} --out {output.features:q} {resources.feature_throughput}"
         " --dtype {params.dtype} --precision {params.precision} --decode {params.decode}"
         " --weights {params.weights} --threads {threads}"

@@ -34,7 +34,8 @@ rule train_nmt:
     shell:
         "mlmm train-nmt --config {input.record:q} --data {params.data:q}"
         " --device {resources.torch_device} --threads {threads} --out {output.model:q}"
-        " --history {output.history:q} --metrics {output.metrics:q} > {log:q} 2>&1"
+        " --history {output.history:q} --metrics {output.metrics:q} --dataset multi30k"
+        " > {log:q} 2>&1"
 
 
 rule nbest_lists:
@@ -175,7 +176,7 @@ rule mt_score:
     shell:
         "mlmm mt-score --hyp {input.hyp:q} --ref {params.ref:q} --language {params.language}"
         " {params.meteor} --system {params.system:q} --variant-note {params.note:q}"
-        " --seed {params.seed} --out {output.metrics:q}"
+        " --seed {params.seed} --out {output.metrics:q} --dataset multi30k"
         " > {log:q} 2>&1"
 
 

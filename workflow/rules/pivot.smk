@@ -22,6 +22,9 @@ if PIVOT["ted"] == "demo":
     PIVOT_TED_INPUT = DEMO_COCO / "MANIFEST.sha256"
 else:
     PIVOT_TED_ROOT = PIVOT_TED_INPUT = TED_DIR / "corpus/index.json"
+# The data set the talks belong to, recorded in the results' provenance (mlmm.origin): the
+# demo talks are part of the COCO demo world, the TED stage's are the ted data set.
+PIVOT_TALKS_DATA = "coco" if PIVOT["ted"] == "demo" else "ted"
 PIVOT_TABLES = table_files(RESULTS / "tables/rajendran2016_table5")
 PIVOT_SETTINGS = " ".join(
     f"--{key.replace('_', '-')} {PIVOT[key]}"
@@ -123,7 +126,7 @@ rule pivot_train:
     params:
         job=lambda w: PIVOT_JOBS[w.pivot_job][0],
         ted=lambda w: (
-            f"--ted-root {quote(str(PIVOT_TED_ROOT))}"
+            f"--ted-root {quote(str(PIVOT_TED_ROOT))} --dataset {PIVOT_TALKS_DATA}"
             if PIVOT_JOBS[w.pivot_job][1]
             else ""
         ),
@@ -133,6 +136,7 @@ rule pivot_train:
         out_dir=lambda w: PIVOT_DIR / w.pivot_job,
     shell:
         "mlmm pivot-train --coco-root {params.coco:q} --features {params.features:q} {params.job}"
+        " --dataset coco"
         " {params.ted} {params.settings} --device {resources.torch_device} --threads {threads}"
         " --out {params.out_dir:q} > {log:q} 2>&1"
 
@@ -193,10 +197,12 @@ rule pivot_train_nmt:
         torch_device=PIVOT["device"],
     params:
         data=lambda w: PIVOT_MT_DIR / w.language / "data",
+        talks=PIVOT_TALKS_DATA,
     shell:
         "mlmm train-nmt --config {input.record:q} --data {params.data:q}"
         " --device {resources.torch_device} --threads {threads} --out {output.model:q}"
-        " --history {output.history:q} --metrics {output.metrics:q} > {log:q} 2>&1"
+        " --history {output.history:q} --metrics {output.metrics:q} --dataset {params.talks}"
+        " > {log:q} 2>&1"
 
 
 rule pivot_translate:
@@ -220,11 +226,12 @@ rule pivot_translate:
     params:
         coco=COCO_ROOT,
         beam=lambda w: PIVOT_MT[w.language]["beam"],
+        talks=PIVOT_TALKS_DATA,
         out=lambda w: PIVOT_MT_DIR / w.language / "translations",
     shell:
         "mlmm pivot-translate --model {input.model:q} --coco-root {params.coco:q}"
         " --language {wildcards.language} --beam {params.beam} --threads {threads}"
-        " --out {params.out:q} > {log:q} 2>&1"
+        " --dataset coco --dataset {params.talks} --out {params.out:q} > {log:q} 2>&1"
 
 
 rule pivot_mt:
@@ -251,12 +258,14 @@ rule pivot_mt:
         backbone=PIVOT["backbone"],
         direct=lambda w: PIVOT_DIR / f"direct_lambda{w.mt_lambda}",
         translations=lambda w: PIVOT_MT_DIR / w.language / "translations",
+        talks=PIVOT_TALKS_DATA,
         out=lambda w: PIVOT_MT_DIR / w.language / f"lambda{w.mt_lambda}",
     shell:
         "mlmm pivot-mt --direct-run {params.direct:q}"
         " --translations {params.translations:q} --coco-root {params.coco:q}"
         " --features {params.features:q} --backbone {params.backbone}"
-        " --language {wildcards.language} --out {params.out:q} > {log:q} 2>&1"
+        " --language {wildcards.language} --dataset coco --dataset {params.talks}"
+        " --out {params.out:q} > {log:q} 2>&1"
 
 
 rule pivot_table:

@@ -64,6 +64,26 @@ def add_paper_tables(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_data_sets(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--dataset`` of a command whose data set depends on what it is given (``what``): the
+    data sets its result is made from, recorded in its provenance so that the tables built
+    from it say demo or real data from those sources only (``mlmm.origin``). The workflow
+    names them; left out, the result's origin is unrecorded."""
+    from mlmm.origin import RECORDED
+
+    parser.add_argument(
+        "--dataset",
+        dest="data_sets",
+        action="append",
+        default=[],
+        choices=RECORDED,
+        metavar="NAME",
+        help=f"a data set {what} comes from (%(choices)s; repeat for several): recorded in the "
+        "result's provenance, so that tables say demo or real data (default: none, origin "
+        "unrecorded)",
+    )
+
+
 def declare_output_dirs(parser: argparse.ArgumentParser, *dests: str) -> None:
     """The options ``dests`` name directories the command writes (or writes into): like
     ``declare_outputs``, for the test that puts a user's files there."""

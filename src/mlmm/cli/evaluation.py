@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mlmm.cli import add_paper_tables, declare_output_dirs, declare_outputs
+from mlmm.cli import add_data_sets, add_paper_tables, declare_output_dirs, declare_outputs
 from mlmm.schema import checked_option
 
 
@@ -39,6 +39,7 @@ def register(subparsers) -> None:
                    help="captions per score block")
     p.add_argument("--out", required=True, type=Path, help="metrics JSON")
     declare_outputs(p, "out")
+    add_data_sets(p, "the embedded images and captions")
     p.set_defaults(func=run_eval)
 
     p = subparsers.add_parser(
@@ -180,7 +181,8 @@ def run_eval(args) -> None:
         for k, v in vars(args).items()
         if k not in ("func", "command")
     }
-    write_json(args.out, {**metrics, "provenance": provenance(settings), "timings": timer.seconds})
+    made_from = provenance(settings, data=args.data_sets)
+    write_json(args.out, {**metrics, "provenance": made_from, "timings": timer.seconds})
     for direction in ("i2t", "t2i"):
         shown = " ".join(f"{k}={v:.1f}" for k, v in metrics[direction].items())
         print(f"{direction}: {shown}")

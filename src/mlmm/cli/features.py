@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Iterator
 from pathlib import Path
 
-from mlmm.cli import declare_outputs
+from mlmm.cli import add_data_sets, declare_outputs
 from mlmm.schema import checked_option
 
 
@@ -56,6 +56,7 @@ def register(subparsers) -> None:
     p.add_argument("--split", required=True, metavar="LIST", help="file with one image name a line")
     p.add_argument("--out", required=True, metavar="PATH", help="output array (.npy)")
     declare_outputs(p, "out", suffixes=(".npy", ".json", ".txt"))
+    add_data_sets(p, "the images")
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     checked_option(
         p,
@@ -145,6 +146,7 @@ def run(args: argparse.Namespace) -> None:
         shard_size=args.shard_size,
         on_bad_image=args.on_bad_image,
         progress=not args.no_progress,
+        data_sets=args.data_sets,
     )
     print(
         f"{args.out}: {sidecar['n']} x {sidecar['dim']} {sidecar['dtype']} "

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from mlmm.catalogue import TABLE_SUFFIXES
-from mlmm.cli import add_paper_tables, declare_outputs
+from mlmm.cli import add_data_sets, add_paper_tables, declare_outputs
 from mlmm.errors import InputError
 from mlmm.io import guard_outputs, read_npy, refuse_overwrite, table_outputs
 from mlmm.schema import checked_option
@@ -33,6 +33,7 @@ def register(subparsers) -> None:
     p.add_argument("--history", required=True, type=Path, help="per-epoch CSV")
     p.add_argument("--metrics", required=True, type=Path, help="metrics JSON")
     declare_outputs(p, "out", "history", "metrics")
+    add_data_sets(p, "the sentence pairs")
     p.set_defaults(func=run_train)
 
     p = subparsers.add_parser(
@@ -120,6 +121,7 @@ def register(subparsers) -> None:
         "are resampled from (mlmm claims, table intervals) go to sentences.npz beside it",
     )
     declare_outputs(p, "out")
+    add_data_sets(p, "the translated sentences and their references")
     p.set_defaults(func=run_score)
 
     p = subparsers.add_parser(
@@ -177,7 +179,7 @@ def run_train(args) -> None:
     given = {"record": args.config, "data": args.data, "device": args.device,
              "threads": args.threads}
     write_json(args.metrics, {
-        "provenance": provenance({**record, **given}, settings["seed"]),
+        "provenance": provenance({**record, **given}, settings["seed"], data=args.data_sets),
         "timings": timer.seconds, "best_epoch": best["epoch"], "val_bleu": best["val_bleu"],
         "epochs": len(history),
         "train_tokens_per_second": sum(h["tokens_per_second"] for h in history) / len(history),
@@ -337,7 +339,7 @@ def run_score(args) -> None:
         meteor_note = meteor_modules(jar, args.language)[1]
     settings = {k: str(v) for k, v in vars(args).items() if k != "func"}
     metrics = {
-        "provenance": provenance(settings, args.seed), "system": args.system,
+        "provenance": provenance(settings, args.seed, data=args.data_sets), "system": args.system,
         "variant_note": args.variant_note, "scores": scores, "meteor": meteor_note,
     }  # fmt: skip
     write_result(args.out, metrics, "sentences", sentence_statistics(hyps, refs))

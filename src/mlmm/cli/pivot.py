@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from mlmm.catalogue import TABLE_SUFFIXES
-from mlmm.cli import add_paper_tables, declare_output_dirs, declare_outputs
+from mlmm.cli import add_data_sets, add_paper_tables, declare_output_dirs, declare_outputs
 from mlmm.pivot import LANGUAGES, MODELS
 from mlmm.schema import checked_option
 
@@ -69,6 +69,7 @@ def register(subparsers) -> None:
     checked_option(p, "--threads", "pivot.threads", type=int)
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument("--out", type=Path, required=True, help="run directory")
+    add_data_sets(p, "the captions, features or talks")
     declare_output_dirs(p, "out")
     p.set_defaults(func=run_train)
 
@@ -102,6 +103,7 @@ def register(subparsers) -> None:
     checked_option(p, "--beam", "pivot.mt.beam", type=int)
     checked_option(p, "--threads", "pivot.threads", type=int)
     p.add_argument("--out", type=Path, required=True, help="output directory")
+    add_data_sets(p, "the MIC captions or the model's training talks")
     declare_output_dirs(p, "out")
     p.set_defaults(func=run_translate)
 
@@ -117,6 +119,7 @@ def register(subparsers) -> None:
     p.add_argument("--backbone", default="alexnet_fc6")
     p.add_argument("--language", choices=LANGUAGES, required=True)
     p.add_argument("--out", type=Path, required=True, help="run directory")
+    add_data_sets(p, "the MIC captions, features or the translating model's talks")
     declare_output_dirs(p, "out")
     p.set_defaults(func=run_mt)
 
@@ -180,6 +183,7 @@ def run_train(args: argparse.Namespace) -> None:
         args.out,
         threads=args.threads,
         device=args.device,
+        data_sets=args.data_sets,
     )
     seconds = mean_epoch_seconds(result)
     print(f"test: {result['test']}" + (f"; seconds per epoch {seconds:.2f}" if seconds else ""))
@@ -208,7 +212,8 @@ def run_translate(args: argparse.Namespace) -> None:
     torch.set_num_threads(args.threads)
     stats = translate_mic(args.model, args.coco_root, args.language, args.beam, args.out)
     settings = {k: str(v) for k, v in vars(args).items() if k != "func"}
-    write_json(args.out / "stats.json", stats | {"provenance": provenance(settings)})
+    made_from = provenance(settings, data=args.data_sets)
+    write_json(args.out / "stats.json", stats | {"provenance": made_from})
     print(json.dumps(stats))
 
 
@@ -223,7 +228,7 @@ def run_mt(args: argparse.Namespace) -> None:
         args.language,
     )
     settings = {k: str(v) for k, v in vars(args).items() if k != "func"}
-    result["provenance"] = provenance(settings)
+    result["provenance"] = provenance(settings, data=args.data_sets)
     ranks = result.pop("ranks")
     write_test_ranks(args.out / "metrics.json", result["language"], ranks, result)
     record_directory(args.out, "metrics.json")

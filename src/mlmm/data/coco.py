@@ -504,7 +504,7 @@ def prepare_coco(
         write_json(
             root / "provenance.json",
             {
-                "provenance": provenance(config, None),
+                "provenance": provenance(config, None, data=("coco",)),
                 "inputs": [
                     {
                         "role": s.role,

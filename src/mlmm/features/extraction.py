@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -205,9 +206,12 @@ def extract(
     shard_size: int = 1024,
     on_bad_image: str = "error",
     progress: bool = True,
+    data_sets: Iterable[str] = (),
 ) -> dict:
     """Extract features of every image named in ``split`` (one file name per line, looked up
     in ``images``) and write ``out`` (.npy) with its sidecar .json and list copy .txt.
+    ``data_sets``: the data sets the images belong to (their sources go into the provenance;
+    none: origin unrecorded).
 
     ``dtype`` is the stored array's type; ``precision`` the model's arithmetic (float32, with
     TF32 on a GPU, as the papers' features were computed; float16: autocast); ``decode``: pil
@@ -392,7 +396,7 @@ def extract(
         "resumed_rows": n - len(rows),
         "extracted_rows": len(rows),
         "images_per_second": len(rows) / seconds if rows and seconds > 0 else None,
-        "provenance": provenance(settings),
+        "provenance": provenance(settings, data=data_sets),
         "timings": timer.seconds,
     }
     write_json(outputs.sidecar, sidecar)

@@ -21,6 +21,7 @@ from mlmm.errors import InputError
 from mlmm.features.extraction import Outputs, feature_inputs
 from mlmm.fingerprint import record_made_from
 from mlmm.io import read_lines, read_npy, write_json, write_npy, write_text
+from mlmm.origin import FEATURES
 from mlmm.provenance import provenance
 
 # backbone -> (file name pattern of a release, width, what the features are)
@@ -78,8 +79,9 @@ def import_published(directory: str | Path, backbone: str, split: str | Path, ou
         "image_list": str(split),
         "image_list_copy": outputs.image_list.name,
         "skipped": [],
+        # the release's arrays of Multi30K's images (its split list)
         "provenance": provenance({"backbone": backbone, "published": str(directory),
-                                  "split": str(split)}),  # fmt: skip
+                                  "split": str(split)}, data=("multi30k", FEATURES)),  # fmt: skip
     }
     write_json(outputs.sidecar, sidecar)
     return sidecar

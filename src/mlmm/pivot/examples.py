@@ -212,7 +212,8 @@ def plot(
             for lang, value in frame.groupby("language", sort=False)["lambda"].first().items()
         )
         fig.suptitle(f"Rajendran et al. 2016, Table {table}: Bridge CorrNet. {title}; {lam}")
-    stamp_figure(fig, origin or Origin.current())  # demo world or real data, config, backbone
+    # demo world or real data, config, backbone: the runs' (not given: unrecorded)
+    stamp_figure(fig, origin or Origin())
     paths = save_figure(fig, stem)
     plt.close(fig)
     return paths

@@ -14,6 +14,7 @@ Random), so that Tables 6 and 7 rank without retraining.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -183,9 +184,14 @@ def train_stage(
     threads: int = 1,
     device: str = "cpu",
     progress: bool = True,
+    data_sets: Iterable[str] = (),
 ) -> dict:
     """Run one (model, language, lambda); write `out_dir/test_ranking.npz`, then
     `out_dir/metrics.json` (returned).
+
+    `data_sets`: the data sets the run reads (COCO's captions and features; the talks' data set,
+    `ted` for the TED stage's corpus, when the model reads talks), recorded in its provenance
+    so that Table 5 says demo or real data from them (none: origin unrecorded).
 
     `device`: auto, cpu or cuda for training (a GPU pays at paper scale: the English decoder
     spans the whole vocabulary at every step); evaluation runs on the CPU.
@@ -241,7 +247,8 @@ def train_stage(
         ranking = result.pop("ranking")
         test_ranks = result.pop("ranks")
         result["data"] = data.sizes()
-    result |= {"provenance": provenance(config, settings["seed"]), "timings": timer.seconds}
+    result |= {"provenance": provenance(config, settings["seed"], data=data_sets),
+               "timings": timer.seconds}  # fmt: skip
     write_npz(Path(out_dir) / RANKING_FILE, ranking)
     caption_language = "" if model == "random" else language or "en"  # as Table 5's rows
     write_test_ranks(Path(out_dir) / "metrics.json", caption_language, test_ranks, result)

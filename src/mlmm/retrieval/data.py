@@ -24,7 +24,7 @@ from mlmm.data import multi30k
 from mlmm.data.vocab import Vocabulary
 from mlmm.errors import InputError
 from mlmm.fingerprint import check_made_from, value_digest
-from mlmm.io import read_npy
+from mlmm.io import read_json, read_npy
 from mlmm.retrieval.config import languages
 
 Captions = dict[str, list[list[list[str]]]]
@@ -32,6 +32,16 @@ Captions = dict[str, list[list[list[str]]]]
 
 def features_path(features_root: str | Path, backbone: str, split: str) -> Path:
     return Path(features_root) / backbone / f"{split}.npy"
+
+
+def published_features(features_root: str | Path, backbone: str, split: str) -> bool:
+    """Whether the split's feature array is a release's published array (its sidecar names
+    the published file, ``mlmm.features.published``) rather than one extracted here."""
+    sidecar = features_path(features_root, backbone, split).with_suffix(".json")
+    if not sidecar.is_file():
+        return False
+    record = read_json(sidecar, "the sidecar of an image feature array")
+    return isinstance(record, dict) and bool(record.get("published_file"))
 
 
 def feature_columns(path: Path) -> int | None:

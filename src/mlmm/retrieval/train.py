@@ -28,6 +28,7 @@ from mlmm.errors import InputError
 from mlmm.fingerprint import record_made_from, value_digest
 from mlmm.io import atomic_path, discard, write_text
 from mlmm.logs import progress as progress_bar
+from mlmm.origin import FEATURES
 from mlmm.outcomes import write_result
 from mlmm.provenance import Timer, provenance
 from mlmm.retrieval import checkpoint
@@ -40,6 +41,7 @@ from mlmm.retrieval.data import (
     features_path,
     load_features,
     pad,
+    published_features,
     training_sets,
     vocabulary_captions,
 )
@@ -470,6 +472,13 @@ class Run:
             out["alignment"] = {self.alignment.pair: self.alignment.ratio()}
         return out
 
+    def data_sets(self) -> tuple[str, ...]:
+        """What the run was made from (its provenance's origin): the record's data set, and
+        the published features when the arrays it read are a release's
+        (``mlmm.features.published``)."""
+        published = published_features(self.paths.features_root, self.record["backbone"], "train")
+        return (self.record["dataset"], *((FEATURES,) if published else ()))
+
     def save_model(self) -> None:
         state = self.best_state
         if self.alignment is not None:  # AME: W multiplied into the English rows
@@ -540,7 +549,7 @@ def train_variant(
         "variant": record["name"],
         "seed": seed,
         "provenance": {
-            **provenance({"retrieval": record}, seed),
+            **provenance({"retrieval": record}, seed, data=run.data_sets()),
             "threads": torch.get_num_threads(),
         },
         "timings": {**timer.seconds, **speed},

@@ -34,6 +34,9 @@ from mlmm.ted.classify import (
     validation_split,
 )
 
+# what every TED result is made from: the TED stage's corpus (config ted.source), nothing else
+TED_DATA = ("ted",)
+
 
 def lambda_name(lam: float) -> str:
     """The directory name of a lambda's run, as the workflow spells it (`lambda10`)."""
@@ -130,7 +133,7 @@ def train_stage(bow_dir: Path, out_dir: Path, settings: dict, threads: int = 1) 
     rows = [",".join(str(h[c]) for c in columns) for h in history]
     write_text(out_dir / "history.csv", "\n".join([",".join(columns), *rows]) + "\n")
     metrics = {
-        "provenance": provenance(settings, settings["seed"]),
+        "provenance": provenance(settings, settings["seed"], data=TED_DATA),
         "timings": timer.seconds,
         "seconds_per_epoch": float(np.mean([h["seconds"] for h in history])),
         "history": history,
@@ -182,7 +185,7 @@ def tune_stage(
     mean = {lam: np.mean([table[x][lambda_name(lam)] for x in languages]) for lam in lambdas}
     overall = max(lambdas, key=lambda lam: mean[lam])
     result = {
-        "provenance": provenance(settings, settings["seed"]),
+        "provenance": provenance(settings, settings["seed"], data=TED_DATA),
         "validation_f1": table,
         "chosen": chosen,
         "overall": _choice(overall, runs[overall], codes[overall], out),
@@ -240,7 +243,7 @@ def classify_stage(bow_dir: Path, tuning: Path, source: str, out: Path, settings
             decisions = {name: {name: (predicted[name], tests[name][1])} for name in tests}
         scores = _topic_scores(decisions)
     result = {
-        "provenance": provenance(settings, settings.get("seed")),
+        "provenance": provenance(settings, settings.get("seed"), data=TED_DATA),
         "timings": timer.seconds,
         "source": source,
         "lambda": choice["lambda"],
@@ -297,7 +300,7 @@ def nb_stage(bow_dir: Path, out: Path, jobs: int = 1) -> dict:
     decisions = dict(zip(languages, found, strict=True))
     scores = _topic_scores(decisions)
     result = {
-        "provenance": provenance({}, None),
+        "provenance": provenance({}, None, data=TED_DATA),
         "timings": timer.seconds,
         "topics": bow.topics,
         **_scores(scores, bow, bow_dir),
