@@ -220,7 +220,7 @@ def run_train(args: argparse.Namespace) -> None:
 
 def run_tune(args: argparse.Namespace) -> None:
     guard_outputs([args.out], [args.bow, *args.runs, args.config], args.force)
-    settings = _settings("ted-tune", args)
+    tune_settings = _settings("ted-tune", args)
 
     from mlmm.ted.experiment import tune_stage
 
@@ -232,7 +232,7 @@ def run_tune(args: argparse.Namespace) -> None:
             runs[float(settings["provenance"]["config"]["lambda"])] = run
         except (KeyError, TypeError, ValueError):
             raise InputError(metrics, "a number", "none", key="provenance.config.lambda") from None
-    result = tune_stage(args.bow, runs, args.out, settings, jobs=args.jobs)
+    result = tune_stage(args.bow, runs, args.out, tune_settings, jobs=args.jobs)
     print({lang: c["lambda"] for lang, c in result["chosen"].items()})
 
 
