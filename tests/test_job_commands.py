@@ -5,6 +5,7 @@ its command no longer takes, or names one output twice, fails here and not in a 
 
 from __future__ import annotations
 
+import json
 import shlex
 from pathlib import Path
 
@@ -98,8 +99,6 @@ def test_every_job_of_a_record_command_reads_a_valid_record_among_its_inputs(job
     assert len(records["nbest_lists"]) == 2  # val and test, one record
     # the rules write every key the command reads, resolved (none left to the command's
     # defaults), and nothing else
-    import json
-
     for job in jobs:
         for argv in _commands(job["shell"]):
             if argv[0] in COMMANDS:

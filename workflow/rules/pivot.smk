@@ -30,14 +30,6 @@ PIVOT_TABLES = table_files(RESULTS / "tables/rajendran2016_table5")
 PIVOT_RECORDS = RECORDS / "pivot"
 
 
-def pivot_record(command):
-    """The record file of a pivot command (mlmm.records): what it reads of the pivot section."""
-    return write_record(
-        PIVOT_RECORDS / f"{command.removeprefix('pivot-')}.json",
-        record_of(command, PIVOT),
-    )
-
-
 # job name -> (command-line flags, needs the TED talks)
 PIVOT_JOBS = {"random": ("--model random", False)}
 for _lam in PIVOT["lambdas"]:
@@ -109,7 +101,9 @@ rule pivot_train:
         coco=COCO_MARKER,
         features=lambda w: [] if w.pivot_job == "random" else PIVOT_FEATURES,
         ted=lambda w: PIVOT_TED_INPUT if PIVOT_JOBS[w.pivot_job][1] else [],
-        record=lambda w: pivot_record("pivot-train"),
+        record=lambda w: write_record(
+            PIVOT_RECORDS / "train.json", record_of("pivot-train", PIVOT)
+        ),
     output:
         metrics=PIVOT_DIR / "{pivot_job}/metrics.json",
         # what ranks the MIC test set (codes or scores), read by pivot_examples
@@ -150,7 +144,9 @@ rule pivot_train:
 rule pivot_mt_data:
     input:
         ted=PIVOT_TED_INPUT,
-        record=lambda w: pivot_record("pivot-mt-data"),
+        record=lambda w: write_record(
+            PIVOT_RECORDS / "mt-data.json", record_of("pivot-mt-data", PIVOT)
+        ),
     output:
         PIVOT_MT_DATA,
         stats=PIVOT_MT_DIR / "{language}/data/stats.json",
@@ -211,7 +207,9 @@ rule pivot_translate:
     input:
         model=PIVOT_MT_DIR / "{language}/nmt/model.pt",
         coco=COCO_MARKER,
-        record=lambda w: pivot_record("pivot-translate"),
+        record=lambda w: write_record(
+            PIVOT_RECORDS / "translate.json", record_of("pivot-translate", PIVOT)
+        ),
     output:
         PIVOT_MT_TRANSLATIONS,
         stats=PIVOT_MT_DIR / "{language}/translations/stats.json",
@@ -241,7 +239,9 @@ rule pivot_mt:
         direct=PIVOT_DIR / "direct_lambda{mt_lambda}/metrics.json",
         translations=PIVOT_MT_DIR / "{language}/translations/stats.json",
         features=PIVOT_FEATURES,
-        record=lambda w: pivot_record("pivot-mt"),
+        record=lambda w: write_record(
+            PIVOT_RECORDS / "mt.json", record_of("pivot-mt", PIVOT)
+        ),
     output:
         metrics=PIVOT_MT_DIR / "{language}/lambda{mt_lambda}/metrics.json",
         queries=PIVOT_MT_DIR / "{language}/lambda{mt_lambda}/queries.npz",
