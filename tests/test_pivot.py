@@ -499,7 +499,8 @@ def test_cli_writes_tables6_7_figures_and_csv_from_bridge_runs(world, tmp_path, 
     mic_de = (coco / "data/task2/tok/mic.lc.norm.tok.3.de").read_text().splitlines()
     paper = {"table7": {"de": [mic_de[4], "nicht in MIC"]}, "table6": {"fr": ["absent"]}}
     common = ["pivot-examples", "--runs", *runs, "--coco-root", str(coco)]
-    common += ["--images", str(images), "--paper-queries", json.dumps(paper)]
+    record = write_record(tmp_path / "examples.json", {"examples": {"paper_queries": paper}})
+    common += ["--images", str(images), "--config", str(record)]
     code = main([*common, "--figures", str(tmp_path / "fig"), "--tables", str(tmp_path / "tab")])
     assert code == 0
     for table in (6, 7):

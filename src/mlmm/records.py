@@ -47,6 +47,7 @@ COMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "pivot-translate": ("pivot", ("mt.beam",)),
     "pivot-mt": ("pivot", ("backbone",)),
+    "pivot-examples": ("pivot", ("examples",)),
     "ted-bow": ("ted", ("languages", "corpus_codes", "topics", "min_count")),
     "ted-train": (
         "ted",

@@ -7,7 +7,6 @@ prepared COCO (COCO_MARKER), its image features (coco_feature_file) and a ted-cl
 (PIVOT_TED_ROOT, complete when PIVOT_TED_INPUT exists); see src/mlmm/pivot.
 """
 
-import json
 import re
 
 from mlmm.nmt import train_record
@@ -54,7 +53,6 @@ PIVOT_FEATURES = [
 PIVOT_FEATURE_DIR = Path(PIVOT_FEATURES[0]).parent.parent
 
 # Tables 6 and 7 (qualitative top-5) from the Bridge CorrNet runs of every language and lambda
-PIVOT_EXAMPLES = PIVOT["examples"]
 PIVOT_EXAMPLE_RUNS = [job for job in PIVOT_JOBS if job.startswith("bridge_")]
 PIVOT_EXAMPLE_FILES = [
     RESULTS / f"figures/rajendran2016_table{table}.{suffix}"
@@ -305,6 +303,9 @@ rule pivot_examples:
         ),
         images=COCO_IMAGES_INPUT,
         local=local_data_input(["coco.images"]),
+        record=lambda w: write_record(
+            PIVOT_RECORDS / "examples.json", record_of("pivot-examples", PIVOT)
+        ),
     output:
         reported(PIVOT_EXAMPLE_FILES),
     log:
@@ -321,13 +322,9 @@ rule pivot_examples:
     params:
         coco=COCO_ROOT,
         images=COCO_IMAGES,
-        per_language=PIVOT_EXAMPLES["per_language"],
-        seed=PIVOT_EXAMPLES["seed"],
-        queries=json.dumps(PIVOT_EXAMPLES["paper_queries"]),
         figures=RESULTS / "figures",
         tables=RESULTS / "tables",
     shell:
-        "mlmm pivot-examples --runs {input.runs:q} --coco-root {params.coco:q}"
-        " --images {params.images:q} --per-language {params.per_language}"
-        " --seed {params.seed} --paper-queries {params.queries:q}"
+        "mlmm pivot-examples --config {input.record:q} --runs {input.runs:q}"
+        " --coco-root {params.coco:q} --images {params.images:q}"
         " --figures {params.figures:q} --tables {params.tables:q} > {log:q} 2>&1"

@@ -112,26 +112,7 @@ def register(subparsers) -> None:
     p.add_argument("--runs", type=Path, nargs="+", required=True, help="bridge metrics.json")
     p.add_argument("--coco-root", type=Path, required=True, help="prepared COCO (Multi30K layout)")
     p.add_argument("--images", type=Path, required=True, help="directory the MIC paths are under")
-    checked_option(
-        p,
-        "--per-language",
-        "pivot.examples.per_language",
-        type=int,
-        help="queries per language and table",
-    )
-    checked_option(
-        p,
-        "--seed",
-        "pivot.examples.seed",
-        type=int,
-        help="draw of the queries not from the paper",
-    )
-    p.add_argument(
-        "--paper-queries",
-        type=json.loads,
-        default=None,
-        help='JSON {"table6": {lang: [a caption of the image]}, "table7": {lang: [caption]}}',
-    )
+    add_record_option(p, "pivot-examples")
     p.add_argument("--figures", type=Path, required=True, help="output directory of the figures")
     p.add_argument("--tables", type=Path, required=True, help="output directory of the CSVs")
     declare_output_dirs(p, "figures", "tables")
@@ -224,15 +205,17 @@ def run_table(args: argparse.Namespace) -> None:
 
 
 def run_examples(args: argparse.Namespace) -> None:
+    # per_language, seed, paper_queries: {"table6": {lang: [a caption of the image]}, ...}
+    examples = read_command_record("pivot-examples", args.config)["examples"]
     from mlmm.pivot.examples import tables6_7
 
     frames = tables6_7(
         args.runs,
         args.coco_root,
         args.images,
-        args.per_language,
-        args.seed,
-        args.paper_queries,
+        examples["per_language"],
+        examples["seed"],
+        examples["paper_queries"],
         args.figures,
         args.tables,
     )
