@@ -17,7 +17,15 @@ from mlmm.schema import subschema
 
 
 def _default(section: str, key: str):
-    return subschema(f"{section}.{key}")["default"]
+    """The schema's default of a key; of a mapping, its properties' defaults filled in."""
+    node = subschema(f"{section}.{key}")
+    if "properties" not in node:
+        return node["default"]
+    return {
+        name: _default(section, f"{key}.{name}")
+        for name, child in node["properties"].items()
+        if "default" in child or "properties" in child
+    }
 
 
 def _nested(section: str, keys) -> dict:
