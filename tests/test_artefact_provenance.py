@@ -23,6 +23,7 @@ from mlmm.errors import InputError
 from mlmm.features import extract
 from mlmm.fingerprint import ARTEFACT_KINDS, made_from_path
 from mlmm.pivot.data import read_features
+from mlmm.records import write_record
 from mlmm.retrieval.data import load_features
 
 BACKBONE = "efficientnet_lite0"
@@ -139,13 +140,15 @@ def ted(tmp_path_factory) -> Path:
     _run("demo-ted", root / "cldc", "--train-docs", 30, "--test-docs", 12, "--languages", "de")
     _run("ted-fetch", "--source", "path", "--path", root / "cldc", "--out-dir", root / "corpus",
          "--languages", "de")  # fmt: skip
+    records = root / "records"
     for bow, count in (("bow", 2), ("bow3", 3)):
-        _run("ted-bow", "--index", root / "corpus/index.json", "--out-dir", root / bow,
-             "--min-count", count, "--languages", "de")  # fmt: skip
-    _run("ted-train", "--bow", root / "bow", "--out-dir", root / "run", "--lambda", 1,
-         "--hidden", 8, "--epochs", 1)  # fmt: skip
-    _run("ted-tune", "--bow", root / "bow", "--runs", root / "run", "--out",
-         root / "tuning/lambda.json")  # fmt: skip
+        record = write_record(records / f"{bow}.json", {"languages": ["de"], "min_count": count})
+        _run("ted-bow", "--config", record, "--index", root / "corpus/index.json",
+             "--out-dir", root / bow)  # fmt: skip
+    _run("ted-train", "--config", write_record(records / "train.json", {"hidden": 8, "epochs": 1}),
+         "--bow", root / "bow", "--out-dir", root / "run", "--lambda", 1)  # fmt: skip
+    _run("ted-tune", "--config", write_record(records / "defaults.json", {}), "--bow", root / "bow",
+         "--runs", root / "run", "--out", root / "tuning/lambda.json")  # fmt: skip
     return root
 
 
@@ -157,7 +160,8 @@ def _ted_copy(tmp_path: Path, ted: Path) -> Path:
 def test_codes_of_another_bag_of_words_are_refused(ted, tmp_path, capsys):
     root = _ted_copy(tmp_path, ted)
     out = root / "other.json"
-    line = one_line_error(["ted-tune", "--bow", str(root / "bow3"), "--runs", str(root / "run"),
+    line = one_line_error(["ted-tune", "--config", str(root / "records/defaults.json"),
+                           "--bow", str(root / "bow3"), "--runs", str(root / "run"),
                            "--out", str(out)], capsys)  # fmt: skip
     assert "codes.npz: expected an artefact made from the bag of words it is read with" in line
     assert not out.exists()
@@ -170,7 +174,8 @@ def test_codes_replaced_after_training_are_refused(ted, tmp_path, capsys):
     codes[first] = codes[first][::-1].copy()  # talks reordered
     np.savez(root / "run/codes.npz", **codes)
     out = root / "cldc.json"
-    line = one_line_error(["ted-classify", "--bow", str(root / "bow"), "--tuning",
+    line = one_line_error(["ted-classify", "--config", str(root / "records/defaults.json"),
+                           "--bow", str(root / "bow"), "--tuning",
                            str(root / "tuning/lambda.json"), "--source", "de", "--out", str(out)],
                           capsys)  # fmt: skip
     assert "codes.npz: expected the bytes it was written with" in line and not out.exists()
@@ -179,11 +184,13 @@ def test_codes_replaced_after_training_are_refused(ted, tmp_path, capsys):
 def test_a_run_retrained_after_tuning_is_refused(ted, tmp_path, capsys):
     root = _ted_copy(tmp_path, ted)
     shutil.rmtree(root / "run")
-    _run("ted-train", "--bow", root / "bow", "--out-dir", root / "run", "--lambda", 1,
-         "--hidden", 8, "--epochs", 1, "--seed", 2)  # fmt: skip
+    record = write_record(root / "records/seed2.json", {"hidden": 8, "epochs": 1, "seed": 2})
+    _run("ted-train", "--config", record, "--bow", root / "bow", "--out-dir", root / "run",
+         "--lambda", 1)  # fmt: skip
     capsys.readouterr()
     out = root / "cldc.json"
-    line = one_line_error(["ted-classify", "--bow", str(root / "bow"), "--tuning",
+    line = one_line_error(["ted-classify", "--config", str(root / "records/defaults.json"),
+                           "--bow", str(root / "bow"), "--tuning",
                            str(root / "tuning/lambda.json"), "--source", "de", "--out", str(out)],
                           capsys)  # fmt: skip
     assert "codes.npz: expected the codes lambda.json chose" in line
@@ -198,8 +205,9 @@ def test_tuning_run_paths_resolve_against_the_tuning_file(ted, tmp_path, monkeyp
     elsewhere = tmp_path / "elsewhere"
     (elsewhere / "run").mkdir(parents=True)  # a decoy run where a cwd-relative path would look
     monkeypatch.chdir(elsewhere)
-    _run("ted-classify", "--bow", root / "bow", "--tuning", root / "tuning/lambda.json",
-         "--source", "de", "--out", root / "cldc.json")  # fmt: skip
+    _run("ted-classify", "--config", root / "records/defaults.json", "--bow", root / "bow",
+         "--tuning", root / "tuning/lambda.json", "--source", "de",
+         "--out", root / "cldc.json")  # fmt: skip
 
 
 # ------------------------------------------------------------------------------------------

@@ -43,25 +43,13 @@ OPTION_CASES = {
         "--threads: expected a number >= 1, found 0",
     ),
     "ted-train --lambda -1": (
-        ["ted-train", "--bow", "b", "--out-dir", "OUT/run", "--lambda", "-1"],
+        ["ted-train", "--config", "r.json", "--bow", "b", "--out-dir", "OUT/run",
+         "--lambda", "-1"],
         "--lambda: expected a number >= 0, found -1.0",
     ),
-    "ted-train --epochs 0": (
-        ["ted-train", "--bow", "b", "--out-dir", "OUT/run", "--lambda", "1", "--epochs", "0"],
-        "--epochs: expected a number >= 1, found 0",
-    ),
-    "ted-train --learning-rate inf": (
-        ["ted-train", "--bow", "b", "--out-dir", "OUT/run", "--lambda", "1",
-         "--learning-rate", "inf"],
-        "--learning-rate: expected a finite number, found inf",
-    ),
-    "ted-tune --validation-fraction 1": (
-        ["ted-tune", "--bow", "b", "--runs", "r", "--out", "OUT/t.json",
-         "--validation-fraction", "1"],
-        "--validation-fraction: expected a number < 1, found 1.0",
-    ),
     "ted-tune --jobs 0": (
-        ["ted-tune", "--bow", "b", "--runs", "r", "--out", "OUT/t.json", "--jobs", "0"],
+        ["ted-tune", "--config", "r.json", "--bow", "b", "--runs", "r", "--out", "OUT/t.json",
+         "--jobs", "0"],
         "--jobs: expected a number >= 1, found 0",
     ),
 }  # fmt: skip
@@ -152,7 +140,7 @@ def test_the_fast_range_check_never_passes_what_jsonschema_refuses():
                     assert validator.is_valid(value), (name, option, value)
             options += 1
             decided += plainly_within(sub.get_default(dest), node)
-    assert options >= 80 and decided >= options // 2, (options, decided)
+    assert options >= 50 and decided >= options // 2, (options, decided)
 
 
 def test_mira_starts_without_jsonschema(tmp_path):
@@ -285,8 +273,9 @@ def test_train_nmt_metrics_over_its_record(tmp_path, capsys):
 
 
 def test_ted_classify_output_over_its_tuning(tmp_path, capsys):
-    inputs = _files(tmp_path, "bow/meta.json", "tuning.json")
-    argv = ["ted-classify", "--bow", str(tmp_path / "bow"), "--tuning",
+    inputs = _files(tmp_path, "bow/meta.json", "tuning.json", "r.json")
+    argv = ["ted-classify", "--config", str(tmp_path / "r.json"), "--bow", str(tmp_path / "bow"),
+            "--tuning",
             str(tmp_path / "tuning.json"), "--source", "fr", "--out", str(tmp_path / "bow")]
     says = ["bow", "expected an output path other than the input"]
     check(Case(argv, says, intact=inputs), capsys)

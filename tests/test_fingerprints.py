@@ -311,12 +311,14 @@ def test_pivot_rerun_on_changed_features_equals_a_fresh_run(tmp_path):
     from helpers.pivot import make_world
 
     from mlmm.cli import main
+    from mlmm.records import write_record
 
     coco, feats, ted = make_world(tmp_path / "world")
 
     def train(out: Path) -> None:
-        argv = ["pivot-train", "--coco-root", coco, "--features", feats, "--hidden", 8,
-                "--epochs", 2, "--min-count", 1, "--model", "bridge", "--language", "de",
+        record = write_record(tmp_path / "train.json", {"hidden": 8, "epochs": 2, "min_count": 1})
+        argv = ["pivot-train", "--coco-root", coco, "--features", feats, "--config", record,
+                "--model", "bridge", "--language", "de",
                 "--ted-root", ted, "--lambda", 1, "--device", "cpu", "--out", out]  # fmt: skip
         assert main([str(a) for a in argv]) == 0
 

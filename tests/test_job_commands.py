@@ -5,6 +5,7 @@ its command no longer takes, or names one output twice, fails here and not in a 
 
 from __future__ import annotations
 
+import json
 import shlex
 from pathlib import Path
 
@@ -70,25 +71,37 @@ def test_every_job_command_parses_and_writes_only_its_rule_outputs(jobs):
     assert len({job["rule"] for job in jobs}) > 30
 
 
-def test_every_nmt_job_reads_a_valid_record_among_its_inputs(jobs, plan_dir):
-    """train-nmt's and nbest's settings come from the record their rule wrote while planning
-    (one file, an input of the job, so that a changed setting reruns it), and that record
-    passes the command's own schema check."""
-    from mlmm.nmt import NBEST_RECORD_KEYS, TRAIN_RECORD_KEYS
-    from mlmm.schema import read_record
+def test_every_job_of_a_record_command_reads_a_valid_record_among_its_inputs(jobs, plan_dir):
+    """A stage command that reads its settings from a record (mlmm.records.COMMANDS) gets it
+    from the file its rule wrote while planning: one file, an input of the job (so that a
+    changed setting reruns it), passing the command's own schema check; no setting of the
+    record is also given on the command line."""
+    from mlmm.records import COMMANDS, read_command_record
 
-    keys = {"train-nmt": TRAIN_RECORD_KEYS, "nbest": NBEST_RECORD_KEYS}
     parser = build_parser()
     records: dict[str, list[dict]] = {}
+    commands: set[str] = set()
     for job in jobs:
         for argv in _commands(job["shell"]):
-            if argv[0] not in keys:
+            if argv[0] not in COMMANDS:
                 continue
+            commands.add(argv[0])
             path = parser.parse_args(argv).config
             assert str(path) in job["input"], f"{job['rule']}: {path} not an input"
-            record = read_record(plan_dir / path, "nmt", keys[argv[0]])
+            record = read_command_record(argv[0], plan_dir / path)
             records.setdefault(job["rule"], []).append(record)
-    assert sorted(records) == ["nbest_lists", "pivot_train_nmt", "train_nmt"]
+            keys = {key.split(".")[-1] for key in COMMANDS[argv[0]][1]}
+            restated = [a for a in argv if a.startswith("--") and a[2:].replace("-", "_") in keys]
+            assert restated == [], f"{job['rule']}: {restated} restate the record's settings"
+    assert commands == set(COMMANDS)  # the demo plans every command that reads a record
     assert [(r["src"], r["tgt"]) for r in records["train_nmt"]] == [("en", "de")]
     assert {r["tgt"] for r in records["pivot_train_nmt"]} == {"en"}
     assert len(records["nbest_lists"]) == 2  # val and test, one record
+    # the rules write every key the command reads, resolved (none left to the command's
+    # defaults), and nothing else
+    for job in jobs:
+        for argv in _commands(job["shell"]):
+            if argv[0] in COMMANDS:
+                written = json.loads((plan_dir / parser.parse_args(argv).config).read_text())
+                heads = {key.split(".")[0] for key in COMMANDS[argv[0]][1]}
+                assert set(written) == heads, f"{job['rule']}: {sorted(written)}"

@@ -243,10 +243,15 @@ def test_table5_corrnet_mt_is_an_x_to_en_nmt_on_z2_with_the_one_recipe():
 
 def test_table5_corrnet_mt_z2_nmt_validates_on_the_pivot_held_out_talks():
     """Row 'CorrNet + MT rows': NMT validation = the Z2 talks the pivot stage holds out for
-    lambda (same fraction, cap and seed: pivot_mt_data passes the pivot keys)."""
+    lambda (same fraction, cap and seed: pivot_mt_data's record holds the pivot keys that
+    pivot_train's does)."""
+    from mlmm.records import record_of
+
     pivot = paper_config()["pivot"]
     assert (pivot["validation_fraction"], pivot["validation_max"], pivot["seed"]) == (0.1, 1000, 1)
     rules = (REPO / "workflow/rules/pivot.smk").read_text(encoding="utf-8")
     rule = rules.split("rule pivot_mt_data:")[1].split("\nrule ")[0]
+    assert 'record_of("pivot-mt-data", PIVOT)' in rule
+    data, train = record_of("pivot-mt-data", pivot), record_of("pivot-train", pivot)
     for key in ("validation_fraction", "validation_max", "seed"):
-        assert f"PIVOT['{key}']" in rule, key
+        assert data[key] == train[key] == pivot[key], key

@@ -20,6 +20,7 @@ from mlmm.pivot.evaluate import criterion, recalls, recalls_of_ranks
 from mlmm.pivot.experiment import check_request, train_stage
 from mlmm.pivot.models import BridgeMAE, chain_scores, nearest, random_scores
 from mlmm.pivot.table import table5
+from mlmm.records import write_record
 from mlmm.ted import corrnet
 
 
@@ -329,18 +330,8 @@ def test_table5_without_paper_tables_and_bad_runs(tmp_path):
 
 def test_cli_trains_two_corrnet_direct_and_random_then_the_table(world, tmp_path, capsys):
     coco, feats, ted = world
-    common = [
-        "--coco-root",
-        str(coco),
-        "--features",
-        str(feats),
-        "--hidden",
-        "16",
-        "--epochs",
-        "3",
-        "--min-count",
-        "1",
-    ]
+    record = write_record(tmp_path / "train.json", {"hidden": 16, "epochs": 3, "min_count": 1})
+    common = ["--coco-root", str(coco), "--features", str(feats), "--config", str(record)]
     jobs = {
         "two": ["--model", "two", "--language", "de", "--ted-root", str(ted), "--lambda", "1"],
         "direct": ["--model", "direct", "--lambda", "1"],
@@ -489,13 +480,14 @@ def test_cli_writes_tables6_7_figures_and_csv_from_bridge_runs(world, tmp_path, 
     from mlmm.pivot.examples import COLUMNS
 
     coco, feats, ted = world
+    record = write_record(tmp_path / "train.json", {"hidden": 8, "epochs": 2, "min_count": 1})
     runs = []
     for language in ("de", "fr"):
         for lam in ("1", "10"):
             out = tmp_path / f"bridge_{language}_{lam}"
             args = ["pivot-train", "--coco-root", str(coco), "--features", str(feats)]
             args += ["--model", "bridge", "--language", language, "--ted-root", str(ted)]
-            args += ["--lambda", lam, "--hidden", "8", "--epochs", "2", "--min-count", "1"]
+            args += ["--lambda", lam, "--config", str(record)]
             assert main([*args, "--out", str(out)]) == 0
             assert (out / "test_ranking.npz").is_file()
             runs.append(str(out / "metrics.json"))
@@ -507,7 +499,8 @@ def test_cli_writes_tables6_7_figures_and_csv_from_bridge_runs(world, tmp_path, 
     mic_de = (coco / "data/task2/tok/mic.lc.norm.tok.3.de").read_text().splitlines()
     paper = {"table7": {"de": [mic_de[4], "nicht in MIC"]}, "table6": {"fr": ["absent"]}}
     common = ["pivot-examples", "--runs", *runs, "--coco-root", str(coco)]
-    common += ["--images", str(images), "--paper-queries", json.dumps(paper)]
+    record = write_record(tmp_path / "examples.json", {"examples": {"paper_queries": paper}})
+    common += ["--images", str(images), "--config", str(record)]
     code = main([*common, "--figures", str(tmp_path / "fig"), "--tables", str(tmp_path / "tab")])
     assert code == 0
     for table in (6, 7):

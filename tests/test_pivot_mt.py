@@ -27,6 +27,7 @@ from mlmm.pivot.mt import (
     write_parallel,
 )
 from mlmm.pivot.table import SYSTEMS, table5
+from mlmm.records import write_record
 from mlmm.ted import TOPICS
 
 MT_LABEL = "CorrNet + MT (NMT; the paper used Moses)"
@@ -182,8 +183,8 @@ def test_table5_corrnet_mt_translations_mirror_the_mic_caption_files(
 
 def test_table5_corrnet_mt_ranks_with_the_direct_runs_network(world, tmp_path, capsys):
     coco, feats, _ = world
-    common = ["--coco-root", str(coco), "--features", str(feats), "--hidden", "12",
-              "--epochs", "2", "--min-count", "1"]  # fmt: skip
+    train = write_record(tmp_path / "train.json", {"hidden": 12, "epochs": 2, "min_count": 1})
+    common = ["--coco-root", str(coco), "--features", str(feats), "--config", str(train)]
     direct = tmp_path / "direct"
     assert main(["pivot-train", *common, "--model", "direct", "--lambda", "1",
                  "--out", str(direct)]) == 0  # fmt: skip
@@ -195,8 +196,9 @@ def test_table5_corrnet_mt_ranks_with_the_direct_runs_network(world, tmp_path, c
     perfect.mkdir()
     for k in range(1, 6):
         shutil.copy(coco / f"data/task2/tok/mic.lc.norm.tok.{k}.en", translation_file(perfect, k))
-    args = ["pivot-mt", "--direct-run", str(direct), "--coco-root", str(coco),
-            "--features", str(feats), "--language", "fr"]  # fmt: skip
+    record = write_record(tmp_path / "mt.json", {"backbone": "alexnet_fc6"})
+    args = ["pivot-mt", "--config", str(record), "--direct-run", str(direct),
+            "--coco-root", str(coco), "--features", str(feats), "--language", "fr"]  # fmt: skip
     assert main([*args, "--translations", str(perfect), "--out", str(tmp_path / "mt")]) == 0
     mt = json.loads((tmp_path / "mt/metrics.json").read_text())
     assert (mt["model"], mt["language"], mt["lambda"]) == ("mt", "fr", 1.0)
@@ -221,7 +223,8 @@ def test_table5_corrnet_mt_ranks_with_the_direct_runs_network(world, tmp_path, c
     assert untranslated["data"]["translated_tokens_in_vocabulary"] == 0.0
     # A run that is not the En-Image CorrNet's is refused with one line.
     two = fake_run(tmp_path / "two", "two", "fr", 1.0, {"i2t": 0, "t2i": 0}, 0.1)
-    assert main(["pivot-mt", "--direct-run", str(two), "--translations", str(perfect),
+    assert main(["pivot-mt", "--config", str(record), "--direct-run", str(two),
+                 "--translations", str(perfect),
                  "--coco-root", str(coco), "--features", str(feats), "--language", "fr",
                  "--out", str(tmp_path / "bad")]) == 2  # fmt: skip
     assert "model 'direct'" in capsys.readouterr().err

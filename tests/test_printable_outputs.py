@@ -144,8 +144,11 @@ def ted_outputs(root: Path, tables: Path, figures: Path) -> None:
     corpus, bow_dir = root / "corpus", root / "bow"
     fetch = ["--source", "demo", "--out-dir", corpus, "--train-docs", 10, "--test-docs", 5]
     assert main(["ted-fetch", *map(str, fetch), *common]) == 0
+    from mlmm.records import write_record
+
+    record = write_record(root / "bow.json", {"languages": TED_LANGUAGES})
     assert main(["ted-bow", "--index", str(corpus / "index.json"), "--out-dir", str(bow_dir),
-                 *common]) == 0  # fmt: skip
+                 "--config", str(record)]) == 0  # fmt: skip
     bow = Bow.load(bow_dir)
     dims = {la: len(bow.words(la)) for la in [PIVOT, *bow.languages]}
     corrnet.save(corrnet.BridgeCorrNet(dims, hidden=4), root / "model.pt")

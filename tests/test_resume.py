@@ -175,18 +175,21 @@ def test_nmt_training_restarts_after_a_kill(tmp_path):
 @pytest.mark.slow
 def test_bridge_corrnet_restarts_after_a_kill(tmp_path):
     from mlmm.cli import main
+    from mlmm.records import write_record
 
     corpus = tmp_path / "corpus"
     common = ["--languages", "fr", "de"]
     assert main(["ted-fetch", "--source", "demo", "--out-dir", str(corpus), "--train-docs", "30",
                  "--test-docs", "10", *common]) == 0  # fmt: skip
     bow = tmp_path / "bow"
+    record = write_record(tmp_path / "bow.json", {"languages": ["fr", "de"], "min_count": 2})
     assert main(["ted-bow", "--index", str(corpus / "index.json"), "--out-dir", str(bow),
-                 "--min-count", "2", *common]) == 0  # fmt: skip
+                 "--config", str(record)]) == 0  # fmt: skip
+    train = write_record(tmp_path / "train.json", {"hidden": 8, "epochs": 4, "batch_size": 10})
 
     def argv(out: Path) -> list:
-        return ["ted-train", "--bow", bow, "--out-dir", out, "--lambda", 1, "--hidden", 8,
-                "--epochs", 4, "--batch-size", 10, "--device", "cpu"]  # fmt: skip
+        return ["ted-train", "--config", train, "--bow", bow, "--out-dir", out, "--lambda", 1,
+                "--device", "cpu"]  # fmt: skip
 
     full, resumed = kill_and_resume(tmp_path, argv, "step", seed=4)
     assert_same_tree(full, resumed)
@@ -196,11 +199,14 @@ def test_bridge_corrnet_restarts_after_a_kill(tmp_path):
 def test_pivot_training_restarts_after_a_kill(tmp_path):
     from helpers.pivot import make_world
 
+    from mlmm.records import write_record
+
     coco, feats, ted = make_world(tmp_path / "world")
+    record = write_record(tmp_path / "train.json", {"hidden": 16, "epochs": 3, "min_count": 1})
 
     def argv(out: Path) -> list:
-        return ["pivot-train", "--coco-root", coco, "--features", feats, "--hidden", 16,
-                "--epochs", 3, "--min-count", 1, "--model", "bridge", "--language", "de",
+        return ["pivot-train", "--coco-root", coco, "--features", feats, "--config", record,
+                "--model", "bridge", "--language", "de",
                 "--ted-root", ted, "--lambda", 1, "--device", "cpu", "--out", out]  # fmt: skip
 
     full, resumed = kill_and_resume(tmp_path, argv, "step", seed=5)

@@ -11,6 +11,7 @@ import pytest
 from helpers.one_line import Case, check
 
 from mlmm.cli import main
+from mlmm.records import write_record
 from mlmm.ted.demo import DEMO_MARKER
 
 
@@ -36,8 +37,13 @@ def bow_case(root: Path, tmp_path: Path, says: list[str]) -> Case:
     argv = ["ted-fetch", "--source", "path", "--path", root, "--out-dir", index.parent]
     assert main([str(a) for a in [*argv, "--languages", "fr"]]) == 0
     out = tmp_path / "bow"
-    argv = ["ted-bow", "--index", str(index), "--out-dir", str(out), "--languages", "fr"]
+    argv = ["ted-bow", "--index", str(index), "--out-dir", str(out), *_french(tmp_path)]
     return Case(argv, says, absent=[out])
+
+
+def _french(tmp_path: Path) -> list[str]:
+    """ted-bow's --config: a record reading French only."""
+    return ["--config", str(write_record(tmp_path / "bow.json", {"languages": ["fr"]}))]
 
 
 def _non_utf8(root: Path) -> tuple[Path, list[str]]:
@@ -97,7 +103,7 @@ def test_ted_bow_refuses_a_damaged_corpus(damage, fresh, tmp_path, capsys):
 
 def test_ted_bow_index_missing(tmp_path, capsys):
     index, out = tmp_path / "missing.json", tmp_path / "bow"
-    argv = ["ted-bow", "--index", str(index), "--out-dir", str(out), "--languages", "fr"]
+    argv = ["ted-bow", "--index", str(index), "--out-dir", str(out), *_french(tmp_path)]
     says = [str(index), "expected an existing file", "found no such file"]
     check(Case(argv, says, [out]), capsys)
 
@@ -105,7 +111,7 @@ def test_ted_bow_index_missing(tmp_path, capsys):
 def test_ted_bow_index_not_json(tmp_path, capsys):
     index, out = tmp_path / "index.json", tmp_path / "bow"
     index.write_text("root: here\n", encoding="utf-8")
-    argv = ["ted-bow", "--index", str(index), "--out-dir", str(out), "--languages", "fr"]
+    argv = ["ted-bow", "--index", str(index), "--out-dir", str(out), *_french(tmp_path)]
     check(Case(argv, [str(index), "expected the JSON of ted-fetch", "found"], [out]), capsys)
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from mlmm.cli import main
 from mlmm.outcomes import decision_metrics, decisions_path, read_decisions, verified_outcomes
+from mlmm.records import write_record
 from mlmm.ted import LANGUAGES, TOPICS
 
 PAPER_TABLES = Path(__file__).resolve().parents[1] / "resources" / "paper_tables"
@@ -50,30 +51,23 @@ def test_pipeline_on_tiny_demo(tmp_path):
         10,
         *common,
     )
-    run("ted-bow", "--index", corpus / "index.json", "--out-dir", bow, *common)
+    records = tmp_path / "records"
+    bow_record = write_record(records / "bow.json", {"languages": languages})
+    run("ted-bow", "--config", bow_record, "--index", corpus / "index.json", "--out-dir", bow)
+    train = write_record(records / "train.json", {"hidden": 8, "epochs": 2})
     runs = [tmp_path / "lambda1", tmp_path / "lambda10"]
     for lam, out in zip((1, 10), runs, strict=True):
-        run(
-            "ted-train",
-            "--bow",
-            bow,
-            "--out-dir",
-            out,
-            "--lambda",
-            lam,
-            "--hidden",
-            8,
-            "--epochs",
-            2,
-        )
+        run("ted-train", "--config", train, "--bow", bow, "--out-dir", out, "--lambda", lam)
+    defaults = write_record(records / "defaults.json", {})  # every setting the schema's
     tuning = tmp_path / "lambda.json"
-    run("ted-tune", "--bow", bow, "--runs", *runs, "--out", tuning)
+    run("ted-tune", "--config", defaults, "--bow", bow, "--runs", *runs, "--out", tuning)
     chosen = json.loads(tuning.read_text())["chosen"]
     sources = ["en", *languages]  # English -> X as well as X -> Y
     assert set(chosen) == set(sources) and {c["lambda"] for c in chosen.values()} <= {1.0, 10.0}
     cldc = [tmp_path / f"cldc/{source}.json" for source in sources]
     for source, out in zip(sources, cldc, strict=True):
-        run("ted-classify", "--bow", bow, "--tuning", tuning, "--source", source, "--out", out)
+        run("ted-classify", "--config", defaults, "--bow", bow, "--tuning", tuning,
+            "--source", source, "--out", out)  # fmt: skip
         result = json.loads(out.read_text())
         f1 = result["f1"]
         assert set(f1) == set(sources) and all(0 <= v <= 1 for v in f1.values())
@@ -114,15 +108,16 @@ def test_pipeline_on_tiny_demo(tmp_path):
     assert figure.with_suffix(".pdf").stat().st_size > 0
     words = ["market", "nonexistentword"]
     # --paper-tables alone: none (without it, the tables the package ships)
-    run("ted-neighbours", "--bow", bow, "--tuning", tuning, "--words", *words, "--paper-tables",
-        "--out-dir", tables)  # fmt: skip
+    neighbours = write_record(records / "neighbours.json", {"table4_words": words})
+    run("ted-neighbours", "--config", neighbours, "--bow", bow, "--tuning", tuning,
+        "--paper-tables", "--out-dir", tables)  # fmt: skip
     table4 = pd.read_csv(tables / "rajendran2016_table4.csv", keep_default_na=False)
     # the origin columns every tidy CSV ends with (mlmm.origin): data, configs, backbone
     assert list(table4.columns) == ["english", "rank", *languages, "data", "configs", "backbone"]
     assert (table4.loc[table4["english"] == "market", "de"] != "").all()
     if not PAPER_TABLES.is_dir():
         return
-    args = ["--words", *words, "--paper-tables", PAPER_TABLES, "--demo", "--out-dir", tables]
+    args = ["--config", neighbours, "--paper-tables", PAPER_TABLES, "--demo", "--out-dir", tables]
     run("ted-neighbours", "--bow", bow, "--tuning", tuning, *args)
     table4 = pd.read_csv(tables / "rajendran2016_table4.csv", keep_default_na=False, dtype=str)
     with_paper = [lang for lang in languages if lang not in ("de", "ar")]  # the paper's 9
@@ -174,8 +169,9 @@ def test_malformed_corpus_is_one_line_error(tmp_path, capsys):
         "--languages",
         "fr",
     )
+    record = write_record(tmp_path / "bow.json", {"languages": ["fr"]})
     args = ["ted-bow", "--index", tmp_path / "out/index.json", "--out-dir", tmp_path / "bow"]
-    assert main([str(a) for a in [*args, "--languages", "fr"]]) == 2
+    assert main([str(a) for a in [*args, "--config", record]]) == 2
     assert str(broken) in capsys.readouterr().err
 
 
@@ -198,18 +194,23 @@ def test_one_pair_of_fourteen_topics_as_it_comes(tmp_path):
     common = ["--languages", "de"]
     corpus, bow = tmp_path / "corpus", tmp_path / "bow"
     run("ted-fetch", "--source", "path", "--path", root, "--out-dir", corpus, *common)
-    run("ted-bow", "--index", corpus / "index.json", "--out-dir", bow, "--min-count", 2, *common)
+    records = tmp_path / "records"
+    bow_record = write_record(records / "bow.json", {"languages": ["de"], "min_count": 2})
+    run("ted-bow", "--config", bow_record, "--index", corpus / "index.json", "--out-dir", bow)
     meta = json.loads((bow / "meta.json").read_text())
     assert meta["topics"] == sorted(set(TOPICS) - {"global"})
     words = (bow / "vocab.de.txt").read_text(encoding="utf-8")
     assert "_de\t" not in words and "<title>talk</title>" not in words
-    run("ted-train", "--bow", bow, "--out-dir", tmp_path / "run", "--lambda", 1, "--hidden", 8,
-        "--epochs", 2)  # fmt: skip
+    train = write_record(records / "train.json", {"hidden": 8, "epochs": 2})
+    run("ted-train", "--config", train, "--bow", bow, "--out-dir", tmp_path / "run",
+        "--lambda", 1)  # fmt: skip
+    defaults = write_record(records / "defaults.json", {})
     tuning = tmp_path / "lambda.json"
-    run("ted-tune", "--bow", bow, "--runs", tmp_path / "run", "--out", tuning)
+    run("ted-tune", "--config", defaults, "--bow", bow, "--runs", tmp_path / "run", "--out", tuning)
     cldc = [tmp_path / f"cldc/{source}.json" for source in ("en", "de")]
     for source, out in zip(("en", "de"), cldc, strict=True):
-        run("ted-classify", "--bow", bow, "--tuning", tuning, "--source", source, "--out", out)
+        run("ted-classify", "--config", defaults, "--bow", bow, "--tuning", tuning,
+            "--source", source, "--out", out)  # fmt: skip
     run("ted-nb", "--bow", bow, "--out", tmp_path / "nb.json")
     # the per-document decisions kept beside each result give its F1 exactly (mlmm.outcomes)
     for out in [*cldc, tmp_path / "nb.json"]:
@@ -231,11 +232,14 @@ def test_topics_listed_are_read_and_a_missing_one_is_named(tmp_path, capsys):
     root = one_pair_corpus(tmp_path / "ted-cldc")
     corpus = tmp_path / "corpus"
     run("ted-fetch", "--source", "path", "--path", root, "--out-dir", corpus, "--languages", "de")
-    args = ["ted-bow", "--index", corpus / "index.json", "--languages", "de", "--min-count", 2]
-    run(*args, "--out-dir", tmp_path / "bow", "--topics", "art", "science")
+    args = ["ted-bow", "--index", corpus / "index.json"]
+    settings = {"languages": ["de"], "min_count": 2}
+    listed = write_record(tmp_path / "art.json", settings | {"topics": ["art", "science"]})
+    run(*args, "--config", listed, "--out-dir", tmp_path / "bow")
     assert json.loads((tmp_path / "bow/meta.json").read_text())["topics"] == ["art", "science"]
     capsys.readouterr()
-    assert main([str(a) for a in [*args, "--out-dir", tmp_path / "b2", "--topics", "global"]]) == 2
+    missing = write_record(tmp_path / "global.json", settings | {"topics": ["global"]})
+    assert main([str(a) for a in [*args, "--config", missing, "--out-dir", tmp_path / "b2"]]) == 2
     assert str(root / "de-en/train/global") in capsys.readouterr().err
     assert not (tmp_path / "b2").exists()
 

@@ -199,21 +199,16 @@ def validate_record(record: Any, pointer: str, where: str | Path) -> None:
 def read_record(path: str | Path, pointer: str, keys: Iterable[str]) -> dict:
     """The record file ``path`` (JSON, or YAML) a workflow job reads its settings from
     (``mlmm.records``): a mapping of some ``keys`` of the config section ``pointer``
-    (``nmt``), checked against their schema with the schema's defaults filled in for the keys
-    it leaves out. A problem is one InputError naming the file and the key inside it."""
+    (``nmt``; a dotted key, ``mt.beam``, is a key of a nested mapping), checked against their
+    schema with the schema's defaults filled in for the keys it leaves out. A problem is one
+    InputError naming the file and the key inside it."""
     import jsonschema
     from jsonschema import validators
 
     from mlmm.config import _dotted, _expected, _with_defaults, numbers, read_sources
 
     ((_, record),) = read_sources([path])
-    properties = subschema(pointer)["properties"]
-    node = {
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {key: properties[key] for key in keys},
-        "$defs": schema()["$defs"],
-    }
+    node = {**_record_schema(subschema(pointer), keys), "$defs": schema()["$defs"]}
     for where, value in numbers(record):
         if not math.isfinite(value):
             raise InputError(path, "a finite number", repr(value), key=_dotted(where))
@@ -223,3 +218,26 @@ def read_record(path: str | Path, pointer: str, keys: Iterable[str]) -> dict:
         expected, found, where = _expected(jsonschema.exceptions.best_match(errors))
         raise InputError(path, expected, found, key=_dotted(where))
     return record
+
+
+def _record_schema(section: dict, keys: Iterable[str]) -> dict:
+    """The schema of a record holding ``keys`` of the section schema ``section`` and nothing
+    else: ``mt.beam`` allows the mapping ``mt`` with the key ``beam`` only."""
+    properties = _resolve(section)["properties"]
+    nested: dict[str, list[str] | None] = {}
+    for key in keys:
+        head, _, rest = key.partition(".")
+        if not rest:
+            nested[head] = None
+        elif nested.get(head, []) is not None:
+            nested.setdefault(head, []).append(rest)
+    node: dict = {"type": "object", "additionalProperties": False, "properties": {}}
+    for head, rest in nested.items():
+        if rest is None:
+            node["properties"][head] = properties[head]
+        else:
+            node["properties"][head] = {
+                **_record_schema(properties[head], rest),
+                "default": {},
+            }
+    return node

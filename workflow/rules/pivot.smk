@@ -7,11 +7,11 @@ prepared COCO (COCO_MARKER), its image features (coco_feature_file) and a ted-cl
 (PIVOT_TED_ROOT, complete when PIVOT_TED_INPUT exists); see src/mlmm/pivot.
 """
 
-import json
 import re
 
 from mlmm.nmt import train_record
 from mlmm.pivot import nmt_records
+from mlmm.records import record_of
 
 PIVOT = config["pivot"]
 PIVOT_DIR = RESULTS / "pivot"
@@ -26,11 +26,8 @@ else:
 # demo talks are part of the COCO demo world, the TED stage's are the ted data set.
 PIVOT_TALKS_DATA = "coco" if PIVOT["ted"] == "demo" else "ted"
 PIVOT_TABLES = table_files(RESULTS / "tables/rajendran2016_table5")
-PIVOT_SETTINGS = " ".join(
-    f"--{key.replace('_', '-')} {PIVOT[key]}"
-    for key in ("backbone", "hidden", "epochs", "batch_size", "learning_rate", "input",
-                "reconstruction", "min_count", "validation_fraction", "validation_max", "seed")
-) + (" --standardise-images" if PIVOT["standardise_images"] else " --no-standardise-images")  # fmt: skip
+PIVOT_RECORDS = RECORDS / "pivot"
+
 
 # job name -> (command-line flags, needs the TED talks)
 PIVOT_JOBS = {"random": ("--model random", False)}
@@ -56,7 +53,6 @@ PIVOT_FEATURES = [
 PIVOT_FEATURE_DIR = Path(PIVOT_FEATURES[0]).parent.parent
 
 # Tables 6 and 7 (qualitative top-5) from the Bridge CorrNet runs of every language and lambda
-PIVOT_EXAMPLES = PIVOT["examples"]
 PIVOT_EXAMPLE_RUNS = [job for job in PIVOT_JOBS if job.startswith("bridge_")]
 PIVOT_EXAMPLE_FILES = [
     RESULTS / f"figures/rajendran2016_table{table}.{suffix}"
@@ -103,6 +99,9 @@ rule pivot_train:
         coco=COCO_MARKER,
         features=lambda w: [] if w.pivot_job == "random" else PIVOT_FEATURES,
         ted=lambda w: PIVOT_TED_INPUT if PIVOT_JOBS[w.pivot_job][1] else [],
+        record=lambda w: write_record(
+            PIVOT_RECORDS / "train.json", record_of("pivot-train", PIVOT)
+        ),
     output:
         metrics=PIVOT_DIR / "{pivot_job}/metrics.json",
         # what ranks the MIC test set (codes or scores), read by pivot_examples
@@ -130,20 +129,22 @@ rule pivot_train:
             if PIVOT_JOBS[w.pivot_job][1]
             else ""
         ),
-        settings=PIVOT_SETTINGS,
         coco=COCO_ROOT,
         features=PIVOT_FEATURE_DIR,
         out_dir=lambda w: PIVOT_DIR / w.pivot_job,
     shell:
-        "mlmm pivot-train --coco-root {params.coco:q} --features {params.features:q} {params.job}"
-        " --dataset coco"
-        " {params.ted} {params.settings} --device {resources.torch_device} --threads {threads}"
+        "mlmm pivot-train --config {input.record:q} --coco-root {params.coco:q}"
+        " --features {params.features:q} {params.job} --dataset coco"
+        " {params.ted} --device {resources.torch_device} --threads {threads}"
         " --out {params.out_dir:q} > {log:q} 2>&1"
 
 
 rule pivot_mt_data:
     input:
         ted=PIVOT_TED_INPUT,
+        record=lambda w: write_record(
+            PIVOT_RECORDS / "mt-data.json", record_of("pivot-mt-data", PIVOT)
+        ),
     output:
         PIVOT_MT_DATA,
         stats=PIVOT_MT_DIR / "{language}/data/stats.json",
@@ -160,15 +161,10 @@ rule pivot_mt_data:
         runtime=30,
     params:
         ted=PIVOT_TED_ROOT,
-        settings=lambda w: (
-            f"--validation-fraction {PIVOT['validation_fraction']}"
-            f" --validation-max {PIVOT['validation_max']} --seed {PIVOT['seed']}"
-            f" --max-length {PIVOT_MT[w.language]['max_length']}"
-        ),
         out=lambda w: PIVOT_MT_DIR / w.language / "data",
     shell:
-        "mlmm pivot-mt-data --ted-root {params.ted:q} --language {wildcards.language}"
-        " {params.settings} --out {params.out:q} > {log:q} 2>&1"
+        "mlmm pivot-mt-data --config {input.record:q} --ted-root {params.ted:q}"
+        " --language {wildcards.language} --out {params.out:q} > {log:q} 2>&1"
 
 
 # The trainer of rule train_nmt (same flags), X -> en on the Z2 sentence pairs.
@@ -209,6 +205,9 @@ rule pivot_translate:
     input:
         model=PIVOT_MT_DIR / "{language}/nmt/model.pt",
         coco=COCO_MARKER,
+        record=lambda w: write_record(
+            PIVOT_RECORDS / "translate.json", record_of("pivot-translate", PIVOT)
+        ),
     output:
         PIVOT_MT_TRANSLATIONS,
         stats=PIVOT_MT_DIR / "{language}/translations/stats.json",
@@ -225,12 +224,11 @@ rule pivot_translate:
         gpu=gpu_need("pivot_translate", lambda w: PIVOT["device"]),
     params:
         coco=COCO_ROOT,
-        beam=lambda w: PIVOT_MT[w.language]["beam"],
         talks=PIVOT_TALKS_DATA,
         out=lambda w: PIVOT_MT_DIR / w.language / "translations",
     shell:
-        "mlmm pivot-translate --model {input.model:q} --coco-root {params.coco:q}"
-        " --language {wildcards.language} --beam {params.beam} --threads {threads}"
+        "mlmm pivot-translate --config {input.record:q} --model {input.model:q}"
+        " --coco-root {params.coco:q} --language {wildcards.language} --threads {threads}"
         " --dataset coco --dataset {params.talks} --out {params.out:q} > {log:q} 2>&1"
 
 
@@ -239,6 +237,9 @@ rule pivot_mt:
         direct=PIVOT_DIR / "direct_lambda{mt_lambda}/metrics.json",
         translations=PIVOT_MT_DIR / "{language}/translations/stats.json",
         features=PIVOT_FEATURES,
+        record=lambda w: write_record(
+            PIVOT_RECORDS / "mt.json", record_of("pivot-mt", PIVOT)
+        ),
     output:
         metrics=PIVOT_MT_DIR / "{language}/lambda{mt_lambda}/metrics.json",
         queries=PIVOT_MT_DIR / "{language}/lambda{mt_lambda}/queries.npz",
@@ -255,15 +256,14 @@ rule pivot_mt:
     params:
         coco=COCO_ROOT,
         features=PIVOT_FEATURE_DIR,
-        backbone=PIVOT["backbone"],
         direct=lambda w: PIVOT_DIR / f"direct_lambda{w.mt_lambda}",
         translations=lambda w: PIVOT_MT_DIR / w.language / "translations",
         talks=PIVOT_TALKS_DATA,
         out=lambda w: PIVOT_MT_DIR / w.language / f"lambda{w.mt_lambda}",
     shell:
-        "mlmm pivot-mt --direct-run {params.direct:q}"
+        "mlmm pivot-mt --config {input.record:q} --direct-run {params.direct:q}"
         " --translations {params.translations:q} --coco-root {params.coco:q}"
-        " --features {params.features:q} --backbone {params.backbone}"
+        " --features {params.features:q}"
         " --language {wildcards.language} --dataset coco --dataset {params.talks}"
         " --out {params.out:q} > {log:q} 2>&1"
 
@@ -303,6 +303,9 @@ rule pivot_examples:
         ),
         images=COCO_IMAGES_INPUT,
         local=local_data_input(["coco.images"]),
+        record=lambda w: write_record(
+            PIVOT_RECORDS / "examples.json", record_of("pivot-examples", PIVOT)
+        ),
     output:
         reported(PIVOT_EXAMPLE_FILES),
     log:
@@ -319,13 +322,9 @@ rule pivot_examples:
     params:
         coco=COCO_ROOT,
         images=COCO_IMAGES,
-        per_language=PIVOT_EXAMPLES["per_language"],
-        seed=PIVOT_EXAMPLES["seed"],
-        queries=json.dumps(PIVOT_EXAMPLES["paper_queries"]),
         figures=RESULTS / "figures",
         tables=RESULTS / "tables",
     shell:
-        "mlmm pivot-examples --runs {input.runs:q} --coco-root {params.coco:q}"
-        " --images {params.images:q} --per-language {params.per_language}"
-        " --seed {params.seed} --paper-queries {params.queries:q}"
+        "mlmm pivot-examples --config {input.record:q} --runs {input.runs:q}"
+        " --coco-root {params.coco:q} --images {params.images:q}"
         " --figures {params.figures:q} --tables {params.tables:q} > {log:q} 2>&1"

@@ -6,13 +6,14 @@ it: 12 jobs, 132 train/test pairs for the paper's 11) and Naive Bayes -> Tables 
 the Table 1 heatmap. See docs/ted.md.
 """
 
+from mlmm.records import record_of
+
 TED = config["ted"]
 TED_DIR = RESULTS / "ted"
 TED_RUNS = {f"lambda{value:g}": value for value in TED["lambdas"]}
 TED_CORPUS = f"--languages {' '.join(TED['languages'])} --corpus-codes " + " ".join(
     f"{ours}={theirs}" for ours, theirs in TED["corpus_codes"].items()
 )
-TED_TOPICS = f"--topics {' '.join(TED['topics'])}" if TED["topics"] else ""
 # Training languages of the classifiers: English and every language paired with it.
 TED_SOURCES = ["en", *TED["languages"]]
 # the classifiers' per-document decisions (mlmm.outcomes): the tables' intervals, the claims
@@ -26,6 +27,7 @@ TED_TABLES = [
     for n in (1, 3, 4)
     for path in table_files(RESULTS / f"tables/rajendran2016_table{n}")
 ]
+TED_RECORDS = RECORDS / "ted"
 TED_FIGURES = [
     RESULTS / f"figures/rajendran2016_table1_heatmap.{ext}" for ext in ("png", "pdf")
 ]
@@ -83,7 +85,10 @@ rule ted_corpus:
 
 rule ted_bow:
     input:
-        TED_DIR / "corpus/index.json",
+        index=TED_DIR / "corpus/index.json",
+        record=lambda w: write_record(
+            TED_RECORDS / "bow.json", record_of("ted-bow", TED)
+        ),
     output:
         TED_DIR / "bow/meta.json",
     log:
@@ -98,17 +103,17 @@ rule ted_bow:
         runtime=60,
     params:
         out_dir=TED_DIR / "bow",
-        min_count=TED["min_count"],
-        corpus=TED_CORPUS,
-        topics=TED_TOPICS,
     shell:
-        "mlmm ted-bow --index {input:q} --out-dir {params.out_dir:q} --min-count {params.min_count}"
-        " {params.corpus} {params.topics} > {log:q} 2>&1"
+        "mlmm ted-bow --config {input.record:q} --index {input.index:q}"
+        " --out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 
 rule ted_train:
     input:
-        TED_DIR / "bow/meta.json",
+        bow=TED_DIR / "bow/meta.json",
+        record=lambda w: write_record(
+            TED_RECORDS / "train.json", record_of("ted-train", TED)
+        ),
     output:
         model=TED_DIR / "corrnet/{ted_run}/model.pt",
         codes=TED_DIR / "corrnet/{ted_run}/codes.npz",
@@ -130,21 +135,19 @@ rule ted_train:
         bow=TED_DIR / "bow",
         out_dir=lambda wildcards: TED_DIR / "corrnet" / wildcards.ted_run,
         value=lambda wildcards: TED_RUNS[wildcards.ted_run],
-        settings=(
-            f"--hidden {TED['hidden']} --epochs {TED['epochs']} --batch-size {TED['batch_size']}"
-            f" --learning-rate {TED['learning_rate']} --input {TED['input']} --seed {TED['seed']}"
-            f" --reconstruction {TED['reconstruction']}"
-        ),
     shell:
-        "mlmm ted-train --bow {params.bow:q} --out-dir {params.out_dir:q} --lambda {params.value}"
-        " {params.settings} --device {resources.torch_device} --threads {threads}"
-        " > {log:q} 2>&1"
+        "mlmm ted-train --config {input.record:q} --bow {params.bow:q}"
+        " --out-dir {params.out_dir:q} --lambda {params.value}"
+        " --device {resources.torch_device} --threads {threads} > {log:q} 2>&1"
 
 
 rule ted_tune:
     input:
         bow=TED_DIR / "bow/meta.json",
         codes=expand(TED_DIR / "corrnet/{ted_run}/codes.npz", ted_run=TED_RUNS),
+        record=lambda w: write_record(
+            TED_RECORDS / "tune.json", record_of("ted-tune", TED)
+        ),
     output:
         TED_DIR / "lambda.json",
     log:
@@ -160,13 +163,9 @@ rule ted_tune:
     params:
         bow=TED_DIR / "bow",
         runs=[TED_DIR / "corrnet" / run for run in TED_RUNS],
-        settings=(
-            f"--validation-fraction {TED['validation_fraction']}"
-            f" --perceptron-epochs {TED['perceptron_epochs']} --seed {TED['seed']}"
-        ),
     shell:
-        "mlmm ted-tune --bow {params.bow:q} --runs {params.runs:q} --out {output:q} {params.settings}"
-        " --jobs {threads} > {log:q} 2>&1"
+        "mlmm ted-tune --config {input.record:q} --bow {params.bow:q} --runs {params.runs:q}"
+        " --out {output:q} --jobs {threads} > {log:q} 2>&1"
 
 
 rule ted_classify:
@@ -174,6 +173,9 @@ rule ted_classify:
         bow=TED_DIR / "bow/meta.json",
         tuning=TED_DIR / "lambda.json",
         codes=expand(TED_DIR / "corrnet/{ted_run}/codes.npz", ted_run=TED_RUNS),
+        record=lambda w: write_record(
+            TED_RECORDS / "classify.json", record_of("ted-classify", TED)
+        ),
     output:
         result=TED_DIR / "cldc/{ted_source}.json",
         # per-document decisions the F1 is computed from (mlmm.outcomes)
@@ -188,10 +190,10 @@ rule ted_classify:
         runtime=30,
     params:
         bow=TED_DIR / "bow",
-        epochs=TED["perceptron_epochs"],
     shell:
-        "mlmm ted-classify --bow {params.bow:q} --tuning {input.tuning:q} --source {wildcards.ted_source}"
-        " --out {output.result:q} --perceptron-epochs {params.epochs} > {log:q} 2>&1"
+        "mlmm ted-classify --config {input.record:q} --bow {params.bow:q}"
+        " --tuning {input.tuning:q} --source {wildcards.ted_source}"
+        " --out {output.result:q} > {log:q} 2>&1"
 
 
 rule ted_nb:
@@ -267,6 +269,9 @@ rule ted_table4:
         tuning=TED_DIR / "lambda.json",
         models=expand(TED_DIR / "corrnet/{ted_run}/model.pt", ted_run=TED_RUNS),
         paper=PAPER_CSVS.get("rajendran2016", []),
+        record=lambda w: write_record(
+            TED_RECORDS / "neighbours.json", record_of("ted-neighbours", TED)
+        ),
     output:
         reported(path for path in TED_TABLES if "table4" in path.name),
     log:
@@ -279,14 +284,12 @@ rule ted_table4:
         runtime=10,
     params:
         bow=TED_DIR / "bow",
-        words=" ".join(TED["table4_words"]),
-        k=TED["table4_k"],
         demo="--demo" if TED["source"] == "demo" else "",
         out_dir=RESULTS / "tables",
     shell:
         (
-            "mlmm ted-neighbours --bow {params.bow:q} --tuning {input.tuning:q}"
-            " --words {params.words} --k {params.k}"
+            "mlmm ted-neighbours --config {input.record:q} --bow {params.bow:q}"
+            " --tuning {input.tuning:q}"
             + PAPER_OPTION
             + "{params.demo} --out-dir {params.out_dir:q} > {log:q} 2>&1"
         )

@@ -9,6 +9,7 @@ from pathlib import Path
 from mlmm.catalogue import TABLE_SUFFIXES
 from mlmm.cli import add_data_sets, add_paper_tables, declare_output_dirs, declare_outputs
 from mlmm.pivot import LANGUAGES, MODELS
+from mlmm.records import add_record_option, read_command_record
 from mlmm.schema import checked_option
 
 
@@ -22,7 +23,7 @@ def register(subparsers) -> None:
     )
     p.add_argument("--coco-root", type=Path, required=True, help="prepared COCO (Multi30K layout)")
     p.add_argument("--features", type=Path, required=True, help="FEATURES/<backbone>/<split>.npy")
-    p.add_argument("--backbone", default="alexnet_fc6")
+    add_record_option(p, "pivot-train")
     p.add_argument(
         "--ted-root",
         type=Path,
@@ -40,32 +41,6 @@ def register(subparsers) -> None:
         default=0.0,
         help="correlation weight",
     )
-    checked_option(p, "--hidden", "pivot.hidden", type=int)
-    checked_option(p, "--epochs", "pivot.epochs", type=int)
-    checked_option(p, "--batch-size", "pivot.batch_size", type=int)
-    checked_option(p, "--learning-rate", "pivot.learning_rate", type=float)
-    p.add_argument("--input", choices=["binary", "count"], default="binary")
-    p.add_argument(
-        "--reconstruction", choices=["cross_entropy", "reference"], default="cross_entropy"
-    )
-    checked_option(
-        p, "--min-count", "pivot.min_count", type=int, help="keep words seen this often"
-    )
-    checked_option(p, "--validation-fraction", "pivot.validation_fraction", type=float)
-    checked_option(
-        p,
-        "--validation-max",
-        "pivot.validation_max",
-        type=int,
-        help="cap on held-out items",
-    )
-    checked_option(p, "--seed", "pivot.seed", type=int)
-    p.add_argument(
-        "--standardise-images",
-        action=argparse.BooleanOptionalAction,
-        default=False,
-        help="z-score image features with the Z1 statistics (default: raw, as the paper)",
-    )
     checked_option(p, "--threads", "pivot.threads", type=int)
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument("--out", type=Path, required=True, help="run directory")
@@ -82,11 +57,7 @@ def register(subparsers) -> None:
     )
     p.add_argument("--ted-root", type=Path, required=True, help="ted-cldc root or index.json")
     p.add_argument("--language", choices=LANGUAGES, required=True, help="source language X")
-    checked_option(p, "--validation-fraction", "pivot.validation_fraction", type=float)
-    checked_option(p, "--validation-max", "pivot.validation_max", type=int)
-    checked_option(p, "--seed", "pivot.seed", type=int)
-    checked_option(p, "--max-length", "pivot.mt.max_length", type=int,
-                   help="longest training sentence")
+    add_record_option(p, "pivot-mt-data")
     p.add_argument("--out", type=Path, required=True, help="output directory")
     declare_output_dirs(p, "out")
     p.set_defaults(func=run_mt_data)
@@ -100,7 +71,7 @@ def register(subparsers) -> None:
     p.add_argument("--model", type=Path, required=True, help="X -> en model of train-nmt")
     p.add_argument("--coco-root", type=Path, required=True)
     p.add_argument("--language", choices=LANGUAGES, required=True)
-    checked_option(p, "--beam", "pivot.mt.beam", type=int)
+    add_record_option(p, "pivot-translate")
     checked_option(p, "--threads", "pivot.threads", type=int)
     p.add_argument("--out", type=Path, required=True, help="output directory")
     add_data_sets(p, "the MIC captions or the model's training talks")
@@ -116,7 +87,7 @@ def register(subparsers) -> None:
     p.add_argument("--translations", type=Path, required=True, help="pivot-translate output")
     p.add_argument("--coco-root", type=Path, required=True)
     p.add_argument("--features", type=Path, required=True)
-    p.add_argument("--backbone", default="alexnet_fc6")
+    add_record_option(p, "pivot-mt")
     p.add_argument("--language", choices=LANGUAGES, required=True)
     p.add_argument("--out", type=Path, required=True, help="run directory")
     add_data_sets(p, "the MIC captions, features or the translating model's talks")
@@ -141,26 +112,7 @@ def register(subparsers) -> None:
     p.add_argument("--runs", type=Path, nargs="+", required=True, help="bridge metrics.json")
     p.add_argument("--coco-root", type=Path, required=True, help="prepared COCO (Multi30K layout)")
     p.add_argument("--images", type=Path, required=True, help="directory the MIC paths are under")
-    checked_option(
-        p,
-        "--per-language",
-        "pivot.examples.per_language",
-        type=int,
-        help="queries per language and table",
-    )
-    checked_option(
-        p,
-        "--seed",
-        "pivot.examples.seed",
-        type=int,
-        help="draw of the queries not from the paper",
-    )
-    p.add_argument(
-        "--paper-queries",
-        type=json.loads,
-        default=None,
-        help='JSON {"table6": {lang: [a caption of the image]}, "table7": {lang: [caption]}}',
-    )
+    add_record_option(p, "pivot-examples")
     p.add_argument("--figures", type=Path, required=True, help="output directory of the figures")
     p.add_argument("--tables", type=Path, required=True, help="output directory of the CSVs")
     declare_output_dirs(p, "figures", "tables")
@@ -170,11 +122,12 @@ def register(subparsers) -> None:
 def run_train(args: argparse.Namespace) -> None:
     from mlmm.pivot.experiment import SETTINGS, mean_epoch_seconds, train_stage
 
-    settings = {key: getattr(args, key) for key in SETTINGS}
+    record = read_command_record("pivot-train", args.config)
+    settings = {key: record[key] for key in SETTINGS}
     result = train_stage(
         args.coco_root,
         args.features,
-        args.backbone,
+        record["backbone"],
         args.ted_root,
         args.language,
         args.model,
@@ -193,9 +146,10 @@ def run_mt_data(args: argparse.Namespace) -> None:
     from mlmm.pivot.data import ted_corpus_root
     from mlmm.pivot.mt import parallel_corpus, write_parallel
 
+    record = read_command_record("pivot-mt-data", args.config)
     corpus, stats = parallel_corpus(
-        ted_corpus_root(args.ted_root), args.language, args.validation_fraction,
-        args.validation_max, args.seed, args.max_length,
+        ted_corpus_root(args.ted_root), args.language, record["validation_fraction"],
+        record["validation_max"], record["seed"], record["mt"]["max_length"],
     )
     write_parallel(args.out, args.language, corpus, stats)
     print(f"{stats['train_pairs']} training and {stats['val_pairs']} validation sentence pairs; "
@@ -209,9 +163,10 @@ def run_translate(args: argparse.Namespace) -> None:
     from mlmm.pivot.mt import translate_mic
     from mlmm.provenance import provenance
 
+    beam = read_command_record("pivot-translate", args.config)["mt"]["beam"]
     torch.set_num_threads(args.threads)
-    stats = translate_mic(args.model, args.coco_root, args.language, args.beam, args.out)
-    settings = {k: str(v) for k, v in vars(args).items() if k != "func"}
+    stats = translate_mic(args.model, args.coco_root, args.language, beam, args.out)
+    settings = {k: str(v) for k, v in vars(args).items() if k != "func"} | {"beam": str(beam)}
     made_from = provenance(settings, data=args.data_sets)
     write_json(args.out / "stats.json", stats | {"provenance": made_from})
     print(json.dumps(stats))
@@ -223,11 +178,12 @@ def run_mt(args: argparse.Namespace) -> None:
     from mlmm.pivot.mt import evaluate_translations
     from mlmm.provenance import provenance
 
+    backbone = read_command_record("pivot-mt", args.config)["backbone"]
     result = evaluate_translations(
-        args.direct_run, args.translations, args.coco_root, args.features, args.backbone,
+        args.direct_run, args.translations, args.coco_root, args.features, backbone,
         args.language,
     )
-    settings = {k: str(v) for k, v in vars(args).items() if k != "func"}
+    settings = {k: str(v) for k, v in vars(args).items() if k != "func"} | {"backbone": backbone}
     result["provenance"] = provenance(settings, data=args.data_sets)
     ranks = result.pop("ranks")
     write_test_ranks(args.out / "metrics.json", result["language"], ranks, result)
@@ -249,15 +205,17 @@ def run_table(args: argparse.Namespace) -> None:
 
 
 def run_examples(args: argparse.Namespace) -> None:
+    # per_language, seed, paper_queries: {"table6": {lang: [a caption of the image]}, ...}
+    examples = read_command_record("pivot-examples", args.config)["examples"]
     from mlmm.pivot.examples import tables6_7
 
     frames = tables6_7(
         args.runs,
         args.coco_root,
         args.images,
-        args.per_language,
-        args.seed,
-        args.paper_queries,
+        examples["per_language"],
+        examples["seed"],
+        examples["paper_queries"],
         args.figures,
         args.tables,
     )

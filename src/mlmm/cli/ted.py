@@ -8,6 +8,7 @@ from pathlib import Path
 from mlmm.cli import add_paper_tables, declare_output_dirs, declare_outputs
 from mlmm.errors import InputError
 from mlmm.io import guard_outputs, read_json_object, table_outputs
+from mlmm.records import add_record_option, read_command_record
 from mlmm.schema import checked_option
 from mlmm.ted import LANGUAGES, PIVOT
 
@@ -43,23 +44,15 @@ def _demo_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _settings(args: argparse.Namespace) -> dict:
-    keys = [
-        "hidden",
-        "epochs",
-        "batch_size",
-        "learning_rate",
-        "seed",
-        "input",
-        "validation_fraction",
-        "perceptron_epochs",
-        "reconstruction",
-        "device",
-    ]
-    settings = {k: getattr(args, k) for k in keys if hasattr(args, k)}
+def _settings(command: str, args: argparse.Namespace) -> dict:
+    """The settings of a run (its provenance config): ``command``'s record (``--config``),
+    the job's lambda and the device it ran on, and the record's path."""
+    settings = read_command_record(command, args.config)
     if getattr(args, "lam", None) is not None:
         settings["lambda"] = args.lam
-    return settings
+    if getattr(args, "device", None) is not None:
+        settings["device"] = args.device
+    return settings | {"record": str(args.config)}
 
 
 def register(subparsers) -> None:
@@ -98,13 +91,7 @@ def register(subparsers) -> None:
     p.add_argument("--index", type=Path, required=True, help="index.json of ted-fetch")
     p.add_argument("--out-dir", type=Path, required=True)
     declare_output_dirs(p, "out_dir")
-    checked_option(
-        p, "--min-count", "ted.min_count", type=int, help="keep words seen this often"
-    )
-    p.add_argument(
-        "--topics", nargs="+", default=None, help="topics to read (default: those in the corpus)"
-    )
-    _corpus_args(p)
+    add_record_option(p, "ted-bow")
     p.set_defaults(func=run_bow)
 
     p = subparsers.add_parser("ted-train", help="train Bridge CorrNet with one lambda")
@@ -112,16 +99,8 @@ def register(subparsers) -> None:
     p.add_argument("--out-dir", type=Path, required=True)
     declare_output_dirs(p, "out_dir")
     checked_option(p, "--lambda", "ted.lambdas[]", dest="lam", type=float, required=True)
-    checked_option(p, "--hidden", "ted.hidden", type=int)
-    checked_option(p, "--epochs", "ted.epochs", type=int)
-    checked_option(p, "--batch-size", "ted.batch_size", type=int)
-    checked_option(p, "--learning-rate", "ted.learning_rate", type=float)
-    p.add_argument("--input", choices=["binary", "count"], default="binary")
-    p.add_argument(
-        "--reconstruction", choices=["cross_entropy", "reference"], default="cross_entropy"
-    )
+    add_record_option(p, "ted-train")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-    checked_option(p, "--seed", "ted.seed", type=int)
     checked_option(p, "--threads", "ted.threads", type=int)
     p.set_defaults(func=run_train)
 
@@ -129,9 +108,7 @@ def register(subparsers) -> None:
     p.add_argument("--bow", type=Path, required=True)
     p.add_argument("--runs", type=Path, nargs="+", required=True, help="ted-train directories")
     p.add_argument("--out", type=Path, required=True)
-    checked_option(p, "--validation-fraction", "ted.validation_fraction", type=float)
-    checked_option(p, "--perceptron-epochs", "ted.perceptron_epochs", type=int)
-    checked_option(p, "--seed", "ted.seed", type=int)
+    add_record_option(p, "ted-tune")
     checked_option(p, "--jobs", "$defs.cli_options.jobs", type=int, default=1)
     declare_outputs(p, "out")
     p.set_defaults(func=run_tune)
@@ -141,7 +118,7 @@ def register(subparsers) -> None:
     p.add_argument("--tuning", type=Path, required=True)
     p.add_argument("--source", required=True)
     p.add_argument("--out", type=Path, required=True)
-    checked_option(p, "--perceptron-epochs", "ted.perceptron_epochs", type=int)
+    add_record_option(p, "ted-classify")
     declare_outputs(p, "out")
     p.set_defaults(func=run_classify)
 
@@ -169,8 +146,7 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("ted-neighbours", help="Table 4: nearest words of English words")
     p.add_argument("--bow", type=Path, required=True)
     p.add_argument("--tuning", type=Path, required=True)
-    p.add_argument("--words", nargs="+", required=True)
-    checked_option(p, "--k", "ted.table4_k", type=int)
+    add_record_option(p, "ted-neighbours")
     add_paper_tables(p)
     p.add_argument(
         "--demo", action="store_true", help="the corpus is the generated demo (says so in notes)"
@@ -217,30 +193,34 @@ def run_fetch(args: argparse.Namespace) -> None:
 
 
 def run_bow(args: argparse.Namespace) -> None:
-    guard_outputs([args.out_dir], [args.index])
+    guard_outputs([args.out_dir], [args.index, args.config])
+    record = read_command_record("ted-bow", args.config)
 
     from mlmm.ted.bow import build
 
-    _check_languages(args.languages)
+    _check_languages(record["languages"])
     root = Path(
         read_json_object(args.index, ("root",), "the JSON of ted-fetch with a 'root'")["root"]
     )
     meta = build(
-        root, args.out_dir, args.languages, args.topics, _codes(args.corpus_codes), args.min_count
+        root, args.out_dir, record["languages"], record["topics"], record["corpus_codes"],
+        record["min_count"],
     )
     print("vocabulary sizes:", meta["vocabulary"])
 
 
 def run_train(args: argparse.Namespace) -> None:
-    guard_outputs([args.out_dir], [args.bow])
+    guard_outputs([args.out_dir], [args.bow, args.config])
     from mlmm.ted.experiment import train_stage
 
-    metrics = train_stage(args.bow, args.out_dir, _settings(args), threads=args.threads)
+    settings = _settings("ted-train", args)
+    metrics = train_stage(args.bow, args.out_dir, settings, threads=args.threads)
     print(f"seconds per epoch: {metrics['seconds_per_epoch']:.2f}")
 
 
 def run_tune(args: argparse.Namespace) -> None:
-    guard_outputs([args.out], [args.bow, *args.runs], args.force)
+    guard_outputs([args.out], [args.bow, *args.runs, args.config], args.force)
+    tune_settings = _settings("ted-tune", args)
 
     from mlmm.ted.experiment import tune_stage
 
@@ -252,15 +232,16 @@ def run_tune(args: argparse.Namespace) -> None:
             runs[float(settings["provenance"]["config"]["lambda"])] = run
         except (KeyError, TypeError, ValueError):
             raise InputError(metrics, "a number", "none", key="provenance.config.lambda") from None
-    result = tune_stage(args.bow, runs, args.out, _settings(args), jobs=args.jobs)
+    result = tune_stage(args.bow, runs, args.out, tune_settings, jobs=args.jobs)
     print({lang: c["lambda"] for lang, c in result["chosen"].items()})
 
 
 def run_classify(args: argparse.Namespace) -> None:
-    guard_outputs([args.out], [args.bow, args.tuning], args.force)
+    guard_outputs([args.out], [args.bow, args.tuning, args.config], args.force)
     from mlmm.ted.experiment import classify_stage
 
-    result = classify_stage(args.bow, args.tuning, args.source, args.out, _settings(args))
+    settings = _settings("ted-classify", args)
+    result = classify_stage(args.bow, args.tuning, args.source, args.out, settings)
     print({lang: round(f1, 3) for lang, f1 in result["f1"].items()})
 
 
@@ -297,8 +278,11 @@ def run_neighbours(args: argparse.Namespace) -> None:
     from mlmm.tables import check_paper_tables, paper_tables_option, paper_tables_paths
 
     paper_tables = paper_tables_option(args.paper_tables)
-    guard_outputs([args.out_dir], [args.bow, args.tuning, *paper_tables_paths(paper_tables)])
+    guard_outputs(
+        [args.out_dir], [args.bow, args.tuning, args.config, *paper_tables_paths(paper_tables)]
+    )
     check_paper_tables(paper_tables)
+    record = read_command_record("ted-neighbours", args.config)
 
     from mlmm.ted.experiment import bow_digest, chosen_run
     from mlmm.ted.report import neighbours
@@ -308,5 +292,6 @@ def run_neighbours(args: argparse.Namespace) -> None:
         raise InputError(args.tuning, "a run directory", "none", key="overall.run")
     run = chosen_run(args.tuning, tuning["overall"], bow_digest(args.bow)).parent
     neighbours(
-        run / "model.pt", args.bow, args.words, args.k, args.out_dir, paper_tables, args.demo
+        run / "model.pt", args.bow, record["table4_words"], record["table4_k"], args.out_dir,
+        paper_tables, args.demo,
     )

@@ -6,12 +6,14 @@ validation BLEU), ``search`` (greedy and beam search, n-best lists with features
 Importing this package does not import torch.
 """
 
+from mlmm.records import COMMANDS
+
 # What the NMT stage commands read from their record (`--config RECORD`): these keys of the
 # config's nmt section (or of a pivot language's NMT, mlmm.pivot.nmt_records), the settings of
-# one run of `mlmm train-nmt` or `mlmm nbest`; a key the record leaves out takes the schema's
-# default (mlmm.schema.read_record).
-TRAIN_RECORD_KEYS = ("src", "tgt", "model", "train")
-NBEST_RECORD_KEYS = ("beam",)
+# one run of `mlmm train-nmt` or `mlmm nbest` (listed in mlmm.records.COMMANDS); a key the
+# record leaves out takes the schema's default (mlmm.schema.read_record).
+TRAIN_RECORD_KEYS = COMMANDS["train-nmt"][1]
+NBEST_RECORD_KEYS = COMMANDS["nbest"][1]
 
 
 def train_record(section: dict) -> dict:
