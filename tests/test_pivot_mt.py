@@ -26,7 +26,7 @@ from mlmm.pivot.mt import (
     translation_file,
     write_parallel,
 )
-from mlmm.pivot.table import SYSTEMS, table5
+from mlmm.results.pivot_table import SYSTEMS, table5
 from mlmm.ted import TOPICS
 
 MT_LABEL = "CorrNet + MT (NMT; the paper used Moses)"

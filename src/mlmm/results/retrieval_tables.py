@@ -22,9 +22,9 @@ import pandas as pd
 from mlmm.catalogue import TABLES, TableSpec
 from mlmm.errors import InputError
 from mlmm.figures import figure_size, paper_style
-from mlmm.intervals import BOOTSTRAP_NOTE, Run, add_intervals
 from mlmm.io import parse_json, read_json, save_figure
 from mlmm.origin import Origin, backbone_name, stamp_figure
+from mlmm.results.intervals import BOOTSTRAP_NOTE, Run, add_intervals
 from mlmm.tables import KEYS, beside_paper, load_paper_table, summarise_runs, write_table
 
 # ----------------------------------------------------------------------------------------

@@ -90,14 +90,14 @@ def _present(paper: pd.DataFrame | None, languages: set[str]) -> pd.DataFrame | 
 
 def with_intervals(frame: pd.DataFrame, cldc: list[Path], nb: Path | None, table: int):
     """The cells' 95 % bootstrap intervals over test documents and ``within_noise``, from the
-    per-document decisions kept beside each result (``mlmm.intervals.add_intervals``)."""
-    from mlmm.intervals import add_intervals
+    per-document decisions kept beside each result (``mlmm.results.intervals.add_intervals``)."""
+    from mlmm.results.intervals import add_intervals
 
     return add_intervals(frame, ted_runs(cldc, nb), PAPER, table)
 
 
 def interval_notes() -> list[str]:
-    from mlmm.intervals import BOOTSTRAP_NOTE
+    from mlmm.results.intervals import BOOTSTRAP_NOTE
 
     return [
         BOOTSTRAP_NOTE,
@@ -318,8 +318,8 @@ def ted_runs(cldc: list, nb=None) -> list:
     """``mlmm ted-classify`` results (and the ``ted-nb`` one) as runs of Rajendran et al.'s
     Tables 1 and 3: one run per (training, test language) cell, mapped onto the paper's row,
     its per-document decisions beside the result JSON."""
-    from mlmm.intervals import Run
     from mlmm.io import read_json_object
+    from mlmm.results.intervals import Run
 
     results = [(SYSTEM, Path(p)) for p in cldc] + ([(NB_SYSTEM, Path(nb))] if nb else [])
     runs = []

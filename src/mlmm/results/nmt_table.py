@@ -9,9 +9,9 @@ import pandas as pd
 
 from mlmm.catalogue import NMT_TABLE_LANGUAGE
 from mlmm.errors import InputError
-from mlmm.intervals import BOOTSTRAP_NOTE, Run, add_intervals
 from mlmm.io import read_json, read_json_object
 from mlmm.origin import Origin
+from mlmm.results.intervals import BOOTSTRAP_NOTE, Run, add_intervals
 from mlmm.tables import beside_paper, load_paper_table, summarise_runs, write_table
 
 LANGUAGE, DIRECTION = NMT_TABLE_LANGUAGE, "mt"

@@ -201,7 +201,7 @@ def table5(
     paper = load_paper_table(paper_tables, PAPER, 5)
     if paper is not None:
         paper = paper.replace({"system": {PAPER_MT_SYSTEM: SYSTEMS["mt"]}})
-    from mlmm.intervals import BOOTSTRAP_NOTE, add_intervals
+    from mlmm.results.intervals import BOOTSTRAP_NOTE, add_intervals
 
     frame = beside_paper(summarise_runs(ours(chosen)), paper)
     frame = add_intervals(frame, pivot_runs(records), PAPER, 5)
@@ -232,7 +232,7 @@ def pivot_runs(records: list[dict]) -> list:
     """Table 5 runs (``read_runs``) as runs of its rows: the run chosen per model, language and
     direction (``choose``), its recalls as fractions of 1, its MIC test ranks in queries.npz
     beside its metrics.json."""
-    from mlmm.intervals import Run
+    from mlmm.results.intervals import Run
 
     runs = []
     for (model, language, direction), record in choose(records).items():
