@@ -250,6 +250,38 @@ def test_stage_to_results_and_results_to_stage_imports_are_seen():
     assert stage_imports_of_results(extra)["mlmm.results.claims"] == {"mlmm.ted.demo"}
 
 
+def _called(path: Path) -> set[str]:
+    """The names a module calls (``f(...)`` and ``m.f(...)`` alike)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call):
+            func = node.func
+            names.add(func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", ""))
+    return names
+
+
+def test_every_paper_table_takes_the_one_path():
+    """Our cells beside the paper's with their intervals: only mlmm.results.build puts them
+    together (paper_table), every table builder calls it, and no module outside the results
+    package (and mlmm.tables, which defines them) summarises runs or writes a table."""
+    steps = {"summarise_runs", "beside_paper", "add_intervals"}
+    mods = modules(SRC)
+    tables = ("retrieval_tables", "corpus_table", "nmt_table", "ted_tables", "pivot_table")
+    builders = ["mlmm.results." + name for name in tables]
+    assert [b for b in builders if "paper_table" not in _called(mods[b])] == []
+    by_hand = [n for n in mods if n != "mlmm.results.build" and _called(mods[n]) & steps]
+    assert by_hand == []
+    writers = [
+        name
+        for name in mods
+        if "write_table" in _called(mods[name])
+        and layer_of(name) is not None
+        and LAYERS[layer_of(name)][0] != "results"
+        and name != "mlmm.tables"
+    ]
+    assert writers == []
+
+
 def _package(tmp_path: Path, files: dict[str, str]) -> Path:
     for name, text in files.items():
         path = tmp_path / "pkg" / name

@@ -11,7 +11,8 @@ import pandas as pd
 
 from mlmm.data.prepare import corpus_statistics
 from mlmm.origin import Origin
-from mlmm.tables import beside_paper, load_paper_table, summarise_runs, write_table
+from mlmm.results.build import paper_table
+from mlmm.tables import load_paper_table, write_table
 
 SYSTEM = "dataset statistic"
 JACCARD_NOTE = (
@@ -85,16 +86,21 @@ def table1_from_statistics(
     differences, which there are then by construction."""
     paper = load_paper_table(paper_tables, "kadar2018", 1)
     rows = pd.DataFrame(_rows(statistics))
-    frame = beside_paper(summarise_runs(rows), paper).drop(columns=["ours_std", "runs"])
     # the join sorts its keys; show the cells in the paper's order, ours after
     position = {
         key: i for i, key in enumerate(zip(rows["variant_note"], rows["language"], strict=True))
     }
-    order = [
-        position.get(key, len(position))
-        for key in zip(frame["variant_note"], frame["language"], strict=True)
-    ]
-    frame = frame.iloc[sorted(range(len(frame)), key=order.__getitem__)].reset_index(drop=True)
+
+    def in_order(frame: pd.DataFrame) -> pd.DataFrame:
+        frame = frame.drop(columns=["ours_std", "runs"])
+        order = [
+            position.get(key, len(position))
+            for key in zip(frame["variant_note"], frame["language"], strict=True)
+        ]
+        return frame.iloc[sorted(range(len(frame)), key=order.__getitem__)].reset_index(drop=True)
+
+    # counted on the corpus, one number per cell: no per-query outcomes, no intervals
+    frame = paper_table(rows, paper, None, "kadar2018", 1, order=in_order)
     sizes = {name: _size_cells(cells) for name, cells in statistics["sizes"].items()}
     notes = [
         "Counted on the upstream tokenised lowercased files (tok/*.lc.norm.tok.*), training "
