@@ -47,8 +47,11 @@ RESULTS_READ_FROM_STAGES: dict[str, dict[str, str]] = {
         "mlmm.pivot.models": "the distance the stored codes are ranked by",
     },
     "mlmm.results.pivot_table": {"mlmm.pivot": "the recall cut-offs of Table 5 (KS)"},
+    "mlmm.results.protocol_notes": {
+        "mlmm.retrieval.config": "a variant's record keys, their defaults and their readings",
+    },
     "mlmm.results.retrieval_tables": {
-        "mlmm.retrieval.config": "variant records and the protocol notes printed beside a run",
+        "mlmm.retrieval.config": "a run's variant record, resolved from the configuration",
     },
     "mlmm.results.ted_tables": {
         "mlmm.ted": "the pivot language (PIVOT)",

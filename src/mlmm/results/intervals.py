@@ -39,7 +39,7 @@ class Run:
     seed: int
     metrics: dict
     paper_rows: list[dict]
-    protocol: list[str] = field(default_factory=list)  # retrieval.config.protocol_notes
+    protocol: list[str] = field(default_factory=list)  # results.protocol_notes
     path: Path | None = None  # its metrics.json (queries.npz lies beside it)
 
 

@@ -60,7 +60,8 @@ def _metrics_files(paths: list[Path]) -> list[Path]:
 
 def load_runs(paths: list[Path], section: dict, where: str = "config") -> list[Run]:
     """Every run's metrics with its variant's ``paper_rows`` from the retrieval section."""
-    from mlmm.retrieval.config import protocol_notes, resolve_variant
+    from mlmm.results.protocol_notes import protocol_notes
+    from mlmm.retrieval.config import resolve_variant
 
     rows_of: dict[str, list[dict]] = {}
     protocol_of: dict[str, list[str]] = {}
