@@ -340,7 +340,7 @@ def _table(runs: list[Path], out: Path) -> list[str]:
 
 
 def test_a_pivot_run_with_a_file_of_another_run_is_refused(pivot_runs, tmp_path, capsys):
-    from mlmm.pivot.examples import ranking_scores
+    from mlmm.results.pivot_examples import ranking_scores
 
     root = _ted_copy(tmp_path, pivot_runs)
     run = root / "random1"

@@ -1,8 +1,8 @@
 """Semantic checks after the schema and runs of another configuration.
 
-Each check lives in one place (the schema, ``mlmm.config.validate_config``, ``mlmm.report``'s
-run loader, the NMT table builder); these tests enumerate the members it covers: every numeric
-option of every subcommand, every seed of the schema.
+Each check lives in one place (the schema, ``mlmm.config.validate_config``,
+``mlmm.results.retrieval_tables``'s run loader, the NMT table builder); these tests enumerate
+the members it covers: every numeric option of every subcommand, every seed of the schema.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import pytest
 import yaml
 from helpers.one_line import message_lines
 
-from mlmm import report
 from mlmm.cli import build_parser, main
 from mlmm.config import validate_config
 from mlmm.errors import InputError
+from mlmm.results import retrieval_tables as report
 from mlmm.schema import CHECKS, SCHEMA_PATH, _resolve, check_options, schema
 
 SEED_MAX = 2**32 - 1  # numpy.random.seed and default_rng(legacy) take 0..2**32-1
@@ -222,7 +222,7 @@ def test_a_variant_in_a_language_its_data_set_lacks_is_refused(dataset, language
 
 
 def test_ted_tables_refuse_one_source_read_twice(tmp_path):
-    from mlmm.ted.report import table1
+    from mlmm.results.ted_tables import table1
 
     result = {"source": "de", "f1": {"de": 0.6, "en": 0.5}, "provenance": {}}
     first, copy = tmp_path / "de.json", tmp_path / "de_copy.json"

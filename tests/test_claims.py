@@ -1,5 +1,6 @@
-"""Claims registries and verdicts (mlmm.claims) on runs with planted effects, the intervals on
-the retrieval tables' cells, and every shipped registry naming cells of the paper's tables."""
+"""Claims registries and verdicts (mlmm.results.claims) on runs with planted effects, the
+intervals on the retrieval tables' cells, and every shipped registry naming cells of the
+paper's tables."""
 
 from __future__ import annotations
 
@@ -10,15 +11,15 @@ import pandas as pd
 import pytest
 import yaml
 
-from mlmm import claims as c
 from mlmm.catalogue import CLAIM_PAPERS, TABLE_SUFFIXES
 from mlmm.errors import InputError
-from mlmm.intervals import Run, add_intervals
-from mlmm.nmt.table import nmt_runs
 from mlmm.outcomes import run_metrics, write_result
-from mlmm.pivot.table import pivot_runs
 from mlmm.provenance import provenance
-from mlmm.ted.report import ted_runs
+from mlmm.results import claims as c
+from mlmm.results.intervals import Run, add_intervals
+from mlmm.results.nmt_table import nmt_runs
+from mlmm.results.pivot_table import pivot_runs
+from mlmm.results.ted_tables import ted_runs
 
 REPO = Path(__file__).resolve().parents[1]
 PAPER_TABLES = REPO / "resources" / "paper_tables"
@@ -313,8 +314,8 @@ def test_ted_decisions_give_table3_intervals_and_claims(tmp_path):
     """Bridge CorrNet (es) planted better than NB on the same test talks: the claim holds,
     Table 3's cells get an interval from the documents, the other languages are not run."""
     from mlmm import uncertainty
+    from mlmm.results.ted_tables import NB_SYSTEM, mono_note
     from mlmm.ted.classify import topic_f1
-    from mlmm.ted.report import NB_SYSTEM, mono_note
 
     rng = np.random.default_rng(5)
     gold = rng.random((300, 15)) < 0.1
@@ -365,7 +366,7 @@ def test_pivot_ranks_give_table5_intervals_and_claims(tmp_path):
     """Table 5 runs with planted ranks on the same MIC images and captions: the claims
     across rows of other caption languages (En-Image CorrNet) and of the CorrNet + MT row
     are tested, recalls stay fractions of 1, absent rows are not run."""
-    from mlmm.pivot.table import read_runs, table5
+    from mlmm.results.pivot_table import read_runs, table5
 
     rng = np.random.default_rng(2)
     weak_i2t, weak_t2i = rng.integers(0, 200, 100), rng.integers(0, 100, 500)
@@ -471,11 +472,17 @@ def test_lower_is_better_and_several_cells(tmp_path):
 
 
 def test_claims_and_intervals_import_no_table_builder():
-    """The layers: mlmm.intervals and mlmm.claims sit under the table builders and import
-    none of them; the builders import mlmm.intervals, never mlmm.claims."""
+    """The layers: mlmm.results.intervals and mlmm.results.claims sit under the table builders
+    and import none of them; the builders import mlmm.results.intervals, never
+    mlmm.results.claims."""
     import ast
 
-    builders = {"mlmm.report", "mlmm.nmt.table", "mlmm.ted.report", "mlmm.pivot.table"}
+    builders = {
+        "mlmm.results.retrieval_tables",
+        "mlmm.results.nmt_table",
+        "mlmm.results.ted_tables",
+        "mlmm.results.pivot_table",
+    }
 
     def imported(module: str) -> set[str]:
         path = REPO / "src" / (module.replace(".", "/") + ".py")
@@ -487,10 +494,15 @@ def test_claims_and_intervals_import_no_table_builder():
                 found |= {a.name for a in node.names}
         return found
 
-    for low in ("mlmm.claims", "mlmm.intervals", "mlmm.uncertainty", "mlmm.outcomes"):
+    for low in (
+        "mlmm.results.claims",
+        "mlmm.results.intervals",
+        "mlmm.uncertainty",
+        "mlmm.outcomes",
+    ):
         assert not imported(low) & builders, low
     for builder in builders:
-        assert "mlmm.claims" not in imported(builder), builder
+        assert "mlmm.results.claims" not in imported(builder), builder
 
 
 def _figure_run(tmp_path: Path, system: str, seed: int, ranks: np.ndarray) -> Run:

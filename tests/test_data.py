@@ -16,7 +16,6 @@ from mlmm.data.multi30k import COMPARABLE_LANGUAGES, TRANSLATION_LANGUAGES
 from mlmm.data.prepare import (
     expected_files,
     jaccard,
-    kadar_table1,
     union_vocabulary,
     validate,
     vocabularies,
@@ -24,6 +23,7 @@ from mlmm.data.prepare import (
 )
 from mlmm.data.vocab import Vocabulary
 from mlmm.errors import InputError
+from mlmm.results.corpus_table import kadar_table1
 from mlmm.tables import PAPER_COLUMNS
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"

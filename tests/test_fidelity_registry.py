@@ -13,7 +13,8 @@ from helpers.paper_config import PAPER, REPO, SCHEMA
 
 import mlmm.fidelity as fidelity
 from mlmm.config import validate_config
-from mlmm.retrieval.config import merge_config, protocol_notes, resolve_variant
+from mlmm.results.protocol_notes import protocol_notes
+from mlmm.retrieval.config import merge_config, resolve_variant
 
 
 def _leaves(paper: dict | None = None) -> dict:

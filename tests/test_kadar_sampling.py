@@ -16,9 +16,9 @@ import torch
 from helpers.retrieval import record_of, tiny_world
 
 from mlmm.catalogue import TABLES
-from mlmm.report import Run as ReportRun
-from mlmm.report import _notes
-from mlmm.retrieval.config import protocol_notes
+from mlmm.results.protocol_notes import protocol_notes
+from mlmm.results.retrieval_tables import Run as ReportRun
+from mlmm.results.retrieval_tables import _notes
 from mlmm.retrieval.data import Vocabularies, c2c_pairs, image_subsets, training_sets
 from mlmm.retrieval.streams import TrainingStreams
 from mlmm.retrieval.train import Run

@@ -17,7 +17,7 @@ import pytest
 from mlmm.origin import ENV_CONFIGS, ENV_DATA, RECORDED, Origin
 from mlmm.outcomes import decision_metrics, write_result
 from mlmm.provenance import provenance
-from mlmm.ted.report import table1, table3
+from mlmm.results.ted_tables import table1, table3
 
 PAPER_TABLES = Path(__file__).resolve().parents[1] / "resources" / "paper_tables"  # shipped
 TOPICS = ["art", "business", "science", "technology"]

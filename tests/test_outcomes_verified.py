@@ -13,7 +13,6 @@ import pytest
 
 from mlmm.cli import main
 from mlmm.errors import InputError
-from mlmm.intervals import Run, run_samples
 from mlmm.io import read_npz, write_json
 from mlmm.outcomes import (
     decision_metrics,
@@ -23,6 +22,7 @@ from mlmm.outcomes import (
     write_result,
 )
 from mlmm.provenance import provenance
+from mlmm.results.intervals import Run, run_samples
 
 IMAGES, PER_IMAGE = 20, 5
 

@@ -26,8 +26,8 @@ from helpers.paper_config import paper_config, paper_variant
 from helpers.workflow import BIN, LOCAL_RUN, REPO, tool_env
 
 from mlmm.catalogue import ALL_FIGURES, ALL_TABLES, CLAIM_PAPERS
-from mlmm.claims import VERDICTS
 from mlmm.demo.paper_layouts import LOCATION_KEYS, flattened_keys
+from mlmm.results.claims import VERDICTS
 
 PAPER = REPO / "config" / "paper.yaml"
 MINIATURE = REPO / "config" / "paper_miniature.yaml"
@@ -484,11 +484,11 @@ def test_muse_sections_split_by_source_word(tmp_path):
 
 def test_the_mic_copy_holds_the_paper_queries(tmp_path):
     """The paper's Tables 6-7 query captions replace generated MIC captions, one image each, so
-    that the paper-query path (mlmm.pivot.examples.find_caption) finds every one of them."""
+    that the paper-query path (mlmm.results.pivot_examples.find_caption) finds every one of them."""
     from mlmm.data.coco import tokenise_mic
     from mlmm.demo.paper_layouts import _paper_queries, _plant_paper_queries
     from mlmm.io import scratch
-    from mlmm.pivot.examples import find_caption
+    from mlmm.results.pivot_examples import find_caption
 
     queries = _paper_queries()
     configured = paper_config()["pivot"]["examples"]["paper_queries"]

@@ -14,7 +14,8 @@ from helpers.paper_config import (  # tests/ on sys.path
     paper_variants,
 )
 
-from mlmm.retrieval.config import languages, protocol_notes, select_languages
+from mlmm.results.protocol_notes import protocol_notes
+from mlmm.retrieval.config import languages, select_languages
 
 FIDELITY = (REPO / "docs" / "fidelity.md").read_text(encoding="utf-8")
 SECTION = FIDELITY.split("## Mohammadshahi et al. 2019 (AME)")[1].split("\n## ")[0]

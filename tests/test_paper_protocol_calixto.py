@@ -17,7 +17,8 @@ from helpers.paper_config import (  # tests/ on sys.path
 )
 
 from mlmm.features import BACKBONES
-from mlmm.retrieval.config import languages, protocol_notes, select_languages
+from mlmm.results.protocol_notes import protocol_notes
+from mlmm.retrieval.config import languages, select_languages
 
 FIDELITY = (REPO / "docs" / "fidelity.md").read_text(encoding="utf-8")
 SECTION = FIDELITY.split("## Calixto & Liu 2017, Tables 1-2 (ranking, STS)")[1].split("\n## ")[0]

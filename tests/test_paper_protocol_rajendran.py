@@ -133,7 +133,7 @@ def test_cldc_english_is_the_pivot_not_a_listed_language():
 
 def test_table4_queries_are_the_papers_words_with_four_neighbours():
     """Row 'Table 4': Section 5.2, market/oil/home/history, 4 neighbours in 9 languages."""
-    from mlmm.ted.report import paper_neighbours
+    from mlmm.results.ted_tables import paper_neighbours
 
     paper = paper_neighbours(PAPER_TABLES)
     ted = _ted()
@@ -198,7 +198,7 @@ def test_pivot_image_features_are_not_standardised():
 
 def test_pivot_tables6_7_show_two_queries_per_language_with_the_papers_captions():
     """Row 'Tables 6 and 7': Section 6.1, 2 German + 2 French queries, top-5 each."""
-    from mlmm.pivot.examples import TABLES, TOP
+    from mlmm.results.pivot_examples import TABLES, TOP
 
     examples = _pivot()["examples"]
     assert examples["per_language"] == 2 and TOP == 5

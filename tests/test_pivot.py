@@ -19,8 +19,8 @@ from mlmm.pivot import data as pdata
 from mlmm.pivot.evaluate import criterion, recalls, recalls_of_ranks
 from mlmm.pivot.experiment import check_request, train_stage
 from mlmm.pivot.models import BridgeMAE, chain_scores, nearest, random_scores
-from mlmm.pivot.table import table5
 from mlmm.records import write_record
+from mlmm.results.pivot_table import table5
 from mlmm.ted import corrnet
 
 
@@ -411,7 +411,7 @@ def test_images_without_features_leave_training_but_not_the_test(world, tmp_path
 
 
 def test_top5_ranks_by_score_with_ties_to_the_lower_index():
-    from mlmm.pivot.examples import top_k
+    from mlmm.results.pivot_examples import top_k
 
     # hand ranking of the scores -0.5, -0.1, -0.9, -0.1, -0.3, -0.2, -1.0: indices 1 and 3 tie
     scores = np.array([-0.5, -0.1, -0.9, -0.1, -0.3, -0.2, -1.0])
@@ -421,7 +421,7 @@ def test_top5_ranks_by_score_with_ties_to_the_lower_index():
 
 def test_ranking_scores_are_minus_euclidean_distances_of_the_codes(tmp_path):
     from mlmm.io import write_npz
-    from mlmm.pivot.examples import ranking_scores
+    from mlmm.results.pivot_examples import ranking_scores
 
     images = np.array([[0.0, 0.0], [3.0, 4.0]], dtype=np.float32)
     captions = np.array([[3.0, 0.0], [0.0, 0.0], [3.0, 4.0]], dtype=np.float32)
@@ -437,7 +437,7 @@ def test_ranking_scores_are_minus_euclidean_distances_of_the_codes(tmp_path):
 
 
 def test_queries_take_the_found_paper_ones_then_a_seeded_draw():
-    from mlmm.pivot.examples import choose_queries, find_caption
+    from mlmm.results.pivot_examples import choose_queries, find_caption
 
     captions = [["ein", "hund", "."], ["zwei", "pferde", "grasen", "."], ["ein", "hund", "."]]
     assert find_caption(captions, "Zwei Pferde grasen.", "de") == 1
@@ -455,7 +455,7 @@ def test_queries_take_the_found_paper_ones_then_a_seeded_draw():
 
 
 def test_table6_and_7_rows_hold_ids_ranks_and_relevance():
-    from mlmm.pivot.examples import COLUMNS, rows_for
+    from mlmm.results.pivot_examples import COLUMNS, rows_for
 
     images = ["a.jpg", "b.jpg"]
     captions = [[f"w{c}"] for c in range(10)]  # captions 0-4: image a, 5-9: image b
@@ -477,7 +477,7 @@ def test_table6_and_7_rows_hold_ids_ranks_and_relevance():
 def test_cli_writes_tables6_7_figures_and_csv_from_bridge_runs(world, tmp_path, capsys):
     import pandas as pd
 
-    from mlmm.pivot.examples import COLUMNS
+    from mlmm.results.pivot_examples import COLUMNS
 
     coco, feats, ted = world
     record = write_record(tmp_path / "train.json", {"hidden": 8, "epochs": 2, "min_count": 1})
@@ -535,7 +535,7 @@ def test_table7_figure_with_fewer_images_than_the_top_5(tmp_path):
     columns empty instead of failing (the paper miniature's MIC set is that small)."""
     import pandas as pd
 
-    from mlmm.pivot.examples import COLUMNS, plot
+    from mlmm.results.pivot_examples import COLUMNS, plot
 
     images = tmp_path / "images"
     images.mkdir()

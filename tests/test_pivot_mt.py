@@ -26,8 +26,8 @@ from mlmm.pivot.mt import (
     translation_file,
     write_parallel,
 )
-from mlmm.pivot.table import SYSTEMS, table5
 from mlmm.records import write_record
+from mlmm.results.pivot_table import SYSTEMS, table5
 from mlmm.ted import TOPICS
 
 MT_LABEL = "CorrNet + MT (NMT; the paper used Moses)"

@@ -25,11 +25,12 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.legend import Legend  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
-import mlmm.claims  # noqa: E402
-import mlmm.pivot.examples  # noqa: E402
-import mlmm.ted.report  # noqa: E402
-from mlmm import catalogue, report  # noqa: E402
+import mlmm.results.claims  # noqa: E402
+import mlmm.results.pivot_examples  # noqa: E402
+import mlmm.results.ted_tables  # noqa: E402
+from mlmm import catalogue  # noqa: E402
 from mlmm.cells import KEYS, ROW_HEADERS, decimals  # noqa: E402
+from mlmm.results import retrieval_tables as report  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 PAPER_TABLES = REPO / "resources" / "paper_tables"
@@ -84,13 +85,13 @@ def retrieval_outputs(root: Path, tables: Path, figures: Path) -> None:
     report.build_figures(runs, figures)
     for paper in catalogue.CLAIM_PAPERS:  # each paper's claims table, through the same writer
         registry = REPO / "resources" / "claims" / f"{paper}.yaml"
-        mlmm.claims.write_claims(runs, registry, PAPER_TABLES, tables, figures)
+        mlmm.results.claims.write_claims(runs, registry, PAPER_TABLES, tables, figures)
 
 
 def kadar_table1(root: Path, tables: Path, figures: Path) -> None:
     from helpers.multi30k import write_tree
 
-    from mlmm.data.prepare import write_kadar_table1
+    from mlmm.results.corpus_table import write_kadar_table1
 
     write_kadar_table1(write_tree(root / "m30k"), 2, PAPER_TABLES, tables / "kadar2018_table1",
                        demo=True)  # fmt: skip
@@ -99,7 +100,7 @@ def kadar_table1(root: Path, tables: Path, figures: Path) -> None:
 def calixto_table3(root: Path, tables: Path, figures: Path) -> None:
     """mt-score JSONs of every system of config.yaml's nmt section (the control row's label
     has a '|'), and the retrieval runs whose models gave the reranking features."""
-    from mlmm.nmt.table import table3
+    from mlmm.results.nmt_table import table3
 
     systems = yaml.safe_load((REPO / "config.yaml").read_text())["nmt"]["systems"]
     metrics = []
@@ -120,9 +121,9 @@ def ted_outputs(root: Path, tables: Path, figures: Path) -> None:
     """Rajendran Tables 1, 3 and 4 and the heatmap: classifier results of four languages
     (an F1 of exactly 1 among them), and a tiny corpus with an untrained model for Table 4."""
     from mlmm.cli import main
+    from mlmm.results.ted_tables import heatmap, neighbours, table1, table3
     from mlmm.ted import PIVOT, corrnet
     from mlmm.ted.bow import Bow
-    from mlmm.ted.report import heatmap, neighbours, table1, table3
 
     languages = ["en", *TED_LANGUAGES]
     rng = np.random.default_rng(1)
@@ -162,8 +163,8 @@ def pivot_outputs(root: Path, tables: Path, figures: Path) -> None:
     from PIL import Image
 
     from mlmm.origin import Origin
-    from mlmm.pivot.examples import COLUMNS, plot, rows_for
-    from mlmm.pivot.table import SYSTEMS, table5
+    from mlmm.results.pivot_examples import COLUMNS, plot, rows_for
+    from mlmm.results.pivot_table import SYSTEMS, table5
 
     runs = []
     for n, (model, language) in enumerate(
@@ -205,8 +206,8 @@ def pivot_outputs(root: Path, tables: Path, figures: Path) -> None:
 # figures with the workflow's own functions; together they cover the catalogue (checked below).
 BUILDERS = [retrieval_outputs, kadar_table1, calixto_table3, ted_outputs, pivot_outputs]
 # the modules that save figures (mlmm.io.save_figure): each figure is kept to be checked
-FIGURE_MODULES = [report, mlmm.ted.report, mlmm.pivot.examples, mlmm.claims]
-# the claims tables (mlmm.claims, written with mlmm.tables.write_table) and their figures
+FIGURE_MODULES = [report, mlmm.results.ted_tables, mlmm.results.pivot_examples, mlmm.results.claims]
+# the claims tables (mlmm.results.claims, written with mlmm.tables.write_table) and their figures
 CLAIMS_TABLES = [f"{paper}_claims" for paper in catalogue.CLAIM_PAPERS]
 LATEX_TABLES = catalogue.ALL_TABLES + CLAIMS_TABLES
 

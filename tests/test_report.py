@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from mlmm import report
 from mlmm.cli import main
 from mlmm.errors import InputError
+from mlmm.results import retrieval_tables as report
 
 PAPER_TABLES = Path(__file__).resolve().parents[1] / "resources" / "paper_tables"  # shipped
 

@@ -264,7 +264,7 @@ def test_table3_rows_line_up_with_the_paper(tmp_path):
 
     import pandas as pd
 
-    from mlmm.nmt.table import table3
+    from mlmm.results.nmt_table import table3
 
     for name, system, note, bleu in [
         ("a", "NMT baseline (attention NMT, Bahdanau et al., 2015)", "no re-ranking (1-best)",

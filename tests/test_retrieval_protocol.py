@@ -15,10 +15,11 @@ from helpers.retrieval import make_world, rcsls_update, section, toy_alignment
 
 from mlmm.demo import word_vectors as demo_vectors
 from mlmm.errors import InputError
+from mlmm.results.protocol_notes import calixto_notes
 from mlmm.retrieval import rcsls, word_vector_files
 from mlmm.retrieval import train as train_module
 from mlmm.retrieval.api import load_trained
-from mlmm.retrieval.config import calixto_notes, resolve_variant
+from mlmm.retrieval.config import resolve_variant
 from mlmm.retrieval.data import (
     Vocabularies,
     load_features,

@@ -136,7 +136,7 @@ def test_pipeline_on_tiny_demo(tmp_path):
 
 
 def test_table4_paper_neighbours_and_overlap_by_hand():
-    from mlmm.ted.report import overlap, paper_neighbours
+    from mlmm.results.ted_tables import overlap, paper_neighbours
 
     paper = paper_neighbours(PAPER_TABLES)
     if not paper:

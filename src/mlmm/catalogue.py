@@ -66,7 +66,7 @@ class TableSpec:
 
 _ALIGNMENT = (("en-de", "", "alignment"),)
 _ALIGNMENT_JA = (("en-ja", "", "alignment"),)
-# The retrieval tables (rule retrieval_tables, mlmm.report)
+# The retrieval tables (rule retrieval_tables, mlmm.results.retrieval_tables)
 TABLES = [
     TableSpec(
         "kadar2018", 2, "Kádár et al. 2018, Table 2: English image-sentence ranking",
@@ -133,7 +133,8 @@ TABLE_SUFFIXES = (".csv", ".md", ".tex", ".html", ".column.tex", ".intervals.tex
 # The retrieval figures (rule retrieval_figures): paper -> figure number
 FIGURES = {"kadar2018": 3, "ame2019": 2}
 
-# The papers with a claims registry (resources/claims/<paper>.yaml; rule claims, mlmm.claims):
+# The papers with a claims registry (resources/claims/<paper>.yaml; rule claims,
+# mlmm.results.claims):
 # results/tables/<paper>_claims.* and results/figures/<paper>_claims.*
 CLAIM_PAPERS = ["kadar2018", "calixto2017", "ame2019", "rajendran2016"]
 

@@ -127,7 +127,7 @@ ARTEFACT_KINDS = {
     # meta.json's record: the other files of the directory (record_directory; Bow.load)
     "TED bag-of-words directory (ted-bow)": ("files of the directory",),
     # metrics.json's record: the other files of the run (record_directory;
-    # mlmm.pivot.table.read_runs, pivot-mt's direct run, pivot-examples' rankings)
+    # mlmm.results.pivot_table.read_runs, pivot-mt's direct run, pivot-examples' rankings)
     "pivot run directory (pivot-train, pivot-mt)": ("files of the directory",),
     # .NAME.made-from.json: bytes, corpus texts, threshold (mlmm.data.vocab.Vocabulary.load)
     "Multi30K vocabulary (multi30k-vocab)": ("corpus", "min count"),

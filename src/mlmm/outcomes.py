@@ -2,7 +2,7 @@
 
 Every test number of a run is a summary of per-query outcomes; keeping them lets the tables put
 a bootstrap interval on every cell and the claims compare two systems on the same queries
-(``mlmm.uncertainty``, ``mlmm.claims``). Arrays, one name each:
+(``mlmm.uncertainty``, ``mlmm.results.claims``). Arrays, one name each:
 
 - ``folds``: the number of equal consecutive folds the test queries are cut into (5 for COCO 1K)
 - ``test/<lang>/i2t``, ``test/<lang>/t2i``: 0-based rank of the first correct item of every

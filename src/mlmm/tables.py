@@ -285,7 +285,7 @@ def cell_text(
 
 def interval_marks(frame: pd.DataFrame) -> pd.Series:
     """' [low, high] ≈' after a cell with a 95 % interval (``ours_low``, ``ours_high``;
-    ``mlmm.claims.add_intervals``): ≈ where the paper's number lies inside it
+    ``mlmm.results.claims.add_intervals``): ≈ where the paper's number lies inside it
     (``within_noise``), ≠ where it does not; nothing for cells without an interval."""
     if "ours_low" not in frame:
         return pd.Series("", index=frame.index)

@@ -132,7 +132,7 @@ for _paper, _number in FIGURES.items():
 
 
 # Each paper's claims (resources/claims/<paper>.yaml, package data: mlmm.shipped) tested on the
-# runs: mlmm.claims
+# runs: mlmm.results.claims
 CLAIM_REGISTRIES = [
     workdir_relative(shipped.claims_registry(paper)) for paper in CLAIM_PAPERS
 ]

@@ -155,8 +155,8 @@ def run_vocab(args) -> None:
 
 
 def run_table(args) -> None:
-    from mlmm.data.prepare import write_kadar_table1
     from mlmm.io import table_outputs
+    from mlmm.results.corpus_table import write_kadar_table1
     from mlmm.tables import check_paper_tables, paper_tables_option, paper_tables_paths
 
     paper_tables = paper_tables_option(args.paper_tables)

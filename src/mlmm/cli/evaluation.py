@@ -189,7 +189,7 @@ def run_eval(args) -> None:
 
 
 def _runs(args):
-    from mlmm.report import load_runs, read_section
+    from mlmm.results.retrieval_tables import load_runs, read_section
 
     if args.record_json is not None:
         from mlmm.schema import retrieval_record_json
@@ -200,7 +200,7 @@ def _runs(args):
 
 def run_tables(args) -> None:
     from mlmm.io import table_outputs
-    from mlmm.report import build_tables
+    from mlmm.results.retrieval_tables import build_tables
     from mlmm.tables import check_paper_tables, paper_tables_option, paper_tables_paths
 
     paper_tables = paper_tables_option(args.paper_tables)
@@ -213,7 +213,7 @@ def run_tables(args) -> None:
 
 def run_figures(args) -> None:
     from mlmm.io import guard_outputs
-    from mlmm.report import build_figures
+    from mlmm.results.retrieval_tables import build_figures
 
     guard_outputs([args.out], args.runs)
     runs = _runs(args)
@@ -222,12 +222,12 @@ def run_figures(args) -> None:
 
 
 def run_claims(args) -> None:
-    from mlmm.claims import write_claims
     from mlmm.io import table_outputs
-    from mlmm.nmt.table import nmt_runs
-    from mlmm.pivot.table import pivot_runs, read_runs
+    from mlmm.results.claims import write_claims
+    from mlmm.results.nmt_table import nmt_runs
+    from mlmm.results.pivot_table import pivot_runs, read_runs
+    from mlmm.results.ted_tables import ted_runs
     from mlmm.tables import check_paper_tables, paper_tables_option, paper_tables_paths
-    from mlmm.ted.report import ted_runs
 
     paper_tables = paper_tables_option(args.paper_tables)
     inputs = [*args.runs, *args.nmt_runs, *args.ted_cldc, args.ted_nb, *args.pivot_runs,

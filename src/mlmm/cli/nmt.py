@@ -347,7 +347,7 @@ def run_score(args) -> None:
 
 
 def run_table(args) -> None:
-    from mlmm.nmt.table import table3
+    from mlmm.results.nmt_table import table3
     from mlmm.tables import check_paper_tables, paper_tables_option, paper_tables_paths
 
     paper_tables = paper_tables_option(args.paper_tables)

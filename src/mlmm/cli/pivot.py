@@ -193,7 +193,7 @@ def run_mt(args: argparse.Namespace) -> None:
 
 def run_table(args: argparse.Namespace) -> None:
     from mlmm.io import table_outputs
-    from mlmm.pivot.table import table5
+    from mlmm.results.pivot_table import table5
     from mlmm.tables import check_paper_tables, paper_tables_option, paper_tables_paths
 
     paper_tables = paper_tables_option(args.paper_tables)
@@ -205,9 +205,10 @@ def run_table(args: argparse.Namespace) -> None:
 
 
 def run_examples(args: argparse.Namespace) -> None:
+    from mlmm.results.pivot_examples import tables6_7
+
     # per_language, seed, paper_queries: {"table6": {lang: [a caption of the image]}, ...}
     examples = read_command_record("pivot-examples", args.config)["examples"]
-    from mlmm.pivot.examples import tables6_7
 
     frames = tables6_7(
         args.runs,

@@ -254,8 +254,8 @@ def run_nb(args: argparse.Namespace) -> None:
 
 
 def run_tables(args: argparse.Namespace) -> None:
+    from mlmm.results.ted_tables import table1, table3
     from mlmm.tables import check_paper_tables, paper_tables_option, paper_tables_paths
-    from mlmm.ted.report import table1, table3
 
     paper_tables = paper_tables_option(args.paper_tables)
     table_outputs(args.out_dir, [*args.cldc, args.nb, *paper_tables_paths(paper_tables)])
@@ -269,7 +269,7 @@ def run_heatmap(args: argparse.Namespace) -> None:
     guard_outputs(
         [args.out.with_suffix(".png"), args.out.with_suffix(".pdf")], [args.table], args.force
     )
-    from mlmm.ted.report import heatmap
+    from mlmm.results.ted_tables import heatmap
 
     heatmap(args.table, args.out)
 
@@ -284,8 +284,8 @@ def run_neighbours(args: argparse.Namespace) -> None:
     check_paper_tables(paper_tables)
     record = read_command_record("ted-neighbours", args.config)
 
+    from mlmm.results.ted_tables import neighbours
     from mlmm.ted.experiment import bow_digest, chosen_run
-    from mlmm.ted.report import neighbours
 
     tuning = read_json_object(args.tuning, ("overall",), "the tuning JSON of ted-tune")
     if not isinstance(tuning["overall"], dict) or "run" not in tuning["overall"]:

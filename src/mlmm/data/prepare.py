@@ -1,4 +1,5 @@
-"""Prepare a verified Multi30K copy: validate it, build vocabularies, regenerate Kádár Table 1.
+"""Prepare a verified Multi30K copy: validate it, build vocabularies, count Kádár Table 1's
+statistics (the table itself: mlmm.results.corpus_table).
 
 The papers used the upstream tokenised, lowercased files (``tok/*.lc.norm.tok.*``) and count
 words on the training split; a word is kept when it occurs at least ``min_count`` times
@@ -12,8 +13,6 @@ import itertools
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
-
-import pandas as pd
 
 from mlmm.data.multi30k import (
     CAPTIONS_PER_IMAGE,
@@ -29,9 +28,7 @@ from mlmm.degenerate import not_empty
 from mlmm.errors import InputError
 from mlmm.fingerprint import record_made_from, value_digest
 from mlmm.io import read_lines, write_json
-from mlmm.origin import Origin
 from mlmm.provenance import Timer, provenance
-from mlmm.tables import beside_paper, load_paper_table, summarise_runs, write_table
 
 PORTIONS = {"translation": TRANSLATION_LANGUAGES, "comparable": COMPARABLE_LANGUAGES}
 VOCAB_SPLITS = ("train",)
@@ -231,171 +228,44 @@ def write_vocabularies(root: str | Path, out_dir: str | Path, min_count: int) ->
     return written
 
 
-# Kádár et al. 2018, Table 1 and the vocabulary sizes of Section 4. The variant notes are the
-# paper-table CSV's own spellings, so that our cells line up with the paper's.
-SYSTEM = "dataset statistic"
-JACCARD_NOTE = (
-    "vocabulary overlap (row language vs column language); only the upper triangle is printed"
-)
-SIZE_NOTES = {
-    ("translation", "vocab_total"): "sum of the four per-language vocabulary sizes",
-    ("translation", "vocab_union"): "size of the union vocabulary (about 6% smaller)",
-    ("comparable", "vocab_total"): "sum of the two per-language vocabulary sizes",
-    ("comparable", "vocab_union"): "size of the union vocabulary (about 4% smaller)",
-}
+def corpus_statistics(root: str | Path, min_count: int) -> dict:
+    """The vocabulary statistics behind Kádár et al. 2018 Table 1, as plain numbers:
 
+    - ``sizes``: reading -> portion -> language (and ``union``) -> vocabulary size, for the
+      paper's reading (training split, words seen >= ``min_count`` times, listed first) and the
+      nearby ones (training + validation; >= ``min_count`` + 1);
+    - ``jaccard``: portion -> (language, language) -> Jaccard overlap of the two vocabularies
+      under the paper's reading (every pair of the translation portion, diagonal included, in
+      the portion's language order; en-de of the comparable portion).
 
-def _size_cells(vocabs: dict[str, dict[str, Vocabulary]]) -> dict[tuple[str, str], int]:
-    cells = {}
-    for portion, languages in PORTIONS.items():
-        cells[portion, "vocab_total"] = sum(len(vocabs[portion][lang].counts) for lang in languages)
-        cells[portion, "vocab_union"] = len(vocabs[portion]["union"].counts)
-    return cells
-
-
-def _rows(vocabs: dict[str, dict[str, Vocabulary]], root: str | Path = "") -> list[dict]:
-    rows = []
-
-    def add(variant_note, language, metric, value):
-        rows.append(
-            {
-                "system": SYSTEM,
-                "variant_note": variant_note,
-                "language": language,
-                "direction": "",
-                "metric": metric,
-                "value": float(value),
-            }
-        )
-
-    translation = vocabs["translation"]
-    for a, b in itertools.combinations_with_replacement(TRANSLATION_LANGUAGES, 2):
-        add(
-            JACCARD_NOTE,
-            f"{a}-{b}",
-            "jaccard",
-            jaccard(translation[a].known_words(), translation[b].known_words(),
-                    f"{root} (translation-portion {a} and {b} vocabularies)"),
-        )
-    for (portion, metric), value in _size_cells(vocabs).items():
-        add(SIZE_NOTES[portion, metric], "+".join(PORTIONS[portion]), metric, value)
-    for portion, languages in PORTIONS.items():
-        for lang in languages:
-            add(
-                f"{portion} portion: per-language vocabulary size (not in the paper)",
-                lang,
-                "vocab_size",
-                len(vocabs[portion][lang].counts),
-            )
-    comparable = vocabs["comparable"]
-    add(
-        "comparable portion: vocabulary overlap (not in the paper)",
-        "en-de",
-        "jaccard",
-        jaccard(comparable["en"].known_words(), comparable["de"].known_words(),
-                f"{root} (comparable-portion en and de vocabularies)"),
-    )
-    return rows
-
-
-def kadar_table1(
-    root: str | Path, min_count: int, paper_tables: str | Path | None, demo: bool = False
-) -> tuple[pd.DataFrame, list[str]]:
-    """Our Table 1 cells beside the paper's, and notes on how they were counted and why they
-    differ; the notes include the sizes under the nearby readings of the paper's setup. With
-    ``demo`` (the copy is the generated demo world) the notes say so instead of explaining
-    differences, which there are then by construction."""
+    The table beside the paper's numbers is built from these (mlmm.results.corpus_table)."""
     counts = all_word_counts(root, ("train", "val"))
     readings = {
         f"train, >= {min_count}": vocabularies(root, min_count, ("train",), counts),
         f"train+val, >= {min_count}": vocabularies(root, min_count, ("train", "val"), counts),
         f"train, >= {min_count + 1}": vocabularies(root, min_count + 1, ("train",), counts),
     }
+    sizes = {
+        name: {
+            portion: {lang: len(vocab.counts) for lang, vocab in vocabs[portion].items()}
+            for portion in PORTIONS
+        }
+        for name, vocabs in readings.items()
+    }
     ours = next(iter(readings.values()))
-    paper = load_paper_table(paper_tables, "kadar2018", 1)
-    rows = pd.DataFrame(_rows(ours, root))
-    frame = beside_paper(summarise_runs(rows), paper).drop(columns=["ours_std", "runs"])
-    # the join sorts its keys; show the cells in the paper's order, ours after
-    position = {
-        key: i for i, key in enumerate(zip(rows["variant_note"], rows["language"], strict=True))
+
+    def overlap(portion: str, a: str, b: str) -> float:
+        return jaccard(ours[portion][a].known_words(), ours[portion][b].known_words(),
+                       f"{root} ({portion}-portion {a} and {b} vocabularies)")  # fmt: skip
+
+    pairs = {
+        "translation": list(itertools.combinations_with_replacement(TRANSLATION_LANGUAGES, 2)),
+        "comparable": [("en", "de")],
     }
-    order = [
-        position.get(key, len(position))
-        for key in zip(frame["variant_note"], frame["language"], strict=True)
-    ]
-    frame = frame.iloc[sorted(range(len(frame)), key=order.__getitem__)].reset_index(drop=True)
-    sizes = {name: _size_cells(vocabs) for name, vocabs in readings.items()}
-    notes = [
-        "Counted on the upstream tokenised lowercased files (tok/*.lc.norm.tok.*), training "
-        "split only, whitespace tokens; a word is in a language's vocabulary when it occurs "
-        f">= {min_count} times; Jaccard = |A and B| / |A or B| of two such vocabularies; the "
-        "union vocabulary is the set union of the per-language vocabularies "
-        "(translation: en/de/fr/cs task1 captions; comparable: en/de task2, five captions).",
-        "Vocabulary sizes under nearby readings of the paper's setup: "
-        + "; ".join(f"{name}: {_describe(cells)}" for name, cells in sizes.items())
-        + ".",
-    ]
-    if demo:
-        notes.insert(
-            0,
-            "Data: the generated demo world, not Multi30K; the paper's numbers are "
-            "for the real data, so only the pattern of overlaps is comparable.",
-        )
-    elif paper is not None:
-        notes += _comparison_notes(frame, sizes)
-    return frame, notes
-
-
-def _describe(cells: dict[tuple[str, str], int]) -> str:
-    return ", ".join(
-        f"{portion} total {cells[portion, 'vocab_total']:,} / union "
-        f"{cells[portion, 'vocab_union']:,}"
-        for portion in PORTIONS
-    )
-
-
-def _comparison_notes(frame: pd.DataFrame, sizes: dict[str, dict]) -> list[str]:
-    """Which reading is closest to the paper's sizes, and how our Jaccard cells round."""
-    size_rows = frame[frame["metric"].isin(["vocab_total", "vocab_union"]) & frame["paper"].notna()]
-    portion_of = {"+".join(langs): portion for portion, langs in PORTIONS.items()}
-    paper_cells = {
-        (portion_of[row.language], row.metric): row.paper for row in size_rows.itertuples()
+    return {
+        "sizes": sizes,
+        "jaccard": {
+            portion: {(a, b): overlap(portion, a, b) for a, b in pairs[portion]}
+            for portion in PORTIONS
+        },
     }
-    distance = {
-        name: sum(abs(cells[key] - value) for key, value in paper_cells.items())
-        for name, cells in sizes.items()
-    }
-    closest = min(distance, key=distance.get)
-    jaccard_rows = frame[(frame["metric"] == "jaccard") & frame["paper"].notna()]
-    agree = (jaccard_rows["ours"].round(2) - jaccard_rows["paper"]).abs() < 1e-9
-    disagree = ", ".join(
-        f"{row.language} ours {row.ours:.3f} vs {row.paper:.2f}"
-        for row in jaccard_rows[~agree].itertuples()
-    )
-    return [
-        f"Closest to the paper's four sizes (sum of absolute differences): {closest} "
-        f"({distance[closest]:,.0f} words in all; "
-        + ", ".join(f"{n}: {d:,.0f}" for n, d in distance.items() if n != closest)
-        + ").",
-        "The remaining size differences (a few words in ~17,000) are not explained by the "
-        "paper; plausible causes are a different revision of the upstream tok files or the "
-        "authors' code re-tokenising (mulisera strips punctuation and runs NLTK), which we do "
-        "not copy because the paper says it used the preprocessed files.",
-        f"Jaccard cells equal to the paper's after rounding to its two decimals: "
-        f"{int(agree.sum())} of {len(agree)}" + (f" (differ: {disagree})." if disagree else "."),
-    ]
-
-
-def write_kadar_table1(
-    root: str | Path,
-    min_count: int,
-    paper_tables: str | Path | None,
-    stem: str | Path,
-    demo: bool = False,
-) -> list[Path]:
-    frame, notes = kadar_table1(root, min_count, paper_tables, demo)
-    title = (
-        "Kádár et al. 2018, Table 1: vocabulary overlap (Jaccard) and vocabulary sizes, Multi30K"
-    )
-    # built from the Multi30K files themselves: their source is the table's origin
-    return write_table(frame, stem, title, notes, Origin.current(("multi30k",)))

@@ -1,6 +1,6 @@
 """One pivot run: train a model for one caption language and lambda, write metrics.json.
 
-The run records the test recalls on MIC and, for choosing lambda later (mlmm.pivot.table),
+The run records the test recalls on MIC and, for choosing lambda later (mlmm.results.pivot_table),
 validation recalls that use no image-French/German pairs (Section 6):
 - image-to-caption: retrieval of X talks for English talks on held-out Z2 talks
   (`z2_en_to_x`); for the En-Image CorrNet, image-to-caption on held-out Z1 images;
@@ -44,7 +44,8 @@ SETTINGS = (
     "seed",
     "standardise_images",
 )
-# Beside metrics.json, what ranks the MIC test set (Tables 6 and 7 read it; mlmm.pivot.examples)
+# Beside metrics.json, what ranks the MIC test set (Tables 6 and 7 read it;
+# mlmm.results.pivot_examples)
 RANKING_FILE = "test_ranking.npz"
 
 

@@ -22,10 +22,11 @@ import pandas as pd
 from mlmm.catalogue import TABLES, TableSpec
 from mlmm.errors import InputError
 from mlmm.figures import figure_size, paper_style
-from mlmm.intervals import BOOTSTRAP_NOTE, Run, add_intervals
 from mlmm.io import parse_json, read_json, save_figure
 from mlmm.origin import Origin, backbone_name, stamp_figure
-from mlmm.tables import KEYS, beside_paper, load_paper_table, summarise_runs, write_table
+from mlmm.results.build import beside, paper_table
+from mlmm.results.intervals import BOOTSTRAP_NOTE, Run
+from mlmm.tables import KEYS, load_paper_table, write_table
 
 # ----------------------------------------------------------------------------------------
 # reading runs
@@ -59,7 +60,8 @@ def _metrics_files(paths: list[Path]) -> list[Path]:
 
 def load_runs(paths: list[Path], section: dict, where: str = "config") -> list[Run]:
     """Every run's metrics with its variant's ``paper_rows`` from the retrieval section."""
-    from mlmm.retrieval.config import protocol_notes, resolve_variant
+    from mlmm.results.protocol_notes import protocol_notes
+    from mlmm.retrieval.config import resolve_variant
 
     rows_of: dict[str, list[dict]] = {}
     protocol_of: dict[str, list[str]] = {}
@@ -179,26 +181,27 @@ def runs_frame(runs: list[Run], paper: str, number: int, key: str = "table") -> 
 def build_table(runs: list[Run], spec: TableSpec, paper_tables: Path | None) -> pd.DataFrame:
     """Our cells of one paper table (mean, std, count over seeds, 95 % bootstrap interval
     from the runs' per-query outcomes) beside the paper's."""
-    return add_intervals(_table_cells(runs, spec, paper_tables), runs, spec.paper, spec.table)
-
-
-def _table_cells(runs: list[Run], spec: TableSpec, paper_tables: Path | None) -> pd.DataFrame:
     ours = runs_frame(runs, spec.paper, spec.table)
     wanted = spec.cells()
     cells = zip(ours.language, ours.direction, ours.metric, strict=True)
     ours = ours[np.array([cell in wanted for cell in cells], dtype=bool)]
     paper = load_paper_table(paper_tables, spec.paper, spec.table)
     if spec.directions != ("sts",):
-        return _in_paper_order(beside_paper(summarise_runs(ours), paper), paper, spec)
-    # STS: one column of cells per SemEval year (the paper's rows differ only in dataset)
+        return paper_table(ours, paper, runs, spec.paper, spec.table,
+                           order=lambda frame: _in_paper_order(frame, paper, spec))  # fmt: skip
+    return paper_table(ours, paper, runs, spec.paper, spec.table,
+                       place=lambda ours, paper: _sts_cells(ours, paper, spec))  # fmt: skip
+
+
+def _sts_cells(ours: pd.DataFrame, paper: pd.DataFrame | None, spec: TableSpec) -> pd.DataFrame:
+    """STS: one column of cells per SemEval year (the paper's rows differ only in dataset)."""
     parts = []
     years = sorted(set(ours.dataset) | ({"2014", "2015"} if paper is not None else set()))
     for year in years:
         cells = None if paper is None else paper[paper.dataset.str.contains(year)]
-        mine = summarise_runs(ours[ours.dataset == year])
-        parts.append(beside_paper(mine, cells).assign(dataset=year))
+        parts.append(beside(ours[ours.dataset == year], cells).assign(dataset=year))
     if not parts:
-        return _numeric(beside_paper(summarise_runs(ours), None).assign(dataset=""))
+        return _numeric(beside(ours, None).assign(dataset=""))
     frame = _in_paper_order(pd.concat(parts, ignore_index=True), paper, spec)
     return frame[["dataset", *[c for c in frame.columns if c != "dataset"]]]
 

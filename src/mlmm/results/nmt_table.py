@@ -9,10 +9,11 @@ import pandas as pd
 
 from mlmm.catalogue import NMT_TABLE_LANGUAGE
 from mlmm.errors import InputError
-from mlmm.intervals import BOOTSTRAP_NOTE, Run, add_intervals
 from mlmm.io import read_json, read_json_object
 from mlmm.origin import Origin
-from mlmm.tables import beside_paper, load_paper_table, summarise_runs, write_table
+from mlmm.results.build import paper_table
+from mlmm.results.intervals import BOOTSTRAP_NOTE, Run
+from mlmm.tables import load_paper_table, write_table
 
 LANGUAGE, DIRECTION = NMT_TABLE_LANGUAGE, "mt"
 METRICS = ["BLEU", "METEOR", "TER", "chrF"]
@@ -52,20 +53,10 @@ def table3(
             if metric in scores:
                 rows.append({"system": system, "variant_note": note, "language": LANGUAGE,
                              "direction": DIRECTION, "metric": metric, "value": scores[metric]})
-    ours = summarise_runs(pd.DataFrame(rows))
     paper = load_paper_table(paper_tables, "calixto2017", 3)
-    table = beside_paper(ours, paper)
-    # metric by metric, the paper's rows in the paper's order, then rows of ours only
-    keys = [] if paper is None else zip(paper.system, paper.variant_note, strict=True)
-    rank = {key: i for i, key in enumerate(dict.fromkeys(keys))}
-    table["_metric"] = table["metric"].map({m: i for i, m in enumerate(METRICS)})
-    table["_row"] = [
-        rank.get(key, len(rank)) for key in zip(table.system, table.variant_note, strict=True)
-    ]
-    table = table.sort_values(["_metric", "_row"], kind="stable")
-    table = table.drop(columns=["_metric", "_row"])
     # 95 % intervals from each system's per-sentence statistics (sentences.npz; not METEOR)
-    table = add_intervals(table.reset_index(drop=True), nmt_runs(metrics), "calixto2017", 3)
+    table = paper_table(pd.DataFrame(rows), paper, nmt_runs(metrics), "calixto2017", 3,
+                        order=lambda table: _in_paper_order(table, paper))  # fmt: skip
     notes = [
         BOOTSTRAP_NOTE,
         "Test set: 20-best lists of our NMT model, reranked with weights tuned by k-best batch "
@@ -83,6 +74,18 @@ def table3(
     write_table(table, stem, "Calixto & Liu 2017, Table 3: NMT 20-best reranking", notes,
                 Origin.of_runs([*records, *runs]))  # fmt: skip
     return notes
+
+
+def _in_paper_order(table: pd.DataFrame, paper: pd.DataFrame | None) -> pd.DataFrame:
+    """Metric by metric, the paper's rows in the paper's order, then rows of ours only."""
+    keys = [] if paper is None else zip(paper.system, paper.variant_note, strict=True)
+    rank = {key: i for i, key in enumerate(dict.fromkeys(keys))}
+    table["_metric"] = table["metric"].map({m: i for i, m in enumerate(METRICS)})
+    table["_row"] = [
+        rank.get(key, len(rank)) for key in zip(table.system, table.variant_note, strict=True)
+    ]
+    table = table.sort_values(["_metric", "_row"], kind="stable")
+    return table.drop(columns=["_metric", "_row"]).reset_index(drop=True)
 
 
 def nmt_runs(paths) -> list[Run]:

@@ -16,13 +16,12 @@ from mlmm.errors import InputError
 from mlmm.figures import figure_size, paper_style
 from mlmm.io import read_csv, read_json, read_json_object, save_figure
 from mlmm.origin import Origin, stamp_figure
+from mlmm.results.build import paper_table
 from mlmm.tables import (
     PaperTables,
-    beside_paper,
     format_number,
     load_paper_table,
     paper_table_file,
-    summarise_runs,
     write_table,
 )
 
@@ -88,16 +87,8 @@ def _present(paper: pd.DataFrame | None, languages: set[str]) -> pd.DataFrame | 
     return paper[paper["language"].isin(languages) & tested.isin(languages)]
 
 
-def with_intervals(frame: pd.DataFrame, cldc: list[Path], nb: Path | None, table: int):
-    """The cells' 95 % bootstrap intervals over test documents and ``within_noise``, from the
-    per-document decisions kept beside each result (``mlmm.intervals.add_intervals``)."""
-    from mlmm.intervals import add_intervals
-
-    return add_intervals(frame, ted_runs(cldc, nb), PAPER, table)
-
-
 def interval_notes() -> list[str]:
-    from mlmm.intervals import BOOTSTRAP_NOTE
+    from mlmm.results.intervals import BOOTSTRAP_NOTE
 
     return [
         BOOTSTRAP_NOTE,
@@ -112,7 +103,8 @@ def table1(cldc: list[Path], paper_tables: str | None, out_dir: Path) -> pd.Data
     cross, _ = _runs(cldc, None)
     languages = set(cross["language"])
     paper = _present(load_paper_table(paper_tables, PAPER, 1), languages)
-    frame = with_intervals(beside_paper(summarise_runs(cross), paper), cldc, None, 1)
+    # intervals over test documents, from the per-document decisions beside each result
+    frame = paper_table(cross, paper, ted_runs(cldc, None), PAPER, 1)
     doc_add = load_paper_table(paper_tables, PAPER, 2)
     topics = len(read_json_object(cldc[0], ("topics",), "a result JSON of ted-classify")["topics"])
     notes = [f"F1 of the positive class averaged over {topics} topics; "
@@ -140,7 +132,7 @@ def table1(cldc: list[Path], paper_tables: str | None, out_dir: Path) -> pd.Data
 def table3(cldc: list[Path], nb: Path, paper_tables: str | None, out_dir: Path) -> pd.DataFrame:
     _, mono = _runs(cldc, nb)
     paper = _present(load_paper_table(paper_tables, PAPER, 3), set(mono["language"]))
-    frame = with_intervals(beside_paper(summarise_runs(mono), paper), cldc, nb, 3)
+    frame = paper_table(mono, paper, ted_runs(cldc, nb), PAPER, 3)
     ours = mono.pivot_table(index="language", columns="system", values="value")
     beats = int((ours[SYSTEM] > ours[NB_SYSTEM]).sum())
     notes = [
@@ -318,8 +310,8 @@ def ted_runs(cldc: list, nb=None) -> list:
     """``mlmm ted-classify`` results (and the ``ted-nb`` one) as runs of Rajendran et al.'s
     Tables 1 and 3: one run per (training, test language) cell, mapped onto the paper's row,
     its per-document decisions beside the result JSON."""
-    from mlmm.intervals import Run
     from mlmm.io import read_json_object
+    from mlmm.results.intervals import Run
 
     results = [(SYSTEM, Path(p)) for p in cldc] + ([(NB_SYSTEM, Path(nb))] if nb else [])
     runs = []

@@ -16,7 +16,8 @@ from mlmm.fingerprint import check_directory
 from mlmm.io import read_json_object
 from mlmm.origin import Origin
 from mlmm.pivot import KS
-from mlmm.tables import beside_paper, load_paper_table, summarise_runs, write_table
+from mlmm.results.build import paper_table
+from mlmm.tables import load_paper_table, write_table
 
 PAPER = "rajendran2016"
 SYSTEMS = {
@@ -201,21 +202,9 @@ def table5(
     paper = load_paper_table(paper_tables, PAPER, 5)
     if paper is not None:
         paper = paper.replace({"system": {PAPER_MT_SYSTEM: SYSTEMS["mt"]}})
-    from mlmm.intervals import BOOTSTRAP_NOTE, add_intervals
+    from mlmm.results.intervals import BOOTSTRAP_NOTE
 
-    frame = beside_paper(summarise_runs(ours(chosen)), paper)
-    frame = add_intervals(frame, pivot_runs(records), PAPER, 5)
-    order = {
-        "system": {s: i for i, s in enumerate(ROW_ORDER)},
-        "language": {"en": 0, "fr": 1, "de": 2, "": 3},
-        "direction": {d: i for i, d in enumerate(DIRECTIONS)},
-        "metric": {f"R@{k}": i for i, k in enumerate(KS)},
-    }
-    frame = frame.sort_values(
-        ["language", "system", "direction", "metric"],
-        key=lambda column: column.map(order[column.name]).fillna(len(order[column.name])),
-        kind="stable",
-    ).reset_index(drop=True)
+    frame = paper_table(ours(chosen), paper, pivot_runs(records), PAPER, 5, order=_in_order)
     text = notes(records, chosen) + [
         BOOTSTRAP_NOTE,
         "Here the queries are the MIC test images (i2t) and captions (t2i) of the run chosen "
@@ -228,11 +217,26 @@ def table5(
     return frame
 
 
+def _in_order(frame: pd.DataFrame) -> pd.DataFrame:
+    """By caption language, then the paper's rows, directions and cut-offs."""
+    order = {
+        "system": {s: i for i, s in enumerate(ROW_ORDER)},
+        "language": {"en": 0, "fr": 1, "de": 2, "": 3},
+        "direction": {d: i for i, d in enumerate(DIRECTIONS)},
+        "metric": {f"R@{k}": i for i, k in enumerate(KS)},
+    }
+    return frame.sort_values(
+        ["language", "system", "direction", "metric"],
+        key=lambda column: column.map(order[column.name]).fillna(len(order[column.name])),
+        kind="stable",
+    ).reset_index(drop=True)
+
+
 def pivot_runs(records: list[dict]) -> list:
     """Table 5 runs (``read_runs``) as runs of its rows: the run chosen per model, language and
     direction (``choose``), its recalls as fractions of 1, its MIC test ranks in queries.npz
     beside its metrics.json."""
-    from mlmm.intervals import Run
+    from mlmm.results.intervals import Run
 
     runs = []
     for (model, language, direction), record in choose(records).items():

@@ -4,8 +4,9 @@ A cell of ours (system row x language x direction x metric) is the mean over the
 runs mapped onto that paper row (their ``paper_rows``); ``cell_samples`` collects each seed's
 per-query outcomes of it with the image of every query (``mlmm.outcomes``), and
 ``mlmm.uncertainty`` puts the interval on it (``add_intervals``). This module sits under the
-table builders (``mlmm.report``, ``mlmm.nmt.table``, ``mlmm.ted.report``,
-``mlmm.pivot.table``) and under ``mlmm.claims``, and imports none of them.
+table builders (``mlmm.results.retrieval_tables``, ``mlmm.results.nmt_table``,
+``mlmm.results.ted_tables``, ``mlmm.results.pivot_table``) and under ``mlmm.results.claims``,
+and imports none of them.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import pandas as pd
 from mlmm import uncertainty
 from mlmm.outcomes import outcomes_path, verified_outcomes
 
-NMT_LANGUAGE = "en-de"  # Calixto & Liu Table 3 (mlmm.nmt.table)
+NMT_LANGUAGE = "en-de"  # Calixto & Liu Table 3 (mlmm.results.nmt_table)
 BOOTSTRAP_NOTE = (
     "95 % intervals: percentile bootstrap, 1,000 replicates (seed 0), each drawing the test "
     "images with replacement, every drawn image with all its queries (its captions; within "
@@ -38,7 +39,7 @@ class Run:
     seed: int
     metrics: dict
     paper_rows: list[dict]
-    protocol: list[str] = field(default_factory=list)  # retrieval.config.protocol_notes
+    protocol: list[str] = field(default_factory=list)  # results.protocol_notes
     path: Path | None = None  # its metrics.json (queries.npz lies beside it)
 
 

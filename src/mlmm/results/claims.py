@@ -55,9 +55,9 @@ import pandas as pd
 from mlmm import uncertainty
 from mlmm.errors import InputError
 from mlmm.figures import figure_size
-from mlmm.intervals import CellSamples, cell_samples, mapped_runs
 from mlmm.io import save_figure
 from mlmm.origin import Origin, stamp_figure
+from mlmm.results.intervals import CellSamples, cell_samples, mapped_runs
 from mlmm.tables import load_paper_table, write_table
 
 HIGHER_IS_BETTER = ("R@", "pearson", "BLEU", "chrF", "F1", "METEOR")

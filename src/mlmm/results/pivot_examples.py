@@ -8,8 +8,8 @@ Table 7 caption, or a Table 6 image named by one of its own captions; `paper_que
 the rest with a seeded draw over the MIC test set, so that the same seed gives the same queries.
 
 The ranking comes from each Bridge CorrNet run's `test_ranking.npz` (mlmm.pivot.experiment):
-the lambda of Table 5's row, chosen on validation data per direction (mlmm.pivot.table.choose):
-image-to-caption for Table 6, caption-to-image for Table 7.
+the lambda of Table 5's row, chosen on validation data per direction
+(mlmm.results.pivot_table.choose): image-to-caption for Table 6, caption-to-image for Table 7.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from mlmm.origin import Origin, stamp_figure
 from mlmm.pivot.data import CAPTIONS_PER_IMAGE, TEST_SPLIT, read_captions
 from mlmm.pivot.experiment import RANKING_FILE
 from mlmm.pivot.models import distance_scores
-from mlmm.pivot.table import PAPER, choose, read_runs
+from mlmm.results.pivot_table import PAPER, choose, read_runs
 
 TOP = 5
 TABLES = {6: "i2t", 7: "t2i"}  # the direction whose lambda each table uses
