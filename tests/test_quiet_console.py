@@ -14,15 +14,21 @@ COLLECTORS = {"claims", "retrieval_tables_kadar2018", "retrieval_figures_kadar20
               "nbest_features"}  # fmt: skip
 
 
-def test_no_shell_command_carries_a_record(tmp_path):
+def demo_dry_run(workdir, *options: str) -> str:
+    """What `snakemake -n` of the demo configuration prints (stdout and stderr)."""
     proc = subprocess.run(
-        [str(BIN / "snakemake"), "-s", str(REPO / "Snakefile"), "-d", str(tmp_path), "-n",
-         "--forceall", "-p"],
+        [str(BIN / "snakemake"), "-s", str(REPO / "Snakefile"), "-d", str(workdir), "-n",
+         *options],
         env=tool_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:]
+    return proc.stdout
+
+
+def test_no_shell_command_carries_a_record(tmp_path):
+    printed = demo_dry_run(tmp_path, "--forceall", "-p")
     rule, commands = None, []
-    for line in proc.stdout.splitlines():
+    for line in printed.splitlines():
         match = re.match(r"^(?:local)?rule (\w+):$", line)
         if match:
             rule = match.group(1)
@@ -50,12 +56,7 @@ def test_a_record_reads_back_the_numbers_it_was_written_with(tmp_path):
 
 def test_the_documented_dry_run_of_the_demo_fits_a_screenful(tmp_path):
     """`snakemake -n --quiet rules` (README) prints the per-rule job counts, not every job."""
-    proc = subprocess.run(
-        [str(BIN / "snakemake"), "-s", str(REPO / "Snakefile"), "-d", str(tmp_path), "-n",
-         "--quiet", "rules"],
-        env=tool_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout[-3000:]
-    assert "train_retrieval" in proc.stdout and "total" in proc.stdout
-    assert len(proc.stdout.encode()) < 50_000, len(proc.stdout.encode())
+    printed = demo_dry_run(tmp_path, "--quiet", "rules")
+    assert "train_retrieval" in printed and "total" in printed
+    assert len(printed.encode()) < 50_000, len(printed.encode())
     assert "--quiet rules" in (REPO / "README.md").read_text(encoding="utf-8")

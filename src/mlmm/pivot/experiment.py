@@ -29,21 +29,12 @@ from mlmm.pivot.data import CAPTIONS_PER_IMAGE, TEST_SPLIT, PivotData, load
 from mlmm.pivot.evaluate import criterion, ranks, recalls, recalls_of_ranks
 from mlmm.pivot.models import BridgeMAE, chain_scores, distance_scores, random_scores
 from mlmm.provenance import Timer, provenance
+from mlmm.records import COMMANDS
 from mlmm.ted import corrnet
 
-SETTINGS = (
-    "hidden",
-    "epochs",
-    "batch_size",
-    "learning_rate",
-    "input",
-    "reconstruction",
-    "min_count",
-    "validation_fraction",
-    "validation_max",
-    "seed",
-    "standardise_images",
-)
+# The training settings of a run: what `pivot-train` reads from its record (mlmm.records),
+# the backbone aside (an argument of its own: it names the feature files)
+SETTINGS = tuple(key for key in COMMANDS["pivot-train"][1] if key != "backbone")
 # Beside metrics.json, what ranks the MIC test set (Tables 6 and 7 read it;
 # mlmm.results.pivot_examples)
 RANKING_FILE = "test_ranking.npz"
