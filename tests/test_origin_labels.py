@@ -98,6 +98,24 @@ def test_a_table_reads_its_runs_not_the_environment_of_its_job(tmp_path, monkeyp
     assert "[demo world]" not in text and "real data (sources ted: path)" in text
 
 
+def test_claims_on_ted_results_carry_the_results_label(tmp_path, monkeypatch):
+    """The claims table reads the runs' provenance too: the runs the TED readers hand to the
+    claims (``ted_runs``) keep their results' provenance, so Rajendran's claims say what the
+    TED tables say, not "unrecorded"."""
+    from mlmm.results.claims import write_claims
+    from mlmm.results.ted_tables import ted_runs
+
+    _environment(monkeypatch, "multi30k=demo,coco=demo,ted=path")
+    cldc, nb = _ted_results(tmp_path)
+    runs = ted_runs(cldc, nb)
+    assert runs and all(run.metrics["provenance"]["origin"]["data"] == {"ted": "path"}
+                        for run in runs)  # fmt: skip
+    registry = Path(__file__).resolve().parents[1] / "resources/claims/rajendran2016.yaml"
+    write_claims(runs, registry, PAPER_TABLES, tmp_path / "tables", tmp_path / "figures")
+    text = (tmp_path / "tables/rajendran2016_claims.md").read_text(encoding="utf-8")
+    assert "Produced from real data (sources ted: path)" in text, text[-800:]
+
+
 def test_results_without_a_recorded_origin_are_unrecorded_not_the_jobs(tmp_path, monkeypatch):
     """Results that name no data set (run outside the workflow) give a table of unrecorded
     origin, never the label of the environment the table job runs in."""

@@ -247,6 +247,7 @@ def pivot_runs(records: list[dict]) -> list:
              "languages": [lang], "directions": [direction]}
             for system in systems
         ]  # fmt: skip
-        metrics = {"test": {lang: {direction: record["test"][direction]}}, "recall_scale": 0.01}
+        metrics = {"test": {lang: {direction: record["test"][direction]}}, "recall_scale": 0.01,
+                   "provenance": record.get("provenance") or {}}  # fmt: skip
         runs.append(Run(f"{model}_{lang}_{direction}", 0, metrics, rows, [], Path(record["path"])))
     return runs

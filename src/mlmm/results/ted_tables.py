@@ -324,6 +324,7 @@ def ted_runs(cldc: list, nb=None) -> list:
             else:
                 row = {"table": 1, "variant_note": f"test={target}"}
             row |= {"paper": PAPER, "system": system, "languages": [source]}
-            metrics = {"ted": {"source": source, "test": target}, "f1": record["f1"][target]}
+            metrics = {"ted": {"source": source, "test": target}, "f1": record["f1"][target],
+                       "provenance": record.get("provenance") or {}}  # fmt: skip
             runs.append(Run(f"{path.stem}:{target}", 0, metrics, [row], [], path))
     return runs
