@@ -127,7 +127,7 @@ def test_protocol_notes_name_the_reading_that_ran():
     assert protocol_notes(record_of()) == []  # nothing to say for a full monolingual run
     spec = next(s for s in TABLES if (s.paper, s.table) == ("kadar2018", 5))
     row = {"paper": "kadar2018", "table": 5, "system": "Bi-overlap", "variant_note": "x"}
-    runs = [ReportRun("v", 1, {}, [row], protocol_notes(code))]
+    runs = [ReportRun("v", 1, {"provenance": {}}, [row], protocol_notes(code))]
     notes = _notes(runs, spec, Path("/nonexistent"))
     assert f"v: {'; '.join(protocol_notes(code))}" in notes
 

@@ -170,3 +170,14 @@ def test_a_retrieval_run_names_its_data_set_and_published_features(tmp_path, mon
     assert run.data_sets() == ("multi30k",)
     run.record = {"dataset": "coco", "backbone": "resnet50"}
     assert Origin.current(run.data_sets()).data == {"coco": "demo"}
+
+
+def test_a_run_handed_to_tables_and_claims_carries_its_provenance():
+    """Every reader of results builds its runs through ``Run``, which refuses metrics without
+    the result's provenance: no reader can drop the origin its tables and claims are
+    labelled with."""
+    from mlmm.results.intervals import Run
+
+    with pytest.raises(ValueError, match="no provenance"):
+        Run("v", 1, {"f1": 0.5}, [], [], None)
+    assert Run("v", 1, {"provenance": {}}, [], [], None).metrics == {"provenance": {}}

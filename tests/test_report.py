@@ -167,8 +167,11 @@ def test_bad_inputs(setup, tmp_path):
     broken.write_text("{not json")
     with pytest.raises(InputError, match="metrics.json, line 1: expected a JSON metrics file"):
         report.load_runs([runs], report.read_section([config]))
-    broken.write_text(json.dumps({"variant": "unknown", "seed": 1, "test": {}}))
+    broken.write_text(json.dumps({"variant": "unknown", "seed": 1, "test": {}, "provenance": {}}))
     with pytest.raises(InputError, match="a variant named in retrieval.variants"):
+        report.load_runs([runs], report.read_section([config]))
+    broken.write_text(json.dumps({"variant": "mlmme", "seed": 1, "test": {}}))
+    with pytest.raises(InputError, match="key 'provenance': expected a metrics file with"):
         report.load_runs([runs], report.read_section([config]))
     bad = yaml.safe_load(config.read_text())
     bad["retrieval"]["variants"]["mlmme"]["paper_rows"] = [{"paper": "x", "system": "y"}]
@@ -194,7 +197,7 @@ def test_configured_paper_rows_meet_the_paper_tables(configs, tmp_path):
             "test": {la: {"i2t": direction(40.0), "t2i": direction(35.0)}
                      for la in ("en", "de", "fr", "cs", "ja")},
             "c2c": every, "sts": {"2014": 0.7, "2015": 0.7},
-            "alignment": {"en-de": 70.0, "en-ja": 80.0},
+            "alignment": {"en-de": 70.0, "en-ja": 80.0}, "provenance": {},
         }  # fmt: skip
         path = tmp_path / name / "seed1" / "metrics.json"
         path.parent.mkdir(parents=True)

@@ -42,6 +42,12 @@ class Run:
     protocol: list[str] = field(default_factory=list)  # results.protocol_notes
     path: Path | None = None  # its metrics.json (queries.npz lies beside it)
 
+    def __post_init__(self) -> None:
+        """Every reader of results hands on the result's provenance: a table's origin label
+        (mlmm.origin.Origin.of_runs) and the outcomes check read it from here."""
+        if not isinstance(self.metrics.get("provenance"), dict):
+            raise ValueError(f"run {self.variant!r}: its metrics carry no provenance mapping")
+
 
 @dataclass(frozen=True)
 class CellSamples:

@@ -94,7 +94,8 @@ def nmt_runs(paths) -> list[Run]:
     runs = []
     for path in map(Path, paths):
         record = read_json_object(
-            path, ("system", "variant_note"), "a metrics JSON written by `mlmm mt-score`"
+            path, ("system", "variant_note", "provenance"),
+            "a metrics JSON written by `mlmm mt-score`",
         )
         row = {"paper": "calixto2017", "table": 3, "system": record["system"],
                "variant_note": record["variant_note"], "languages": None}  # fmt: skip

@@ -70,7 +70,7 @@ def load_runs(paths: list[Path], section: dict, where: str = "config") -> list[R
     runs = []
     for path in _metrics_files([Path(p) for p in paths]):
         metrics = read_json(path, "a JSON metrics file")
-        for key in ("variant", "seed", "test"):
+        for key in ("variant", "seed", "test", "provenance"):
             if key not in metrics:
                 raise InputError(path, f"a metrics file with '{key}'", "none", key=key)
         name = metrics["variant"]
