@@ -272,7 +272,8 @@ def test_table3_rows_line_up_with_the_paper(tmp_path):
         ("b", "NMT + MLMME re-ranking", "beta=0.5", 25.0),
     ]:
         (tmp_path / f"{name}.json").write_text(json.dumps(
-            {"system": system, "variant_note": note, "scores": {"BLEU": bleu, "TER": 50.0}}
+            {"system": system, "variant_note": note, "scores": {"BLEU": bleu, "TER": 50.0},
+             "provenance": {}}
         ))
     notes = table3([tmp_path / "a.json", tmp_path / "b.json"], str(paper_tables), tmp_path / "t")
     table = pd.read_csv(tmp_path / "t.csv")
