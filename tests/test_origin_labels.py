@@ -181,3 +181,39 @@ def test_a_run_handed_to_tables_and_claims_carries_its_provenance():
     with pytest.raises(ValueError, match="no provenance"):
         Run("v", 1, {"f1": 0.5}, [], [], None)
     assert Run("v", 1, {"provenance": {}}, [], [], None).metrics == {"provenance": {}}
+
+
+@pytest.mark.parametrize(
+    "reader, record",
+    [
+        ("retrieval", {"variant": "v", "seed": 1, "test": {}}),
+        ("nmt", {"system": "s", "variant_note": "n", "scores": {}}),
+        ("ted", {"source": "en", "f1": {"de": 0.5}}),
+        ("pivot", {"model": "direct", "language": None, "lambda": 1.0, "criteria": {},
+                   "test": {}}),
+    ],
+)  # fmt: skip
+def test_each_reader_of_stage_results_refuses_a_result_without_provenance(
+    tmp_path, reader, record
+):
+    """The results a table or claim reads (retrieval, MT, TED, pivot) are refused with one line
+    naming the file and the key when they carry no provenance: a result written by hand or by
+    an older mlmm is not labelled "unrecorded origin" in silence."""
+    import json
+
+    from mlmm.errors import InputError
+    from mlmm.results.nmt_table import nmt_runs
+    from mlmm.results.pivot_table import read_runs
+    from mlmm.results.retrieval_tables import load_runs
+    from mlmm.results.ted_tables import ted_runs
+
+    read = {
+        "retrieval": lambda paths: load_runs(paths, {}),
+        "nmt": nmt_runs,
+        "ted": ted_runs,
+        "pivot": read_runs,
+    }[reader]
+    path = tmp_path / "metrics.json"
+    path.write_text(json.dumps(record))
+    with pytest.raises(InputError, match=f"{path}, key 'provenance'"):
+        read([path])

@@ -324,7 +324,7 @@ def test_table5_without_paper_tables_and_bad_runs(tmp_path):
     with pytest.raises(InputError, match="no such file"):
         table5([tmp_path / "missing.json"], None, tmp_path / "t5")
     (tmp_path / "bad.json").write_text(json.dumps({"model": "direct"}))
-    with pytest.raises(InputError, match="no key 'language'"):
+    with pytest.raises(InputError, match="key 'language': expected a metrics.json of mlmm pivot"):
         table5([tmp_path / "bad.json"], None, tmp_path / "t5")
 
 

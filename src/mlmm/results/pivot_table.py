@@ -52,10 +52,10 @@ def read_runs(paths: list[str | Path]) -> list[dict]:
         if not path.is_file():
             raise InputError(path, "a metrics.json of mlmm pivot-train", "no such file")
         check_directory(path.parent, path.name)
-        run = read_json_object(path, what="a metrics.json of mlmm pivot-train")
-        for key in ("model", "language", "lambda", "criteria", "test"):
-            if key not in run:
-                raise InputError(path, "a metrics.json of mlmm pivot-train", f"no key {key!r}")
+        run = read_json_object(
+            path, ("model", "language", "lambda", "criteria", "test", "provenance"),
+            "a metrics.json of mlmm pivot-train",
+        )
         if run["model"] not in SYSTEMS:
             raise InputError(path, f"a model of {list(SYSTEMS)}", repr(run["model"]), key="model")
         run["path"] = str(path)
@@ -248,6 +248,6 @@ def pivot_runs(records: list[dict]) -> list:
             for system in systems
         ]  # fmt: skip
         metrics = {"test": {lang: {direction: record["test"][direction]}}, "recall_scale": 0.01,
-                   "provenance": record.get("provenance") or {}}  # fmt: skip
+                   "provenance": record["provenance"]}  # fmt: skip
         runs.append(Run(f"{model}_{lang}_{direction}", 0, metrics, rows, [], Path(record["path"])))
     return runs

@@ -310,13 +310,14 @@ def ted_runs(cldc: list, nb=None) -> list:
     """``mlmm ted-classify`` results (and the ``ted-nb`` one) as runs of Rajendran et al.'s
     Tables 1 and 3: one run per (training, test language) cell, mapped onto the paper's row,
     its per-document decisions beside the result JSON."""
-    from mlmm.io import read_json_object
     from mlmm.results.intervals import Run
 
     results = [(SYSTEM, Path(p)) for p in cldc] + ([(NB_SYSTEM, Path(nb))] if nb else [])
     runs = []
     for system, path in results:
-        record = read_json_object(path, ("f1",), "a result JSON of ted-classify or ted-nb")
+        record = read_json_object(
+            path, ("f1", "provenance"), "a result JSON of ted-classify or ted-nb"
+        )
         for target in record["f1"]:
             source = record.get("source", target)  # ted-nb: one language, tested on itself
             if target == source:
@@ -325,6 +326,6 @@ def ted_runs(cldc: list, nb=None) -> list:
                 row = {"table": 1, "variant_note": f"test={target}"}
             row |= {"paper": PAPER, "system": system, "languages": [source]}
             metrics = {"ted": {"source": source, "test": target}, "f1": record["f1"][target],
-                       "provenance": record.get("provenance") or {}}  # fmt: skip
+                       "provenance": record["provenance"]}  # fmt: skip
             runs.append(Run(f"{path.stem}:{target}", 0, metrics, [row], [], path))
     return runs
