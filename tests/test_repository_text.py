@@ -92,3 +92,37 @@ def test_the_check_finds_each_kind(tmp_path):
         "a machine path",
         "a run diary",
     ]
+
+
+def _documented_snakemake_commands() -> list[tuple[str, str]]:
+    """(file, command) for every `snakemake ...` line of the README and docs, continuation
+    lines joined."""
+    commands = []
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = path.read_text(encoding="utf-8").replace("\\\n", " ")
+        for line in text.splitlines():
+            line = line.strip()
+            if line.startswith("snakemake "):
+                commands.append((path.name, line))
+    return commands
+
+
+def test_documented_snakemake_commands_give_config_files_to_configfile_only():
+    """`--configfile` takes every word after it: a target written after it is read as a config
+    file, and Snakemake stops with a traceback. Every documented command, parsed with
+    Snakemake's own parser, gives `--configfile` only YAML or JSON files."""
+    import shlex
+
+    from snakemake.cli import get_argument_parser
+
+    commands = _documented_snakemake_commands()
+    assert len(commands) > 10
+    parser = get_argument_parser()
+    for name, command in commands:
+        words = [w for w in shlex.split(command, comments=True)[1:] if not w.startswith("<")]
+        for i, word in enumerate(words[:-1]):  # `--apptainer-args "--nv"`: a dashed value
+            if word.endswith("-args"):
+                words[i : i + 2] = [f"{word}={words[i + 1]}"]
+        args, _ = parser.parse_known_args(words)
+        for configfile in args.configfile or []:
+            assert Path(configfile).suffix in {".yaml", ".yml", ".json"}, (name, command)
