@@ -769,6 +769,7 @@ def test_whole_workflow_on_the_demo_world(demo, request):
     built = run_snakemake(workdir, "--report", "results/report.html", *config)
     assert built.returncode == 0, built.stdout[-3000:]
     page = (workdir / "results/report.html").read_text(encoding="utf-8")
+    assert '"configuration.yaml"' in page  # the configuration linked, not dumped
     from mlmm.catalogue import ALL_FIGURES, ALL_TABLES, CLAIM_PAPERS
 
     claims = [f"{paper}_claims" for paper in CLAIM_PAPERS]  # a table and a figure each

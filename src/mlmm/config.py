@@ -245,3 +245,24 @@ def validate_or_exit(
         return validate_config(config, schema_path, sources, command_line)
     except InputError as error:
         raise SystemExit(f"config error: {error}") from None
+
+
+RESOLVED_HEADER = """\
+# The configuration the workflow last planned with in this directory: config.yaml and the
+# files given with --configfile (and --config values), merged in that order, with the schema's
+# defaults filled in. Each result records what it was made from in its own provenance
+# (metrics.json); this file is the settings as a whole, for the report and for a paper's
+# appendix. Written by `mlmm configuration` (rule configuration).
+"""
+
+
+def write_resolved(record: str | Path, out: str | Path, schema_path: str | Path) -> None:
+    """The resolved configuration in ``record`` (JSON, written while the workflow is planned)
+    as commented YAML at ``out``: what the report links instead of dumping it, checked against
+    the schema first so that a hand-written record fails with one line naming its key."""
+    from mlmm.io import write_text
+
+    (_, config), = read_sources([record])  # fmt: skip
+    validate_config(config, schema_path, [record])
+    body = yaml.safe_dump(config, sort_keys=False, allow_unicode=True, default_flow_style=False)
+    write_text(out, RESOLVED_HEADER + body)

@@ -189,4 +189,31 @@ rule claims:
         )
 
 
+# The report links the configuration instead of dumping it in every job's panel: the resolved
+# configuration (every file merged, defaults filled in), rewritten whenever it changes.
+CONFIGURATION_FILE = RESULTS / "configuration.yaml"
+
+
+rule configuration:
+    input:
+        record=lambda wildcards: write_record(RECORDS / "configuration.json", config),
+    output:
+        report(
+            CONFIGURATION_FILE,
+            caption=str(REPORT_CAPTIONS / "configuration.rst"),
+            category="Configuration",
+            labels={"item": "resolved configuration"},
+        ),
+    log:
+        LOGS / "report/configuration.log",
+    conda:
+        "../../envs/core.yaml"
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    shell:
+        "mlmm configuration {input.record:q} --out {output:q} > {log:q} 2>&1"
+
+
 FINAL_TARGETS += RETRIEVAL_TABLE_FILES + RETRIEVAL_FIGURE_FILES + CLAIM_FILES
+FINAL_TARGETS.append(CONFIGURATION_FILE)
