@@ -90,10 +90,12 @@ def test_train_retrieval_config_is_validated_by_the_schema(variant, says, tmp_pa
     assert not (tmp_path / "OUT").exists()
 
 
-def test_train_retrieval_record_json_is_validated_by_the_schema(tmp_path, capsys):
-    record = json.dumps({"variants": {"a": {"epochs": 0}}})
-    line = one_line_error(_retrieval_argv(tmp_path, ["--record-json", record]), capsys)
-    assert "--record-json, key 'retrieval.variants.a.epochs': expected a number >= 1" in line
+def test_train_retrieval_record_file_is_validated_by_the_schema(tmp_path, capsys):
+    """The JSON record the workflow passes as --config is checked like a config file."""
+    record = tmp_path / "record.json"
+    record.write_text(json.dumps({"retrieval": {"variants": {"a": {"epochs": 0}}}}))
+    line = one_line_error(_retrieval_argv(tmp_path, ["--config", str(record)]), capsys)
+    assert "record.json, key 'retrieval.variants.a.epochs': expected a number >= 1" in line
     assert not (tmp_path / "OUT").exists()
 
 
@@ -290,18 +292,25 @@ def test_features_output_onto_an_image_it_reads(tmp_path, capsys):
     check(Case(argv, says, [tmp_path / "images/a.npy"], inputs), capsys)
 
 
+def _empty_record(tmp_path: Path) -> Path:
+    """A retrieval record with no variants, as the workflow writes one (JSON)."""
+    record = tmp_path / "retrieval_tables.json"
+    record.write_text('{"retrieval": {}}\n', encoding="utf-8")
+    return record
+
+
 def test_retrieval_tables_into_the_paper_tables(tmp_path, capsys):
     paper = tmp_path / "paper_tables"
     inputs = _files(tmp_path, "paper_tables/kadar2018_table2.csv")
-    argv = ["retrieval-tables", "--record-json", "{}", "--runs", "--paper-tables", str(paper),
-            "--out", str(paper)]
+    argv = ["retrieval-tables", "--config", str(_empty_record(tmp_path)), "--runs",
+            "--paper-tables", str(paper), "--out", str(paper)]
     check(Case(argv, ["expected an output path other than the input"], intact=inputs), capsys)
 
 
 def test_retrieval_tables_into_the_shipped_paper_tables(tmp_path, capsys):
     csvs = {p: p.read_bytes() for p in SHIPPED_PAPER_TABLES.glob("*.csv")}
     assert csvs
-    argv = ["retrieval-tables", "--record-json", "{}", "--runs", "--out",
+    argv = ["retrieval-tables", "--config", str(_empty_record(tmp_path)), "--runs", "--out",
             str(SHIPPED_PAPER_TABLES)]  # fmt: skip
     check(Case(argv, ["expected an output path other than the input"], intact=csvs), capsys)
 

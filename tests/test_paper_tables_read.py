@@ -120,7 +120,9 @@ def test_table_command_checks_every_reference_before_writing(tmp_path, capsys):
     lines[4] = lines[4].rsplit(",", 2)[0].rsplit(",", 1)[0] + ",801,"
     bad.write_text("\n".join(lines) + "\n", encoding="utf-8")
     out = tmp_path / "tables"
-    argv = ["retrieval-tables", "--record-json", "{}", "--runs", "--paper-tables", str(paper),
+    record = tmp_path / "retrieval_tables.json"
+    record.write_text('{"retrieval": {}}\n', encoding="utf-8")
+    argv = ["retrieval-tables", "--config", str(record), "--runs", "--paper-tables", str(paper),
             "--out", str(out)]  # fmt: skip
     assert main(argv) == 2
     err = capsys.readouterr().err

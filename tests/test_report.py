@@ -149,8 +149,9 @@ def test_cli_tables_and_figures(setup, tmp_path):
     assert "bilingual_c2c" in md and "43.8" in md
     assert "no configured variant" in (out / "kadar2018_table6.md").read_text()
     figures = tmp_path / "figures"
-    section = json.dumps(CONFIG["retrieval"])  # as Snakemake passes it
-    argv = ["--record-json", section, "--runs", str(runs)]
+    record = tmp_path / "retrieval_tables.json"  # as the workflow writes it
+    record.write_text(json.dumps({"retrieval": CONFIG["retrieval"]}), encoding="utf-8")
+    argv = ["--config", str(record), "--runs", str(runs)]
     assert main(["retrieval-figures", *argv, "--out", str(figures)]) == 0
     again = tmp_path / "again"
     assert main(["retrieval-figures", *argv, "--out", str(again)]) == 0

@@ -168,16 +168,6 @@ def check_options(args: argparse.Namespace) -> None:
             raise InputError(option, problem[0], problem[1])
 
 
-def retrieval_record_json(text: str) -> dict:
-    """The ``retrieval`` section a rule passes as ``--record-json``, parsed and checked against
-    the schema's ``retrieval`` part (the trainer, tables and figures read it alike)."""
-    from mlmm.io import parse_json
-
-    section = parse_json(text, "--record-json", "a JSON object")
-    validate_record(section, "retrieval", "--record-json")
-    return section
-
-
 def validate_record(record: Any, pointer: str, where: str | Path) -> None:
     """A config record a command reads itself (a JSON record, a section) checked against the
     sub-schema of ``pointer``; the first problem names ``where`` and the key inside it."""

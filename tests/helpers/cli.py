@@ -35,7 +35,7 @@ def fill_required(parser: argparse.ArgumentParser, tmp_path) -> list[str]:
                 value.write_text("x\n", encoding="utf-8")
                 argv += [str(value)]
     for group in parser._mutually_exclusive_groups:
-        if group.required:  # the first of a required choice (--config | --record-json)
+        if group.required:  # the first of a required choice
             action = group._group_actions[0]
             value = tmp_path / f"in-{action.dest}"
             value.write_text("x\n", encoding="utf-8")

@@ -120,14 +120,14 @@ def _papers_argument(p, what: str) -> None:
 
 
 def _run_arguments(p) -> None:
-    source = p.add_mutually_exclusive_group(required=True)
-    source.add_argument(
+    p.add_argument(
         "--config",
         type=Path,
         action="append",
-        help="config YAML with retrieval.variants (repeatable; later files override earlier)",
+        required=True,
+        help="config YAML or JSON with retrieval.variants (repeatable; later files override "
+        "earlier; the workflow passes its record of the retrieval section)",
     )
-    source.add_argument("--record-json", help="the retrieval section as JSON (used by Snakemake)")
     p.add_argument(
         "--runs",
         required=True,
@@ -191,10 +191,6 @@ def run_eval(args) -> None:
 def _runs(args):
     from mlmm.results.retrieval_tables import load_runs, read_section
 
-    if args.record_json is not None:
-        from mlmm.schema import retrieval_record_json
-
-        return load_runs(args.runs, retrieval_record_json(args.record_json), "--record-json")
     return load_runs(args.runs, read_section(args.config), " + ".join(map(str, args.config)))
 
 

@@ -17,14 +17,14 @@ def register(subparsers) -> None:
         "trains with early stopping (resuming from OUT/checkpoint.pt after a kill), evaluates on "
         "the variant's test split and writes OUT/{model.pt,history.csv,metrics.json}.",
     )
-    source = p.add_mutually_exclusive_group(required=True)
-    source.add_argument(
+    p.add_argument(
         "--config",
         type=Path,
         action="append",
-        help="config YAML (repeatable; later files override earlier ones)",
+        required=True,
+        help="config YAML or JSON (repeatable; later files override earlier ones; the "
+        "workflow passes its record of the run's section)",
     )
-    source.add_argument("--record-json", help="the retrieval section as JSON (used by Snakemake)")
     p.add_argument("--variant", required=True)
     checked_option(p, "--seed", "$defs.cli_options.run_seed", type=int, required=True)
     p.add_argument("--out", type=Path, required=True)
@@ -154,15 +154,13 @@ def register(subparsers) -> None:
 
 
 def _section(args) -> dict:
-    """The retrieval section of --record-json or of the merged --config files, checked against
+    """The retrieval section of the merged --config files, checked against
     the workflow's schema like a Snakemake run (a one-line error naming the file and key)."""
     from mlmm.config import read_sources, validate_config
     from mlmm.errors import InputError
     from mlmm.retrieval.config import merge_config
-    from mlmm.schema import SCHEMA_PATH, retrieval_record_json
+    from mlmm.schema import SCHEMA_PATH
 
-    if args.record_json is not None:
-        return retrieval_record_json(args.record_json)
     merged: dict = {}
     for path in args.config:
         if not path.is_file():
