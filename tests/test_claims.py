@@ -159,6 +159,8 @@ def test_table_cells_get_intervals_and_within_noise(planted):
         ({"table": "two"}, r"table'.*table number"),
         ({"colour": 1}, r"unknown \['colour'\]"),
         ({"cells": [{"language": "en"}]}, r"either 'cells' or"),
+        ({"published_than": 2}, r"published_than'.*another table"),
+        ({"published_than": "two"}, r"published_than'.*another table"),
     ],
 )
 def test_bad_registry_names_the_file_claim_and_key(tmp_path, change, message):
@@ -344,6 +346,58 @@ def test_ted_decisions_give_table3_intervals_and_claims(tmp_path):
     assert (out.ours_low < out.ours).all() and (out.ours < out.ours_high).all()
     cross = table.iloc[:1].assign(variant_note="test=de", direction="cldc")
     assert add_intervals(cross, runs, paper, 1).ours_low.notna().all()  # Table 1 cell
+
+
+def test_a_claim_against_published_numbers_resamples_our_side_only(tmp_path):
+    """Rajendran's 107-of-110 sentence compares their Bridge CorrNet with DOC/ADD as Table 2
+    quotes it: the claim's other side is those printed numbers, held fixed; the effect is our
+    F1 minus theirs over the cells, its interval our side's, and the table says so."""
+    from mlmm import uncertainty
+    from mlmm.ted.classify import topic_f1
+
+    rng = np.random.default_rng(7)
+    gold = rng.random((300, 15)) < 0.1
+    decisions = {test: (np.where(rng.random(gold.shape) < 0.9, gold, ~gold), gold)
+                 for test in ("de", "fr")}  # fmt: skip
+    runs = ted_runs([_ted_result(tmp_path / "cldc/es.json", "es", decisions)], None)
+    paper, claims, _ = c.load_claims(RAJENDRAN, PAPER_TABLES)
+    shipped = next(claim for claim in claims if claim.published_than)
+    assert (shipped.table, shipped.published_than, len(shipped.cells)) == (1, 2, 110)
+    cells = [{"language": "es", "direction": "cldc", "test_language": t} for t in ("de", "fr")]
+    entry = {"id": "two_pairs", "finding": "x", "quote": "y", "section": "5", "table": 1,
+             "published_than": 2, "metric": "F1", "cells": cells,
+             "better": {"system": "Bridge CorrNet", "variant_note": "test={test_language}"},
+             "than": {"system": "DOC/ADD (Hermann & Blunsom, 2014b)",
+                      "variant_note": "test={test_language}"}}  # fmt: skip
+    registry = tmp_path / "rajendran2016.yaml"
+    registry.write_text(yaml.safe_dump({"paper": paper, "min_seeds": 1, "claims": [entry]}))
+    _, (claim,), _ = c.load_claims(registry, PAPER_TABLES)
+    frame = c.evaluate_claims(runs, paper, [claim], PAPER_TABLES, 1).set_index("claim")
+    row = frame.loc["two_pairs"]
+    table1 = pd.read_csv(PAPER_TABLES / "rajendran2016_table1.csv")
+    table2 = pd.read_csv(PAPER_TABLES / "rajendran2016_table2.csv")
+
+    def printed(table: pd.DataFrame, test: str) -> float:
+        return float(table[(table.language == "es") & (table.variant_note == f"test={test}")
+                           ].value.iloc[0])  # fmt: skip
+
+    ours = np.mean([topic_f1(gold, found).mean() - printed(table2, test)
+                    for test, (found, gold) in decisions.items()])  # fmt: skip
+    assert row["our_effect"] == pytest.approx(ours) and ours > 0
+    assert row["paper_effect"] == pytest.approx(
+        np.mean([printed(table1, t) - printed(table2, t) for t in decisions]))
+    assert "published, the paper's Table 2; not rerun" in row["than"]
+    assert row["seeds"] == "1 / published" and row["verdict"] != "not run"
+    # the interval is our side's alone: the published number only shifts it
+    found, truth = decisions["de"]
+    stacked = [np.stack([found, truth], axis=-1)]
+    value, draws = uncertainty.replicates_against(stacked, 0.4, uncertainty.macro_f1_statistic)
+    alone = uncertainty.replicates_against(stacked, 0.0, uncertainty.macro_f1_statistic)[1]
+    assert value == pytest.approx(topic_f1(truth, found).mean() - 0.4)
+    assert np.allclose(draws, alone - 0.4)
+    # without the paper's tables the published side is not at hand: not run, and why
+    missing = c.evaluate_claims(runs, paper, [claim], tmp_path / "none", 1).iloc[0]
+    assert missing["verdict"] == "not run" and "Table 2" in missing["reason"]
 
 
 def _pivot_run(root: Path, model: str, language: str | None, i2t, t2i) -> Path:

@@ -274,6 +274,24 @@ def paired_replicates(
     return point(a, statistic) - point(b, statistic), diffs
 
 
+def replicates_against(
+    a: Sequence[np.ndarray],
+    published: float,
+    statistic: Statistic,
+    folds: int = 1,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+    groups: np.ndarray | None = None,
+) -> tuple[float, np.ndarray]:
+    """A (the mean over its seeds) minus a ``published`` number that has no queries of ours
+    (a paper's quoted baseline), and its replicates: A's images drawn as ``paired_replicates``
+    draws them, the published number held fixed (its own noise is unknown, so the interval is
+    ours only)."""
+    rng = np.random.default_rng(seed)
+    draws = query_draws(_stacked(a).shape[1], resamples, rng, folds, groups)
+    return point(a, statistic) - published, replicates(a, statistic, draws, rng) - published
+
+
 def difference_of(
     observed: float, diffs: np.ndarray, level: float = LEVEL, margin: float | None = None
 ) -> Difference:

@@ -103,7 +103,10 @@ class Claim:
     # cell's language (Rajendran's rows are spelt "test=es ...", "captions=fr")
     better: tuple[str, str]
     than: tuple[str, str]
-    cells: tuple[tuple[str, str, str], ...]  # (language, direction, dataset) each
+    # (language, direction, dataset, test_language) each; ``test_language`` fills
+    # "{test_language}" in a row's variant note (Rajendran's Table 1: training language
+    # ``language``, the note's test language)
+    cells: tuple[tuple[str, str, str, str], ...]
     test: str = "superiority"
     margin: float = 0.0
     # a row's own language where the two differ (Rajendran Table 5: the En-Image CorrNet's
@@ -112,6 +115,10 @@ class Claim:
     # a claim on a paper figure (Kadar Figure 3): the variants' rows with ``figure: N``; the
     # figure prints no numbers, so the claim has no paper effect and tests the direction only
     figure: int = 0
+    # the paper's table printing the ``than`` row where the paper compares with published
+    # numbers it did not rerun (Rajendran's DOC/ADD, Table 2): that side is those numbers, not
+    # a run of ours, and only our side is resampled
+    published_than: int = 0
 
     @property
     def source(self) -> tuple[str, int]:
@@ -126,27 +133,40 @@ class Claim:
         """Every (cell, metric) the claim's effect is the mean over."""
         return [(cell, metric) for cell in self.cells for metric in self.metrics]
 
-    def side_row(self, side: int, cell: tuple[str, str, str]) -> tuple[str, str]:
+    def side_row(self, side: int, cell: tuple[str, str, str, str]) -> tuple[str, str]:
         """The (system, variant_note) of the ``better`` (0) or ``than`` (1) row in a cell."""
         system, note = (self.better, self.than)[side]
-        return system, note.replace("{language}", cell[0])
+        return system, note.replace("{language}", cell[0]).replace("{test_language}", cell[3])
 
-    def side_cell(self, side: int, cell: tuple[str, str, str], metric: str) -> dict:
+    def side_table(self, side: int) -> int:
+        """The paper's table holding the ``better`` (0) or ``than`` (1) row."""
+        return self.published_than if side == 1 and self.published_than else self.table
+
+    def side_cell(self, side: int, cell: tuple[str, str, str, str], metric: str) -> dict:
         """One cell of the ``better`` (0) or ``than`` (1) row."""
-        language, direction, dataset = cell
+        language, direction, dataset, _ = cell
         return {"language": self.row_languages[side] or language, "direction": direction,
                 "metric": metric, "dataset": dataset}  # fmt: skip
 
     @property
     def cells_text(self) -> str:
-        parts = [" ".join(x for x in (lang, d, ds) if x) for lang, d, ds in self.cells]
+        metrics = ", ".join(self.metrics)
+        if len(self.cells) > CELLS_LISTED:
+            return f"{metrics}: mean over {len(self.cells)} cells (the registry lists them)"
+        parts = [" ".join(x for x in (lang, d, ds, test and f"test {test}") if x)
+                 for lang, d, ds, test in self.cells]  # fmt: skip
         several = len(parts) * len(self.metrics) > 1
-        return f"{', '.join(self.metrics)}: " + "; ".join(parts) + (" (mean)" if several else "")
+        return f"{metrics}: " + "; ".join(parts) + (" (mean)" if several else "")
+
+
+CELLS_LISTED = 8  # a claim over more cells names their count in its table, not each
 
 
 CLAIM_KEYS = {"id", "finding", "quote", "section", "metric", "better", "than"}
-OPTIONAL_KEYS = {"table", "figure", "language", "direction", "dataset", "cells", "test", "margin"}
-CELL_KEYS = {"language", "direction", "dataset"}
+OPTIONAL_KEYS = {"table", "figure", "language", "direction", "dataset", "cells", "test", "margin",
+                 "published_than"}  # fmt: skip
+CELL_ORDER = ("language", "direction", "dataset", "test_language")  # a cell's tuple
+CELL_KEYS = set(CELL_ORDER)
 
 
 def _text(path, value, key: str, allow_empty: bool = False) -> str:
@@ -188,10 +208,10 @@ def _cells(path, entry: dict, where: str) -> tuple[tuple[str, str, str], ...]:
     for number, cell in enumerate(listed, start=1):
         key = f"{where}.cells[{number}]"
         if not isinstance(cell, dict) or not set(cell) <= CELL_KEYS or "direction" not in cell:
-            raise InputError(path, "a mapping {language, direction[, dataset]}", repr(cell)[:80],
-                             key=key)  # fmt: skip
+            raise InputError(path, "a mapping {language, direction[, dataset, test_language]}",
+                             repr(cell)[:80], key=key)  # fmt: skip
         cells.append(tuple(_text(path, cell.get(k) or "", f"{key}.{k}", True)
-                           for k in ("language", "direction", "dataset")))  # fmt: skip
+                           for k in CELL_ORDER))  # fmt: skip
     if len(set(cells)) != len(cells):
         raise InputError(path, "distinct cells", "a repeated one", key=f"{where}.cells")
     return tuple(cells)
@@ -243,6 +263,11 @@ def parse_claim(path: Path, entry, number: int) -> Claim:
     elif margin is not None:
         raise InputError(path, "no margin on a superiority claim", repr(margin),
                          key=f"{where}.margin")  # fmt: skip
+    published = entry.get("published_than", 0)
+    if published and (source != "table" or not isinstance(published, int)
+                      or isinstance(published, bool) or published < 1 or published == number):
+        raise InputError(path, "the number of another table of the paper, for a table's claim",
+                         repr(published), key=f"{where}.published_than")  # fmt: skip
     return Claim(
         id=_text(path, entry["id"], f"{where}.id"),
         finding=_text(path, entry["finding"], f"{where}.finding"),
@@ -257,6 +282,7 @@ def parse_claim(path: Path, entry, number: int) -> Claim:
         test=test,
         margin=float(margin or 0.0),
         row_languages=(better_language, than_language),
+        published_than=published,
     )
 
 
@@ -311,13 +337,13 @@ def paper_effect(
     a cell is not in it."""
     if claim.figure:
         return np.nan
-    frame = load_paper_table(paper_tables, paper, claim.table)
-    if frame is None:
+    frames = [load_paper_table(paper_tables, paper, claim.side_table(side)) for side in (0, 1)]
+    if frames[0] is None or frames[1] is None:
         return np.nan
     sign, effects = orientation(claim.metric), []
     for cell, metric in claim.parts():
         values = [
-            float(paper_cell(frame, paper, claim, side, cell, metric, registry)["value"])
+            float(paper_cell(frames[side], paper, claim, side, cell, metric, registry)["value"])
             for side in (0, 1)
         ]
         effects.append(sign * (values[0] - values[1]))
@@ -341,9 +367,10 @@ def paper_cell(
     if found["dataset"]:
         hit = hit[hit.dataset.fillna("").str.contains(found["dataset"], regex=False)]
     if len(hit) != 1:
+        table = claim.side_table(side)
         raise InputError(
-            registry or f"{paper}_table{claim.table}.csv",
-            f"one cell of {paper}_table{claim.table}.csv: {system} [{note}] {found}",
+            registry or f"{paper}_table{table}.csv",
+            f"one cell of {paper}_table{table}.csv: {system} [{note}] {found}",
             f"{len(hit)} cells", key=f"claims ({claim.id})",
         )  # fmt: skip
     return hit.iloc[0]
@@ -363,13 +390,23 @@ def _configured_languages(runs, paper: str, claim: Claim, side: int, cell) -> se
     return languages
 
 
-def _reason(runs, paper: str, claim: Claim) -> tuple[str, list]:
-    """Why a claim cannot be tested ('' when it can), and both rows' samples of every cell."""
+def _reason(runs, paper: str, claim: Claim, paper_tables: Path | None) -> tuple[str, list]:
+    """Why a claim cannot be tested ('' when it can), and both rows' samples of every cell (a
+    published ``than`` row: its number in the paper's table)."""
     pairs = []
     key, number = claim.source
+    published = None
+    if claim.published_than:
+        published = load_paper_table(paper_tables, paper, claim.published_than)
+        if published is None:
+            return (f"the paper's Table {claim.published_than}, whose published numbers it "
+                    "compares with, is not at hand (config paper_tables)"), []  # fmt: skip
     for cell, metric in claim.parts():
-        found: list[CellSamples] = []
+        found: list[CellSamples | float] = []
         for side in (0, 1):
+            if side == 1 and published is not None:
+                found.append(float(paper_cell(published, paper, claim, 1, cell, metric)["value"]))
+                continue
             system, note = claim.side_row(side, cell)
             if not mapped_runs(runs, paper, number, system, note, key):
                 return f"no configured variant runs the row {system} [{note}]", []
@@ -384,7 +421,7 @@ def _reason(runs, paper: str, claim: Claim) -> tuple[str, list]:
                 return (f"the runs of {system} [{note}] kept no per-query outcomes of "
                         f"{wanted['language']} {wanted['direction']} {metric}"), []  # fmt: skip
             found.append(samples)
-        if not found[0].same_queries(found[1]):
+        if published is None and not found[0].same_queries(found[1]):
             return "the two rows were not scored on the same test images", []
         pairs.append(found)
     return "", pairs
@@ -398,10 +435,16 @@ def _effect(pairs: list, sign: float) -> tuple[float, np.ndarray]:
     observed, replicates = [], []
     seeds = {name: i for i, name in enumerate(dict.fromkeys(b.test_set for b, _ in pairs))}
     for better, than in pairs:
-        value, diffs = uncertainty.paired_replicates(
-            better.samples, than.samples, better.statistic, folds=better.folds,
-            groups=better.groups, seed=seeds[better.test_set],
-        )  # fmt: skip
+        if isinstance(than, float):  # a published number: only our side is resampled
+            value, diffs = uncertainty.replicates_against(
+                better.samples, than, better.statistic, folds=better.folds,
+                groups=better.groups, seed=seeds[better.test_set],
+            )  # fmt: skip
+        else:
+            value, diffs = uncertainty.paired_replicates(
+                better.samples, than.samples, better.statistic, folds=better.folds,
+                groups=better.groups, seed=seeds[better.test_set],
+            )  # fmt: skip
         observed.append(sign * value)
         replicates.append(sign * diffs)
     return float(np.mean(observed)), np.mean(replicates, axis=0)
@@ -413,13 +456,16 @@ def evaluate_claims(
     """One row per claim, the verdict first (module docstring)."""
     rows, replicates = [], []
     for claim in claims:
-        reason, pairs = _reason(runs, paper, claim)
+        reason, pairs = _reason(runs, paper, claim, paper_tables)
+        than = _row_name(claim.than, claim.row_languages[1])
+        if claim.published_than:
+            than += f" (published, the paper's Table {claim.published_than}; not rerun)"
         row = {
             "verdict": "",
             "compares": "",
             "claim": claim.id,
             "better": _row_name(claim.better, claim.row_languages[0]),
-            "than": _row_name(claim.than, claim.row_languages[1]),
+            "than": than,
             "cells": claim.cells_text,
             "test": claim.test + (f", margin {claim.margin:g}" if claim.test != "superiority"
                                   else ""),  # fmt: skip
@@ -442,8 +488,9 @@ def evaluate_claims(
             observed, draws = _effect(pairs, orientation(claim.metric))
             margin = claim.margin if claim.test == "non-inferiority" else None
             found = uncertainty.difference_of(observed, draws, margin=margin)
-            seeds = [len(pairs[0][0].samples), len(pairs[0][1].samples)]
-            row.update(our_effect=observed, p=found.p, seeds=f"{seeds[0]} / {seeds[1]}")
+            seeds = [len(side.samples) for side in pairs[0] if not isinstance(side, float)]
+            shown = " / ".join(map(str, seeds)) + (" / published" if claim.published_than else "")
+            row.update(our_effect=observed, p=found.p, seeds=shown)
             few = min(seeds) < min_seeds
             row["compares"] = (f"trained models ({min(seeds)} seed{'s' * (min(seeds) > 1)}; "
                                f"methods need {min_seeds})" if few else "methods")  # fmt: skip
@@ -473,6 +520,7 @@ def evaluate_claims(
 def _row_name(row: tuple[str, str], language: str) -> str:
     system, note = row
     note = note.replace("{language}", "<cell language>")
+    note = note.replace("{test_language}", "<test language>")
     text = f"{system} [{note}]" if note else system
     return f"{text} ({language} captions)" if language else text
 
