@@ -1,6 +1,6 @@
 """Benchmark: what the write layer's guards cost at paper sizes.
 
-    .venv/bin/python benchmarks/guards.py [--gb 0.9 --dir /tmp --repeats 3]
+    .venv/bin/python benchmarks/guards.py [--gb 0.9 --dir /tmp --repeats 3] [--stages ...]
 
 A feature array of ``--gb`` gigabytes (float32 rows of 2048, the size of COCO's train
 features) goes through what a stage does with it, each step timed with the guards (the
@@ -28,11 +28,12 @@ results/benchmarks/guards_stages.csv:
   claim, its one sha256 and its records (and its made-from record where the stage writes
   one), per recorded file read its made-from check, the fingerprints a stage takes of arrays
   it holds (``value_digest``) and of files no mlmm command wrote (``files_digest``: the
-  images of each feature shard, the NMT's training text);
+  images of each feature shard, at the 2014 COCO images' mean size, the NMT's training text);
 - ``stage_seconds``: the job's time at paper size from a rate measured on the project's CPU
   machine (``stage_time_source`` names it: docs/features.md, docs/workflow.md, docs/ted.md,
   results/benchmarks/pivot.csv) times the configuration's work; empty where no rate of that
-  stage was measured. ``gpu_stage_seconds`` likewise where a GPU rate is recorded;
+  stage was measured. ``gpu_stage_seconds`` likewise where a GPU-machine rate is recorded
+  (feature extraction: at least the time PIL decoding takes at the rate measured there);
 - ``guard_share`` = guard_seconds / stage_seconds; ``stage_seconds_at_2pct`` =
   guard_seconds / 0.02: a job faster than that (on a GPU) spends over 2 % in its guards.
 
@@ -50,7 +51,7 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -167,7 +168,6 @@ class Stage:
     source: str
     gpu_seconds: float | None = None
     gpu_source: str = ""
-    notes: list[str] = field(default_factory=list)
 
 
 def _splits(dataset: str) -> dict[str, int]:
