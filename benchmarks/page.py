@@ -48,11 +48,22 @@ def machine_of(frame: pd.DataFrame) -> str:
     return "; ".join(named) if named else this_machine()
 
 
+def script_of(stem: str) -> Path | None:
+    """``benchmarks/STEM.py``, else the script whose name the CSV's name starts with (a
+    script's second CSV: ``guards_stages.csv`` is ``guards.py``'s); None when there is none."""
+    parts = stem.split("_")
+    for end in range(len(parts), 0, -1):
+        script = ROOT / "benchmarks" / f"{'_'.join(parts[:end])}.py"
+        if script.is_file():
+            return script
+    return None
+
+
 def section(path: Path) -> str:
     frame = read_csv(path)
     written = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    script = ROOT / "benchmarks" / f"{path.stem}.py"
-    source = f"`benchmarks/{script.name}`" if script.is_file() else "a benchmark script"
+    script = script_of(path.stem)
+    source = f"`benchmarks/{script.name}`" if script is not None else "a benchmark script"
     return "\n".join([
         f"## {path.stem}", "",
         f"Written by {source} on {written}; machine: {machine_of(frame)}.", "",

@@ -102,3 +102,47 @@ def test_benchmarks_page_carries_each_csv_with_its_date_and_machine(tmp_path):
     assert "machine: device cuda: NVIDIA H200." in text
     assert "cores" in text.split("## speed")[1]  # no device column: this machine's description
     assert "| ours     |       1.5 |" in text
+
+
+def test_benchmarks_page_names_the_script_of_a_second_csv(tmp_path):
+    """A script's second CSV (guards.py writes guards.csv and guards_stages.csv) is credited
+    to it, not to "a benchmark script"."""
+    pd.DataFrame({"stage": ["features"], "guard_share": [0.001]}).to_csv(
+        tmp_path / "guards_stages.csv", index=False
+    )
+    page = tmp_path / "benchmarks.md"
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "page.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--csv-dir", str(tmp_path), "--out", str(page)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Written by `benchmarks/guards.py`" in page.read_text(encoding="utf-8")
+
+
+def test_guards_quick_mode_writes_a_row_per_stage_with_its_share(tmp_path):
+    """benchmarks/guards.py --quick: the per-step rows, and per stage of the paper
+    configuration (those needing no Multi30K here) its guards' seconds, the stage's time where
+    a rate is recorded, the share, and the time at which the share would reach 2 %."""
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "guards.py"
+    pd.DataFrame(
+        {"encoders": ["EmbeddingBag over CSR rows (mlmm)"], "run_hours_20_epochs": [2.0]}
+    ).to_csv(tmp_path / "pivot.csv", index=False)
+    done = subprocess.run(
+        [sys.executable, str(script), "--quick", "--dir", str(tmp_path), "--stages", "ted",
+         "pivot", "--pivot-csv", str(tmp_path / "pivot.csv"), "--out",
+         str(tmp_path / "guards.csv"), "--stages-out", str(tmp_path / "stages.csv")],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    steps = pd.read_csv(tmp_path / "guards.csv")
+    assert list(steps["step"]) == ["write", "read", "read_hashing_every_time"]
+    stages = pd.read_csv(tmp_path / "stages.csv")
+    assert [s.split(",")[0] for s in stages["stage"]] == ["ted-train", "pivot-train"]
+    assert (stages["guard_seconds"] > 0).all()
+    pivot = stages.iloc[1]
+    assert pivot["stage_seconds"] == pytest.approx(2.0 * 3600)  # the paper's 20 epochs
+    assert pivot["guard_share"] == pytest.approx(pivot["guard_seconds"] / pivot["stage_seconds"])
+    assert (stages["stage_seconds_at_2pct"] == stages["guard_seconds"] / 0.02).all()
+    assert "model.pt" in stages.iloc[0]["guarded"]
+    assert not any(tmp_path.glob("mlmm-guards-*"))  # the scratch files are gone
