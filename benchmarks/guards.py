@@ -507,10 +507,8 @@ def main() -> None:
                                      "load_average", "date"]]  # fmt: skip
     per_stage = per_stage.assign(**machine, load_average=os.getloadavg()[0],
                                  quick=args.quick)  # fmt: skip
-    # the CSVs are kept in git: a checkout's copy is this script's to replace
-    with io.forcing(True):
-        io.write_text(args.out, frame.to_csv(index=False))
-        io.write_text(args.stages_out, per_stage.to_csv(index=False))
+    io.write_text(args.out, frame.to_csv(index=False))
+    io.write_text(args.stages_out, per_stage.to_csv(index=False))
     print(frame[["step", "seconds_plain", "guard_seconds", "guard_share"]].to_string(index=False))
     print(per_stage[["stage", "guard_seconds", "stage_seconds", "guard_share",
                      "gpu_guard_share"]].to_string(index=False))  # fmt: skip

@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 import logging
 import re
+import signal
+import subprocess
 import sys
+import time
 
 import pytest
 from helpers.workflow import DEMO_RUN_GROUP
@@ -118,6 +121,63 @@ def test_a_failing_or_interrupted_command_still_logs_its_end(tmp_path, monkeypat
         assert mlmm.cli.main(argv) == 130  # one line, no traceback (test_error_boundary)
     lines = path.read_text().splitlines()
     assert re.fullmatch(LINE % "mt-score" + END % r"failed \(exit status 130\)", lines[-1])
+    # the failed attempt keeps its log: Snakemake deletes job.log before a retry
+    (kept,) = tmp_path.glob("job.failed-*.log")
+    assert kept.read_text() == path.read_text()
+
+
+def test_every_failed_attempt_of_a_retried_job_keeps_its_log(tmp_path):
+    """A rule whose command fails, run with --retries 1: Snakemake deletes the job's log before
+    the second attempt; each attempt leaves its own copy, and a command that succeeds none."""
+    from helpers.workflow import BIN, tool_env
+
+    (tmp_path / "bad.json").write_text('{"retrieval": {"defaults": {"epochs": 0}}}')
+    (tmp_path / "Snakefile").write_text(
+        "rule bad:\n"
+        "    input: 'bad.json'\n"
+        "    output: 'out.yaml'\n"
+        "    log: 'logs/bad.log'\n"
+        "    shell: 'mlmm configuration {input} --out {output} > {log} 2>&1'\n"
+    )
+    proc = subprocess.run([str(BIN / "snakemake"), "-c1", "--retries", "1", "-d", str(tmp_path),
+                           "-s", str(tmp_path / "Snakefile")], env=tool_env(),
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode != 0
+    kept = sorted((tmp_path / "logs").glob("bad.failed-*.log"))
+    assert len(kept) == 2, proc.stderr[-2000:]
+    for log in kept:
+        assert "retrieval.defaults.epochs" in log.read_text()
+        assert re.search(END % r"failed \(exit status 2\)", log.read_text().splitlines()[-1])
+    assert not list(tmp_path.glob("*.failed-*"))  # nothing beside the outputs
+
+
+def test_a_terminated_command_unwinds_logs_its_end_and_keeps_its_log(tmp_path):
+    """SIGTERM (a time limit, preemption): the command unwinds as after Ctrl-C, exits 143 and
+    its log, ended with a line that says so, is kept for the next attempt to leave alone."""
+    script = (
+        "import sys, time\n"
+        "import mlmm.cli\n"
+        "parser = mlmm.cli.build_parser()\n"
+        "def slow(args):\n"
+        "    print('started', file=sys.stderr, flush=True)\n"
+        "    time.sleep(60)\n"
+        "parser._subparsers._group_actions[0].choices['configuration'].set_defaults(func=slow)\n"
+        "mlmm.cli.build_parser = lambda: parser\n"
+        "sys.exit(mlmm.cli.main(['configuration', 'in.json', '--out', 'out.yaml']))\n"
+    )
+    log = tmp_path / "job.log"
+    with open(log, "w") as handle:
+        proc = subprocess.Popen([sys.executable, "-c", script], cwd=tmp_path, stderr=handle)
+        deadline = time.monotonic() + 60
+        while "started" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 143
+    text = log.read_text()
+    assert "terminated (SIGTERM" in text
+    assert re.search(END % r"failed \(exit status 143\)", text.splitlines()[-1])
+    (kept,) = tmp_path.glob("job.failed-*.log")
+    assert kept.read_text() == text
 
 
 @pytest.mark.slow

@@ -7,15 +7,26 @@ wall-clock and CPU time and peak memory (`start_command`, `logged_command`: so a
 nothing else still says when it ran and for how long), and a progress bar written there
 refreshes every `FILE_INTERVAL` seconds instead of ten times a second (`progress`), which at
 paper sizes would be megabytes of carriage returns.
+
+Snakemake deletes a job's log before it runs the job again (`--retries`, the SLURM profile's
+retries after a time limit or a node failure), so a command that fails, or is terminated
+(SIGTERM, a scheduler's time limit or preemption), copies its log file beside itself as
+``NAME.failed-<UTC time>.log`` (`keep_failed_log`): every failed attempt keeps its own log.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import os
 import shlex
+import shutil
+import signal
+import stat
 import sys
+import threading
 import time
+from pathlib import Path
 
 # Seconds between two refreshes of a progress bar that is not on a terminal.
 FILE_INTERVAL = 30.0
@@ -73,22 +84,68 @@ def end_command(outcome: str) -> None:
     log.info("end: %s after %.1f s (CPU %.1f s%s)", outcome, wall, cpu, memory)
 
 
+class Terminated(BaseException):
+    """SIGTERM (a scheduler's time limit or preemption, `kill`): unwinds the command like
+    Ctrl-C, so that its partial outputs are removed and its log says how it ended."""
+
+
+def _terminated(signum, frame) -> None:
+    raise Terminated
+
+
 def logged_command(main):
-    """Decorates the `mlmm` main: whatever way it ends (a status, an exception, Ctrl-C), the
-    command it started (`start_command`) gets its end line."""
+    """Decorates the `mlmm` main: whatever way it ends (a status, an exception, Ctrl-C,
+    SIGTERM), the command it started (`start_command`) gets its end line, and a failed one
+    keeps its log (`keep_failed_log`)."""
 
     @functools.wraps(main)
     def run(*args, **kwargs) -> int:
         _started.clear()
+        in_main = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGTERM, _terminated) if in_main else None
         try:
             status = main(*args, **kwargs)
         except BaseException as exc:
             end_command(f"failed ({type(exc).__name__})")
+            keep_failed_log()
             raise
+        finally:
+            if in_main and previous is not None:
+                signal.signal(signal.SIGTERM, previous)
         end_command("done" if status == 0 else f"failed (exit status {status})")
+        if status:
+            keep_failed_log()
         return status
 
     return run
+
+
+def keep_failed_log() -> Path | None:
+    """When stderr is a log file (a workflow job's `log:`), a copy of it beside itself named
+    ``NAME.failed-<UTC time>.log``, which the next attempt of the job leaves alone; None where
+    stderr is a terminal or a pipe, or the platform cannot name its file (only Linux's
+    /proc/self/fd can)."""
+    try:
+        sys.stderr.flush()
+        fd = sys.stderr.fileno()
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        log = Path(os.readlink(f"/proc/self/fd/{fd}"))
+    except (OSError, ValueError, AttributeError):  # no file behind stderr, or not Linux
+        return None
+    if not log.is_file():  # an unlinked temporary file
+        return None
+    when = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    copy = log.with_name(f"{log.stem}.failed-{when}{log.suffix}")
+    for n in range(2, 100):
+        if not copy.exists():
+            break
+        copy = log.with_name(f"{log.stem}.failed-{when}-{n}{log.suffix}")
+    try:
+        shutil.copyfile(log, copy)
+    except OSError:
+        return None
+    return copy
 
 
 def on_terminal() -> bool:

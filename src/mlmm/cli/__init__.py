@@ -29,7 +29,7 @@ import sys
 from mlmm import __version__
 from mlmm.errors import InputError
 from mlmm.io import command, error_place, set_force
-from mlmm.logs import logged_command, start_command
+from mlmm.logs import Terminated, logged_command, start_command
 from mlmm.schema import check_options
 
 OUTPUTS = "_declared_outputs"  # the parser default holding [(dest, suffixes)]
@@ -142,6 +142,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"mlmm {args.command}: interrupted (Ctrl-C); no output replaced", file=sys.stderr)
         return 130
+    except Terminated:
+        print(f"mlmm {args.command}: terminated (SIGTERM: a time limit, preemption or kill); "
+              "no output replaced", file=sys.stderr)  # fmt: skip
+        return 143
     except Exception as exc:  # a bug: one line for a user, the traceback for a test or on request
         if os.environ.get("MLMM_TRACEBACK") or os.environ.get("PYTEST_CURRENT_TEST"):
             raise
