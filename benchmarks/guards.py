@@ -4,12 +4,14 @@
 
 A feature array of ``--gb`` gigabytes (float32 rows of 2048, the size of COCO's train
 features) goes through what a stage does with it, each step timed with the guards (the
-write layer: claim, record, digest; the made-from record checked on read) and without them
+write layer: claim, record, digest; the made-from record in the sidecar, checked on read) and
+without them
 (plain ``numpy.save`` / ``numpy.load``):
 
-- ``write``: the extraction stage writes the array (``write_npy`` + ``record_made_from``):
-  the claim of the file it replaces, the one sha256 of the new file, its records;
-- ``read``: a training run reads it (``read_npy`` + ``check_made_from``), as train, val and
+- ``write``: the extraction stage writes the array (``write_npy``, then its sidecar with
+  ``made_from_record``): the claim of the file it replaces, the one sha256 of the new file, its
+  records;
+- ``read``: a training run reads it (``read_npy`` + ``check_feature_record``), as train, val and
   test each do: the digest comes from the record, the file is not read for it;
 - ``read_hashing_every_time``: a read that hashed the file again (what a read cost before
   digests were kept), for comparison.
@@ -33,7 +35,8 @@ import numpy as np
 import pandas as pd
 
 from mlmm import io
-from mlmm.fingerprint import check_made_from, record_made_from
+from mlmm.arrays import check_feature_record
+from mlmm.fingerprint import made_from_record
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -63,23 +66,24 @@ def measure(array: np.ndarray, work: Path, repeats: int) -> list[dict]:
             np.save(handle, array)
 
     io.write_npy(guarded, array)
-    record_made_from(guarded, inputs)
+    io.write_json(guarded.with_suffix(".json"), made_from_record(guarded, inputs))
 
     def write_guards():
         """What the layer adds to a write: the claim of the old file, the one digest of the
-        new one, its record (twice: before and after the rename), the made-from record."""
+        new one, its record (twice: before and after the rename), the sidecar's made-from
+        record."""
         io.claim(guarded)
         io._DIGESTS.clear()
         entry = io._entry(guarded)
         io._write_record(guarded, [entry, entry])
         io._write_record(guarded, [entry])
-        record_made_from(guarded, inputs)
+        io.write_json(guarded.with_suffix(".json"), made_from_record(guarded, inputs))
 
     def read_plain():
         return np.load(plain).sum()
 
     def read_guards():
-        check_made_from(guarded, inputs)
+        check_feature_record(guarded, inputs)
 
     def first_hash():
         io._DIGESTS.clear()
