@@ -94,7 +94,7 @@ def check_row_names(array_path: str | Path, names: Sequence[str], split: str) ->
         raise InputError(copy, f"{len(names)} image names (the {split} list)", f"{len(rows)}")
 
 
-def feature_record_expected(array_path: str | Path) -> str:
+def _record_expected(array_path: str | Path) -> str:
     """What a feature array is expected to have beside it, for a refusal naming the array."""
     sidecar = Path(array_path).with_suffix(".json").name
     return (
@@ -112,5 +112,5 @@ def check_feature_record(array_path: str | Path, inputs: dict[str, str]) -> None
 
     array_path = Path(array_path)
     check_sidecar_made_from(
-        array_path, array_path.with_suffix(".json"), inputs, feature_record_expected(array_path)
+        array_path, array_path.with_suffix(".json"), inputs, _record_expected(array_path)
     )
