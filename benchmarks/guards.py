@@ -7,9 +7,9 @@ features) goes through what a stage does with it, each step timed with the guard
 write layer: claim, record, digest; the made-from record checked on read) and without them
 (plain ``numpy.save`` / ``numpy.load``):
 
-- ``write``: the extraction stage writes the array (``write_npy`` + ``record_made_from``):
-  the claim of the file it replaces, the one sha256 of the new file, its records;
-- ``read``: a training run reads it (``read_npy`` + ``check_made_from``), as train, val and
+- ``write``: the extraction stage writes the array (``write_npy`` + ``made_from_record`` in
+  its sidecar): the claim of the file it replaces, the one sha256 of the new file, its records;
+- ``read``: a training run reads it (``read_npy`` + ``check_feature_record``), as train, val and
   test each do: the digest comes from the record, the file is not read for it;
 - ``read_hashing_every_time``: a read that hashed the file again (what a read cost before
   digests were kept), for comparison.
@@ -58,7 +58,14 @@ import numpy as np
 import pandas as pd
 
 from mlmm import io
-from mlmm.fingerprint import check_made_from, files_digest, record_made_from, value_digest
+from mlmm.arrays import check_feature_record
+from mlmm.fingerprint import (
+    check_made_from,
+    files_digest,
+    made_from_record,
+    record_made_from,
+    value_digest,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -76,16 +83,18 @@ def best(repeats: int, fn, before=None) -> float:
     return min(times)
 
 
-def write_guards(path: Path, made_from: dict | None) -> None:
+def write_guards(path: Path, made_from: dict | None, sidecar: bool = False) -> None:
     """What the layer adds to a write of ``path``: the claim of the file it replaces, the one
     digest of the new one, its record (twice: before and after the rename), and the made-from
-    record where the stage writes one."""
+    record where the stage writes one (a feature array's: in its sidecar ``<split>.json``)."""
     io.claim(path)
     io._DIGESTS.clear()
     entry = io._entry(path)
     io._write_record(path, [entry, entry])
     io._write_record(path, [entry])
-    if made_from is not None:
+    if made_from is not None and sidecar:
+        io.write_json(path.with_suffix(".json"), made_from_record(path, made_from))
+    elif made_from is not None:
         record_made_from(path, made_from)
 
 
@@ -102,13 +111,13 @@ def measure(array: np.ndarray, work: Path, repeats: int) -> list[dict]:
             np.save(handle, array)
 
     io.write_npy(guarded, array)
-    record_made_from(guarded, inputs)
+    io.write_json(guarded.with_suffix(".json"), made_from_record(guarded, inputs))
 
     def read_plain():
         return np.load(plain).sum()
 
     def read_guards():
-        check_made_from(guarded, inputs)
+        check_feature_record(guarded, inputs)
 
     def first_hash():
         io._DIGESTS.clear()
@@ -117,7 +126,7 @@ def measure(array: np.ndarray, work: Path, repeats: int) -> list[dict]:
     write = best(repeats, write_plain, lambda: plain.unlink(missing_ok=True))
     read = best(repeats, read_plain)
     rows = [
-        ("write", write, best(repeats, lambda: write_guards(guarded, inputs))),
+        ("write", write, best(repeats, lambda: write_guards(guarded, inputs, sidecar=True))),
         ("read", read, best(repeats, read_guards)),
         ("read_hashing_every_time", read, best(repeats, first_hash)),
     ]

@@ -120,7 +120,10 @@ def make_multi30k(root: Path, fraction: float) -> None:
 
 
 def make_coco(root: Path, fraction: float) -> None:
-    """Karpathy's JSON and, for the pivot stage, image lists and fc6 feature arrays."""
+    """Karpathy's JSON and, for the pivot stage, image lists and fc6 feature arrays (each with
+    the sidecar and record its readers require)."""
+    from mlmm.features.extraction import Outputs, write_beside
+
     zipf, rng = Zipf("en", VOCABULARY["en"]), np.random.default_rng(0)
     images = []
     for split, n in COCO.items():
@@ -135,6 +138,7 @@ def make_coco(root: Path, fraction: float) -> None:
             array[a : a + 4096] = rng.random((min(4096, n - a), FC6), dtype=np.float32)
         array.flush()
         del array
+        write_beside(Outputs(path), names, split, {"backbone": "alexnet_fc6", "dim": FC6})
         for name in names:
             five = [next(captions) for _ in range(5)]
             sentences = [{"tokens": s.split(), "raw": s} for s in five]
@@ -145,7 +149,9 @@ def make_coco(root: Path, fraction: float) -> None:
     pivot = [f"COCO_{split}_{i:012d}.jpg" for split, n in COCO.items()
              for i in range(scaled(n, fraction))]  # fmt: skip
     mic = [f"MIC_{i:06d}.jpg" for i in range(MIC_IMAGES)]
-    np.save(root / "features/alexnet_fc6/mic.npy", rng.random((MIC_IMAGES, FC6), np.float32))
+    path = root / "features/alexnet_fc6/mic.npy"
+    np.save(path, rng.random((MIC_IMAGES, FC6), np.float32))
+    write_beside(Outputs(path), mic, "mic", {"backbone": "alexnet_fc6", "dim": FC6})
     for split, names in (("pivot_train", pivot), ("mic", mic)):
         _lines(root / f"coco/data/task1/image_splits/{split}.txt", names)
         for k in range(1, 6):

@@ -8,7 +8,9 @@ maker rerun since), and every reader of it must refuse in one line.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -16,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers.features import make_images
-from helpers.one_line import one_line_error
+from helpers.one_line import message_lines, one_line_error
 
 from mlmm.cli import main
 from mlmm.errors import InputError
@@ -52,70 +54,165 @@ def features(tmp_path_factory) -> tuple[Path, dict[str, list[str]]]:
 
 
 def _copy(tmp_path: Path, features) -> tuple[Path, dict[str, list[str]]]:
+    """The arrays copied as a user copies them, ``cp feat/*.npy feat/*.txt feat/*.json new/``:
+    the visible files only, each with its sidecar (and nothing that a copy leaves behind)."""
     root, names = features
-    shutil.copytree(root / "feat", tmp_path / "feat")
+    (tmp_path / "feat" / BACKBONE).mkdir(parents=True)
+    for pattern in ("*.npy", "*.txt", "*.json"):
+        for path in (root / "feat" / BACKBONE).glob(pattern):
+            shutil.copy(path, tmp_path / "feat" / BACKBONE / path.name)
     return tmp_path / "feat", names
 
 
-def _val_copied_over_test(feat: Path) -> str:
-    shutil.copyfile(feat / BACKBONE / "val.npy", feat / BACKBONE / "test_2016_flickr.npy")
-    return "test_2016_flickr"
+TEST = "test_2016_flickr"
 
 
-def _rows_shuffled(feat: Path) -> str:
-    path = feat / BACKBONE / "test_2016_flickr.npy"
+def _over_test(*suffixes: str) -> Callable[[Path], None]:
+    """val's files of ``suffixes`` copied over test's."""
+
+    def damage(bb: Path) -> None:
+        for suffix in suffixes:
+            shutil.copyfile(bb / f"val{suffix}", bb / f"{TEST}{suffix}")
+
+    return damage
+
+
+def _rows_shuffled(bb: Path) -> None:
+    path = bb / f"{TEST}.npy"
     np.save(path, np.load(path)[[2, 0, 1]])
-    return "test_2016_flickr"
 
 
-FEATURE_DAMAGE: dict[str, Callable[[Path], str]] = {
-    "val.npy copied over test.npy": _val_copied_over_test,
-    "rows shuffled inside the array": _rows_shuffled,
-}
+def _left_behind(*suffixes: str) -> Callable[[Path], None]:
+    """test's files of ``suffixes`` missing: a copy of the others alone."""
+
+    def damage(bb: Path) -> None:
+        for suffix in suffixes:
+            (bb / f"{TEST}{suffix}").unlink()
+
+    return damage
 
 
-def _retrieval(feat: Path, split: str, names) -> None:
-    load_features(feat, BACKBONE, split, names[split])
+def _record_dropped(bb: Path) -> None:
+    """The sidecar as written before it carried the array's record."""
+    sidecar = json.loads((bb / f"{TEST}.json").read_text())
+    del sidecar["sha256"], sidecar["made_from"]
+    (bb / f"{TEST}.json").write_text(json.dumps(sidecar))
 
 
-def _pivot(feat: Path, split: str, names) -> None:
-    read_features(feat, BACKBONE, split, len(names[split]))
+OTHER_BYTES = rf"{TEST}\.npy: expected the bytes it was written with \({TEST}\.json\), found other"
+OTHER_SPLIT = (rf"{TEST}\.npy: expected an artefact made from the split it is read with, found "
+               rf"one made from another split \({TEST}\.json\)")  # fmt: skip
+NO_SIDECAR = (rf"{TEST}\.npy: expected the sidecar {TEST}\.json that `mlmm features` writes "
+              r"beside it, with the array's digest: copy it with the array, or rerun the "
+              rf"features rule, found no {TEST}\.json beside it")  # fmt: skip
+NO_RECORD = (rf"{TEST}\.npy: expected the sidecar {TEST}\.json .* found {TEST}\.json without "
+             r"'sha256' or 'made_from' \(no record\)")  # fmt: skip
+
+# damage -> (what it does to test's files, the refusal: one pattern, or one per reader)
+FEATURE_DAMAGE: dict[str, tuple[Callable[[Path], None], str | dict[str, str]]] = {
+    "val.npy copied over test.npy": (_over_test(".npy"), OTHER_BYTES),
+    "rows shuffled inside the array": (_rows_shuffled, OTHER_BYTES),
+    "val's .npy, .txt and .json copied over test's": (_over_test(".npy", ".txt", ".json"), {
+        "retrieval (load_features)": rf"{TEST}\.txt, line 1: expected '.*' \(row 1 of the "
+                                     rf"{TEST} image list",
+        "pivot (read_features)": OTHER_SPLIT,
+        "nbest-features --images": OTHER_SPLIT,
+    }),
+    "val's .npy and .json copied over test's, test's list copy kept": (
+        _over_test(".npy", ".json"), {
+            "retrieval (load_features)": rf"{TEST}\.npy: expected an artefact made from the "
+                                         r"image list it is read with, found one made from "
+                                         rf"another image list \({TEST}\.json\)",
+            "pivot (read_features)": OTHER_SPLIT,
+            "nbest-features --images": OTHER_SPLIT,
+        }
+    ),
+    "the .npy and .txt copied without the sidecar": (_left_behind(".json"), NO_SIDECAR),
+    "the .npy copied alone": (_left_behind(".json", ".txt"), {
+        "retrieval (load_features)": rf"{TEST}\.txt: expected the image list copy written beside "
+                                     rf"{TEST}\.npy, found no such file",
+        "pivot (read_features)": NO_SIDECAR,
+        "nbest-features --images": NO_SIDECAR,
+    }),
+    "a sidecar without the array's record": (_record_dropped, NO_RECORD),
+}  # fmt: skip
 
 
-FEATURE_READERS: dict[str, Callable] = {
+def _library(read: Callable[[], object]) -> str | None:
+    """The refusal of a library reader, None when it reads."""
+    try:
+        read()
+    except InputError as exc:
+        return str(exc)
+    return None
+
+
+def _retrieval(feat: Path, split: str, names, tmp_path: Path, capsys) -> str | None:
+    return _library(lambda: load_features(feat, BACKBONE, split, names[split]))
+
+
+def _pivot(feat: Path, split: str, names, tmp_path: Path, capsys) -> str | None:
+    return _library(lambda: read_features(feat, BACKBONE, split, len(names[split])))
+
+
+def _nbest_features(feat: Path, split: str, names, tmp_path: Path, capsys) -> str | None:
+    """``nbest-features --images`` with the sentences of ``split`` (named as Multi30K names
+    them, so the array's split is checked); its refusal line, None when it ran."""
+    nbest, source = tmp_path / "dev.nbest", tmp_path / f"{split}.lc.norm.tok.en"
+    nbest.write_text("".join(f"{i} ||| ein hund ||| NMT= -1.0 ||| -1.0\n" for i in range(3)))
+    source.write_text("a dog\ntwo cats\na man\n")
+    out = tmp_path / "out.nbest"
+    out.unlink(missing_ok=True)
+    argv = ["nbest-features", "--nbest", str(nbest), "--source", str(source), "--images",
+            f"img={feat / BACKBONE / f'{split}.npy'}", "--out", str(out)]  # fmt: skip
+    capsys.readouterr()
+    if main(argv) == 0:
+        assert out.is_file()
+        return None
+    lines = message_lines(capsys.readouterr().err)
+    assert len(lines) == 1 and not out.exists(), lines
+    return lines[0]
+
+
+# Every reader of an image feature array in the pipeline (test_every_feature_array_reader_
+# checks_the_record finds them in the source; a new one is added here).
+FEATURE_READERS: dict[str, Callable[..., str | None]] = {
     "retrieval (load_features)": _retrieval,
     "pivot (read_features)": _pivot,
+    "nbest-features --images": _nbest_features,
 }
 
 
 @pytest.mark.parametrize("reader", list(FEATURE_READERS))
-@pytest.mark.parametrize("damage", list(FEATURE_DAMAGE))
-def test_a_damaged_feature_array_is_refused_by_every_reader(damage, reader, features, tmp_path):
+def test_features_copied_with_their_sidecars_are_read_by_every_reader(
+    reader, features, tmp_path, capsys
+):
+    """The sidecar carries the record: the visible files of a split copied elsewhere read."""
     feat, names = _copy(tmp_path, features)
-    FEATURE_READERS[reader](feat, "test_2016_flickr", names)  # intact: read
-    split = FEATURE_DAMAGE[damage](feat)
-    with pytest.raises(InputError, match=r"test_2016_flickr\.npy: expected the bytes it was "
-                                         r"written with .*found other bytes"):
-        FEATURE_READERS[reader](feat, split, names)
+    assert not [p.name for p in (feat / BACKBONE).iterdir() if p.name.startswith(".")]
+    for split in names:
+        assert FEATURE_READERS[reader](feat, split, names, tmp_path, capsys) is None
 
 
+@pytest.mark.parametrize("reader", list(FEATURE_READERS))
 @pytest.mark.parametrize("damage", list(FEATURE_DAMAGE))
-def test_nbest_features_refuses_a_damaged_image_array(damage, features, tmp_path, capsys):
+def test_a_damaged_feature_array_is_refused_by_every_reader(
+    damage, reader, features, tmp_path, capsys
+):
     feat, names = _copy(tmp_path, features)
-    split = FEATURE_DAMAGE[damage](feat)
-    nbest, source = tmp_path / "dev.nbest", tmp_path / f"{split}.lc.norm.tok.en"
-    nbest.write_text("".join(f"{i} ||| ein hund ||| NMT= -1.0 ||| -1.0\n" for i in range(3)))
-    source.write_text("a dog\ntwo cats\na man\n")
-    argv = ["nbest-features", "--nbest", str(nbest), "--source", str(source), "--images",
-            f"img={feat / BACKBONE / f'{split}.npy'}", "--out", str(tmp_path / "out.nbest")]
-    line = one_line_error(argv, capsys)
-    assert f"{split}.npy: expected the bytes it was written with" in line
-    assert not (tmp_path / "out.nbest").exists()
+    assert FEATURE_READERS[reader](feat, TEST, names, tmp_path, capsys) is None  # intact: read
+    change, refusal = FEATURE_DAMAGE[damage]
+    change(feat / BACKBONE)
+    line = FEATURE_READERS[reader](feat, TEST, names, tmp_path, capsys)
+    expected = refusal if isinstance(refusal, str) else refusal[reader]
+    assert line is not None, f"{reader} read the array after: {damage}"
+    assert re.search(expected, line), line
+    assert str(feat / BACKBONE) in line  # the file named with its directory
 
 
 def test_nbest_features_refuses_the_array_of_another_split(features, tmp_path, capsys):
     """The test split's array given for the val sentences (both three images here)."""
-    feat, _ = _copy(tmp_path, features)
+    feat, names = _copy(tmp_path, features)
     nbest, source = tmp_path / "dev.nbest", tmp_path / "val.lc.norm.tok.en"
     nbest.write_text("".join(f"{i} ||| ein hund ||| NMT= -1.0 ||| -1.0\n" for i in range(3)))
     source.write_text("a dog\ntwo cats\na man\n")
@@ -123,11 +220,63 @@ def test_nbest_features_refuses_the_array_of_another_split(features, tmp_path, c
             "--out", str(tmp_path / "out.nbest")]  # fmt: skip
     assert main([*base, "--images", f"img={feat / BACKBONE / 'val.npy'}"]) == 0
     (tmp_path / "out.nbest").unlink()
-    line = one_line_error(
-        [*base, "--images", f"img={feat / BACKBONE / 'test_2016_flickr.npy'}"], capsys
-    )
-    assert "test_2016_flickr.npy: expected an artefact made from the split it is read" in line
+    line = one_line_error([*base, "--images", f"img={feat / BACKBONE / f'{TEST}.npy'}"], capsys)
+    assert f"{TEST}.npy: expected an artefact made from the split it is read" in line
     assert "found one made from another split" in line
+
+
+# Reads of an image feature array that need no record (function -> why); every other
+# function of src/mlmm that reads an array it calls a feature array must check the record.
+FEATURE_READS_WITHOUT_RECORD = {
+    "mlmm.retrieval.data.feature_columns": "the width from the header alone; load_features "
+                                           "checks the record before a row is used",
+    "mlmm.features.published.read_published": "a release's published array: an input from "
+                                              "outside, whose import writes the record",
+}  # fmt: skip
+
+
+def _reads_an_array(call) -> bool:
+    """``read_npy(...)``, ``io.read_npy(...)``, ``np.load(...)``."""
+    import ast
+
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id == "read_npy"
+    if isinstance(func, ast.Attribute):
+        owner = func.value.id if isinstance(func.value, ast.Name) else None
+        return func.attr == "read_npy" or (owner in ("np", "numpy") and func.attr == "load")
+    return False
+
+
+def _feature_reads(src: Path) -> dict[str, bool]:
+    """Function (module.name) -> whether it calls check_feature_record, for every function
+    of ``src`` that reads an array (``_reads_an_array``) it describes or names as features."""
+    import ast
+
+    found = {}
+    for path in sorted(src.rglob("*.py")):
+        module = ".".join(path.relative_to(src).with_suffix("").parts)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            calls = [c for c in ast.walk(node) if isinstance(c, ast.Call)]
+            if any(_reads_an_array(c) and "feature" in ast.unparse(c).lower() for c in calls):
+                found[f"{module}.{node.name}"] = any(
+                    getattr(c.func, "id", getattr(c.func, "attr", None)) == "check_feature_record"
+                    for c in calls
+                )
+    return found
+
+
+def test_every_feature_array_reader_checks_the_record():
+    src = Path(__file__).resolve().parents[1] / "src"
+    reads = _feature_reads(src)
+    unchecked = {name for name, checked in reads.items() if not checked}
+    assert unchecked == set(FEATURE_READS_WITHOUT_RECORD), unchecked
+    # the readers tested above are among them
+    tested = {"mlmm.retrieval.data.load_features", "mlmm.pivot.data._mapped_features",
+              "mlmm.cli.nmt.run_features"}  # fmt: skip
+    assert tested <= {name for name, checked in reads.items() if checked}
 
 
 # ------------------------------------------------------------------------------------------
@@ -433,9 +582,14 @@ def test_every_artefact_kind_that_records_its_inputs_is_tested_here():
 
 def test_writers_leave_their_records(features, ted, nmt, retrieval_run, pivot_runs):
     root, _ = features
-    for split in ("val", "test_2016_flickr"):
-        record = json.loads(made_from_path(root / "feat" / BACKBONE / f"{split}.npy").read_text())
-        assert set(record["inputs"]) == set(ARTEFACT_KINDS["image feature array (mlmm features)"])
+    for split in ("val", TEST):
+        array = root / "feat" / BACKBONE / f"{split}.npy"
+        sidecar = json.loads(array.with_suffix(".json").read_text())
+        assert set(sidecar["made_from"]) == set(
+            ARTEFACT_KINDS["image feature array (mlmm features)"]
+        )
+        assert sidecar["sha256"] == hashlib.sha256(array.read_bytes()).hexdigest()
+        assert not made_from_path(array).exists()  # the record is in the sidecar alone
     for path, kind in ((ted / "run/codes.npz", "TED CorrNet codes (ted-train)"),
                        (nmt / "m1.pt", "NMT model (train-nmt)"),
                        (nmt / "val.base.nbest", "n-best list (nbest, nbest-features)"),

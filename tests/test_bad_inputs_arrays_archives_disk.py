@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.features import write_array
 from helpers.one_line import BIN, REPO, Case, check
 
 from mlmm.cli import main
@@ -101,7 +102,8 @@ def test_train_retrieval_features_of_another_width(split, world, tmp_path, capsy
     features = tmp_path / "features"
     shutil.copytree(world.features_root, features)
     array = features / "toy" / f"{split}.npy"
-    np.save(array, np.load(array)[:, :20])
+    names = array.with_suffix(".txt").read_text().splitlines()
+    write_array(array, np.load(array)[:, :20], names)  # written so by its maker
     argv, out = _train(world, tmp_path, features)
     says = [f"{split}.npy", "expected 24 columns, as the training features", "found 20 columns"]
     check(Case(argv, says, [out / "checkpoint.pt", out / "metrics.json", out / "model.pt"]),

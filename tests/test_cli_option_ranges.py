@@ -345,6 +345,7 @@ def test_paper_tables_where_the_workflow_writes_its_tables(paper, tmp_path, monk
 # wrong input, plausible numbers: feature arrays, n-best images, MIRA weights
 
 import numpy as np  # noqa: E402
+from helpers.features import write_array  # noqa: E402
 
 from mlmm.arrays import check_feature_rows  # noqa: E402
 from mlmm.errors import InputError  # noqa: E402
@@ -355,11 +356,10 @@ VAL, TEST = ["v1.jpg", "v2.jpg", "v3.jpg"], ["t1.jpg", "t2.jpg", "t3.jpg"]
 
 
 def _features(root: Path, split: str, names: list[str]) -> Path:
-    """An array as mlmm features writes it: <split>.npy and the list copy <split>.txt."""
-    (root / "bb").mkdir(parents=True, exist_ok=True)
+    """An array as mlmm features writes it: <split>.npy, the list copy <split>.txt and the
+    sidecar <split>.json with the array's record."""
     rows = np.arange(1, 3 * len(names) + 1, dtype=np.float32).reshape(len(names), 3)
-    np.save(root / "bb" / f"{split}.npy", rows)
-    (root / "bb" / f"{split}.txt").write_text("".join(f"{n}\n" for n in names))
+    write_array(root / "bb" / f"{split}.npy", rows, names)
     return root / "bb" / f"{split}.npy"
 
 
@@ -412,7 +412,7 @@ def test_feature_rows_that_would_tie_are_refused(damage, tmp_path):
     change, expected, found = ROW_DAMAGE[damage]
     path = _features(tmp_path, "val", VAL)
     rows = change(np.load(path).astype(np.float64))
-    np.save(path, rows)
+    write_array(path, rows, VAL)  # written so by its maker: its record is its own
     with pytest.raises(InputError) as error:
         load_features(tmp_path, "bb", "val", VAL)
     assert str(path) in str(error.value) and expected in str(error.value), error.value
@@ -437,7 +437,7 @@ def _two_sentences(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_nbest_features_images_with_more_rows_than_sentences(tmp_path, capsys):
     nbest, source = _two_sentences(tmp_path)
-    np.save(tmp_path / "img.npy", np.ones((3, 4), dtype=np.float32))
+    write_array(tmp_path / "img.npy", np.ones((3, 4), dtype=np.float32))
     argv = ["nbest-features", "--nbest", str(nbest), "--source", str(source),
             "--images", f"v={tmp_path / 'img.npy'}", "--out", str(tmp_path / "o.nbest")]
     says = ["img.npy: expected 2 rows, one per sentence of", "found 3 rows"]
@@ -448,7 +448,7 @@ def test_nbest_features_images_with_an_all_zero_row(tmp_path, capsys):
     nbest, source = _two_sentences(tmp_path)
     images = np.ones((2, 4), dtype=np.float32)
     images[1] = 0
-    np.save(tmp_path / "img.npy", images)
+    write_array(tmp_path / "img.npy", images)
     argv = ["nbest-features", "--nbest", str(nbest), "--source", str(source),
             "--images", f"v={tmp_path / 'img.npy'}", "--out", str(tmp_path / "o.nbest")]
     check(Case(argv, ["img.npy", "non-zero norm", "row 1"], [tmp_path / "o.nbest"]), capsys)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.features import die_after_first, make_images
+from helpers.features import die_after_first, make_images, write_array
 from helpers.features import run as extract_features
 from helpers.retrieval import make_world, section
 
@@ -153,13 +153,13 @@ def test_retrieval_checkpoint_of_other_features_is_not_resumed(tmp_path, capsys)
     world = make_world(tmp_path / "world")
     record = resolve_variant(section(mono=VARIANT), "mono")
     train = world.features_root / "toy/train.npy"
-    good = np.load(train)
-    np.save(train, np.random.default_rng(1).permutation(good))  # rows scrambled: wrong
+    good, names = np.load(train), train.with_suffix(".txt").read_text().splitlines()
+    write_array(train, np.random.default_rng(1).permutation(good), names)  # rows scrambled
     Run(record, 1, world, tmp_path / "run").train(progress=False)  # then the crash
     assert (tmp_path / "run/checkpoint.pt").is_file()
     capsys.readouterr()
 
-    np.save(train, good)  # the fix
+    write_array(train, good, names)  # the fix
     fixed = train_variant(record, 1, world, tmp_path / "run", progress=False, threads=1)
     err = capsys.readouterr().err
     assert (
@@ -328,7 +328,8 @@ def test_pivot_rerun_on_changed_features_equals_a_fresh_run(tmp_path):
     train(tmp_path / "run")
     before = scores(tmp_path / "run")
     for array in sorted(Path(feats).rglob("*.npy")):  # the features change
-        np.save(array, np.load(array)[::-1].copy())
+        names = array.with_suffix(".txt").read_text().split()
+        write_array(array, np.load(array)[::-1].copy(), names)
     train(tmp_path / "run")
     train(tmp_path / "fresh")
     assert scores(tmp_path / "run") == scores(tmp_path / "fresh") != before

@@ -12,6 +12,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from helpers.features import write_array
 from helpers.paper_config import REPO, paper_config, paper_variants  # tests/ on sys.path
 
 from mlmm import evaluation
@@ -123,10 +124,8 @@ def test_non_finite_feature_rows_are_refused_naming_the_first(tmp_path):
     assert "NaN/inf feature rows refused" in _row("bad input")
     feats = np.ones((3, 2), dtype=np.float32)
     feats[1, 0] = np.inf
-    (tmp_path / "bb").mkdir()
-    np.save(tmp_path / "bb/val.npy", feats)
     names = ["a.jpg", "b.jpg", "c.jpg"]
-    (tmp_path / "bb/val.txt").write_text("\n".join(names) + "\n", encoding="utf-8")
+    write_array(tmp_path / "bb/val.npy", feats, names)
     with pytest.raises(InputError, match=r"val\.npy.*1 of 3 rows \(first: row 1\)"):
         load_features(tmp_path, "bb", "val", names)
 

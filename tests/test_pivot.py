@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
+from helpers.features import write_array
 from helpers.pivot import PAPER_TABLES, SETTINGS, fake_run, make_world
 from PIL import Image
 
@@ -79,8 +80,7 @@ def test_z1_features_are_looked_up_in_every_karpathy_split(tmp_path):
     for split, names in lists.items():
         (splits / f"{split}.txt").write_text("\n".join(names) + "\n")
         rows = [[float(ord(name[0])), float(i)] for i, name in enumerate(names)]
-        (tmp_path / "feats/bb").mkdir(parents=True, exist_ok=True)
-        np.save(tmp_path / f"feats/bb/{split}.npy", np.array(rows, dtype=np.float32))
+        write_array(tmp_path / f"feats/bb/{split}.npy", np.array(rows, dtype=np.float32), names)
     names = ["s1.jpg", "t0.jpg", "v0.jpg"]
     got = pdata.pivot_train_features(tmp_path, tmp_path / "feats", "bb", names)
     np.testing.assert_array_equal(got, [[ord("s"), 1], [ord("t"), 0], [ord("v"), 0]])
@@ -396,10 +396,9 @@ def test_images_without_features_leave_training_but_not_the_test(world, tmp_path
     for split in ("train", "mic"):
         array = np.load(feats / "alexnet_fc6" / f"{split}.npy")
         array[7 + 3 if split == "train" else 7] = np.nan  # train: 3 rows before pivot_train's
-        (tmp_path / "f/alexnet_fc6").mkdir(parents=True, exist_ok=True)
-        np.save(tmp_path / "f/alexnet_fc6" / f"{split}.npy", array)
+        write_array(tmp_path / "f/alexnet_fc6" / f"{split}.npy", array)
         if split == "train":
-            np.save(tmp_path / "f/alexnet_fc6/mic.npy", np.load(feats / "alexnet_fc6/mic.npy"))
+            write_array(tmp_path / "f/alexnet_fc6/mic.npy", np.load(feats / "alexnet_fc6/mic.npy"))
             data = pdata.load(coco, tmp_path / "f", "alexnet_fc6", None, None, 1, 0.1, 1000, 1)
             assert data.z1.dropped == [7] and len(data.z1.images) + len(data.z1.val_images) == 299
             assert np.isfinite(data.z1.images).all()

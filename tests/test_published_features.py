@@ -4,6 +4,7 @@ trained on with no images, and named as their origin in the notes."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -68,7 +69,12 @@ def test_published_arrays_load_as_extracted_ones(tmp_path, dtype):
     sidecar = import_published(tmp_path / "imgfeats", "resnet50", _split_list(tmp_path, "val"), out)
     assert sidecar["origin"] == "ResNet-50 average pool, published features"
     assert sidecar["published_dtype"] == np.dtype(dtype).name
-    assert json.loads(out.with_suffix(".json").read_text())["n"] == SIZES["val"]
+    written = json.loads(out.with_suffix(".json").read_text())
+    assert written["n"] == SIZES["val"]
+    # the record every reader requires, in the sidecar: no hidden file beside the array
+    assert written["sha256"] == hashlib.sha256(out.read_bytes()).hexdigest()
+    assert set(written["made_from"]) == {"image list", "split"}
+    assert not [p.name for p in out.parent.iterdir() if "made-from" in p.name]
     feats = load_features(tmp_path / "features", "resnet50", "val", names["val"])
     assert feats.shape == (SIZES["val"], 2048) and feats.dtype == np.float32
 

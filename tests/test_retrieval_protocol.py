@@ -11,6 +11,7 @@ from collections import Counter
 import numpy as np
 import pytest
 import torch
+from helpers.features import write_array
 from helpers.retrieval import make_world, rcsls_update, section, toy_alignment
 
 from mlmm.demo import word_vectors as demo_vectors
@@ -115,10 +116,8 @@ def test_nan_feature_rows_are_refused(tmp_path):
     feats = np.ones((4, 3), dtype=np.float32)
     feats[2, 1] = np.nan
     feats[3, 0] = np.inf
-    (tmp_path / "bb").mkdir()
-    np.save(tmp_path / "bb/train.npy", feats)
     names = ["a.jpg", "b.jpg", "c.jpg", "d.jpg"]
-    (tmp_path / "bb/train.txt").write_text("".join(f"{n}\n" for n in names))
+    write_array(tmp_path / "bb/train.npy", feats, names)
     with pytest.raises(InputError, match=r"train\.npy.*2 of 4 rows \(first: row 2\)"):
         load_features(tmp_path, "bb", "train", names)
 

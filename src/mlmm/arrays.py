@@ -3,7 +3,10 @@
 A feature array is read by row number: row i must be image i of the split's list. Extraction
 (``mlmm features``) writes a copy of the list it read beside the array (``<split>.txt``), so a
 reader compares that copy with the split's list: swapped val/test arrays or reordered rows are
-refused instead of scored. The rows themselves must carry a direction: an all-zero row (or one
+refused instead of scored. The sidecar written with the array (``<split>.json``) carries its
+record: the sha256 of its bytes and the digests of the image list and split it was made from
+(``check_feature_record``); an array without it, or whose bytes or split are not the recorded
+ones, is refused. The rows themselves must carry a direction: an all-zero row (or one
 so tiny or huge that float32 similarities underflow or overflow) has no cosine with anything,
 so every image ties and the ranking is decided by index order; a complex array would silently
 lose its imaginary part; a zero-width array has no similarity at all.
@@ -89,3 +92,25 @@ def check_row_names(array_path: str | Path, names: Sequence[str], split: str) ->
             )
     if len(rows) != len(names):
         raise InputError(copy, f"{len(names)} image names (the {split} list)", f"{len(rows)}")
+
+
+def _record_expected(array_path: str | Path) -> str:
+    """What a feature array is expected to have beside it, for a refusal naming the array."""
+    sidecar = Path(array_path).with_suffix(".json").name
+    return (
+        f"the sidecar {sidecar} that `mlmm features` writes beside it, with the array's digest: "
+        "copy it with the array, or rerun the features rule"
+    )
+
+
+def check_feature_record(array_path: str | Path, inputs: dict[str, str]) -> None:
+    """Refuse the feature array at ``array_path`` without its sidecar ``<split>.json`` and the
+    record inside it (``mlmm.fingerprint.made_from_record``), whose bytes are not the recorded
+    ones (another split's array copied over it, rows reordered) or that was made from another
+    image list or split than ``inputs`` (``mlmm.features.extraction.feature_inputs``) names."""
+    from mlmm.fingerprint import check_sidecar_made_from
+
+    array_path = Path(array_path)
+    check_sidecar_made_from(
+        array_path, array_path.with_suffix(".json"), inputs, _record_expected(array_path)
+    )

@@ -107,7 +107,9 @@ def stale(artefact: str | Path, recorded: Mapping | None, current: Mapping) -> b
 # The kinds of artefact that record what they were made from, with the inputs each record
 # names; tests/test_artefact_provenance.py damages every kind and expects its reader to refuse.
 ARTEFACT_KINDS = {
-    # .NAME.made-from.json: bytes, image list in order, split (mlmm.features.extraction)
+    # inside the sidecar <split>.json written with the array (made_from_record; read with
+    # check_sidecar_made_from, mlmm.arrays.check_feature_record): bytes, image list in order,
+    # split. A copy of the array with its sidecar carries it; an array without it is refused.
     "image feature array (mlmm features)": ("image list", "split"),
     # .codes.npz.made-from.json: bytes, bag of words (mlmm.ted.experiment.codes_file)
     "TED CorrNet codes (ted-train)": ("bag of words",),
@@ -193,14 +195,73 @@ def check_made_from(artefact: str | Path, inputs: Mapping[str, str] | None = Non
         recorded, made_from = record["sha256"], dict(record["inputs"])
     except (ValueError, TypeError) as exc:
         raise InputError(record_path, "a record written by mlmm", f"unreadable ({exc})") from None
+    _compare(artefact, record_path, recorded, made_from, inputs or {})
+
+
+def _compare(artefact: Path, record_path: Path, recorded: str, made_from: Mapping[str, str],
+             inputs: Mapping[str, str]) -> None:  # fmt: skip
+    """Refuse ``artefact`` whose bytes are not ``recorded`` or that was made from another
+    input than one of ``inputs`` (the record read from ``record_path``)."""
+    from mlmm.errors import InputError
+
     if sha256_file(artefact) != recorded:
         raise InputError(
             artefact, f"the bytes it was written with ({record_path.name})",
             "other bytes: replaced or edited since (another split's copy, reordered rows?)",
         )  # fmt: skip
-    for name, digest in (inputs or {}).items():
+    for name, digest in inputs.items():
         if name in made_from and made_from[name] != digest:
             raise InputError(
                 artefact, f"an artefact made from the {name} it is read with",
                 f"one made from another {name} ({record_path.name})",
             )  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------------
+# artefacts whose record is inside the visible sidecar written with them (image feature
+# arrays): copying the artefact with its sidecar copies the record, and an artefact read
+# without it is refused, never read as is
+
+SIDECAR_RECORD = ("sha256", "made_from")
+
+
+def made_from_record(artefact: str | Path, inputs: Mapping[str, str]) -> dict[str, Any]:
+    """The keys a finished ``artefact``'s sidecar carries as its record: the sha256 of its
+    bytes and the digests of the inputs it was made from (read by
+    ``check_sidecar_made_from``)."""
+    return {"sha256": sha256_file(artefact), "made_from": dict(inputs)}
+
+
+def check_sidecar_made_from(
+    artefact: str | Path, sidecar: str | Path, inputs: Mapping[str, str], expected: str
+) -> None:
+    """Refuse ``artefact`` (InputError naming it, ``expected`` and what was found) without its
+    ``sidecar`` or whose sidecar lacks the record of ``made_from_record`` or the digest of
+    one of ``inputs``; then as ``check_made_from``: bytes other than the recorded ones, or
+    made from another input than one of ``inputs``, are refused."""
+    from mlmm.errors import InputError
+    from mlmm.io import read_json
+
+    artefact, sidecar = Path(artefact), Path(sidecar)
+    if not sidecar.is_file():
+        raise InputError(artefact, expected, f"no {sidecar.name} beside it")
+    record = read_json(sidecar, expected)
+    if not isinstance(record, dict):
+        raise InputError(
+            artefact, expected, f"{sidecar.name} holding a JSON {type(record).__name__}"
+        )
+    missing = [key for key in SIDECAR_RECORD if key not in record]
+    if missing:
+        keys = " or ".join(repr(key) for key in missing)
+        raise InputError(artefact, expected, f"{sidecar.name} without {keys} (no record)")
+    recorded, made_from = record["sha256"], record["made_from"]
+    if not isinstance(recorded, str) or not isinstance(made_from, dict):
+        raise InputError(
+            sidecar, "'sha256' a hex digest and 'made_from' a mapping of digests",
+            f"{type(recorded).__name__} and {type(made_from).__name__}",
+        )  # fmt: skip
+    unrecorded = [name for name in inputs if name not in made_from]
+    if unrecorded:
+        raise InputError(artefact, expected,
+                         f"{sidecar.name} without the digest of its {unrecorded[0]}")  # fmt: skip
+    _compare(artefact, sidecar, recorded, made_from, inputs)

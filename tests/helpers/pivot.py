@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from helpers.features import write_array
 from mlmm.ted import TOPICS
 
 PAPER_TABLES = Path(__file__).resolve().parents[2] / "resources" / "paper_tables"
@@ -65,9 +66,10 @@ def make_world(root: Path, n_train=300, n_mic=40, talks=80, dim=32, concepts=12,
         if split == "pivot_train":  # Z1 reads its rows of the train split's features
             others = [f"other_{i:04d}.jpg" for i in range(3)]  # train images not in pivot_train
             (coco / "data/task1/image_splits/train.txt").write_text("\n".join(others + names))
-            np.save(feats / "alexnet_fc6/train.npy", np.concatenate([np.zeros((3, dim)), x]))
+            write_array(feats / "alexnet_fc6/train.npy", np.concatenate([np.zeros((3, dim)), x]),
+                        others + names)  # fmt: skip
         else:
-            np.save(feats / "alexnet_fc6" / f"{split}.npy", x)
+            write_array(feats / "alexnet_fc6" / f"{split}.npy", x, names)
         for k in range(1, 6):
             lines = {lang: [] for lang in languages}
             for s in sets:

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from helpers.features import write_array
 from mlmm.retrieval.config import resolve_variant
 from mlmm.retrieval.model import JointEmbedding
 from mlmm.retrieval.train import Paths
@@ -87,11 +88,8 @@ def save_features(root: Path, split: str, attrs: np.ndarray, projection, rng) ->
     onehot[np.arange(n), 6 + attrs[:, 1]] = 1
     onehot[np.arange(n), 12 + attrs[:, 2]] = 1
     feats = (onehot @ projection + 0.3 * rng.normal(size=(n, 24))).astype(np.float32)
-    (root / "features/toy").mkdir(parents=True, exist_ok=True)
-    np.save(root / "features/toy" / f"{split}.npy", feats)
-    # the copy of the split's image list that mlmm features writes beside its array
     names = (root / "data/task1/image_splits" / f"{split}.txt").read_text(encoding="utf-8")
-    (root / "features/toy" / f"{split}.txt").write_text(names, encoding="utf-8")
+    write_array(root / "features/toy" / f"{split}.npy", feats, names.splitlines())
 
 
 def make_world(root: Path, seed: int = 0) -> Paths:

@@ -229,8 +229,7 @@ def parse_feature_spec(spec: str) -> tuple[str, str, Path]:
 
 def run_features(args) -> None:
 
-    from mlmm.arrays import check_feature_rows
-    from mlmm.fingerprint import check_made_from
+    from mlmm.arrays import check_feature_record, check_feature_rows
     from mlmm.nbest import check_feature_name, check_parallel, read_nbest, write_nbest
     from mlmm.nmt.features import EmbeddingScorer, add_features
 
@@ -250,7 +249,7 @@ def run_features(args) -> None:
         images[name] = check_feature_rows(
             read_npy(path, "a .npy array of image features (--images NAME=NPY)"), path
         )
-        check_made_from(path, _source_split(args.source))
+        check_feature_record(path, _source_split(args.source))
         if len(images[name]) != len(sources):  # row i is the image of sentence i
             raise InputError(
                 path, f"{len(sources)} rows, one per sentence of {args.nbest}",

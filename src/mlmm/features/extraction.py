@@ -32,7 +32,7 @@ from mlmm.degenerate import unique_ids
 from mlmm.errors import InputError
 from mlmm.features.backbones import FeatureNet, build_trunk, get_backbone, make_transform
 from mlmm.features.decoding import DECODERS, FileBytes, ImageRows, collate_lists, device_batch
-from mlmm.fingerprint import files_digest, record_made_from, stale, value_digest
+from mlmm.fingerprint import files_digest, made_from_record, stale, value_digest
 from mlmm.io import (
     atomic_path,
     discard,
@@ -83,6 +83,32 @@ def feature_inputs(names: list[str], split: str | Path) -> dict[str, str]:
     """What a feature array is made from, as its record names it (``check_made_from``): the
     image list in order, and the split's name (the list file's stem, ``val``)."""
     return {"image list": value_digest(list(names)), "split": value_digest(Path(split).stem)}
+
+
+def write_beside(outputs: Outputs, names: list[str], split: str | Path, sidecar: dict) -> dict:
+    """Finish a split's files once its array ``outputs.array`` is written: the list copy
+    (.txt, ``names`` in order) and the sidecar (.json): ``sidecar``'s keys and the array's
+    record (``mlmm.fingerprint.made_from_record`` of ``feature_inputs``), written last, which
+    every reader requires (``mlmm.arrays.check_feature_record``). Returns the sidecar."""
+    write_text(outputs.image_list, "".join(f"{name}\n" for name in names))
+    sidecar = {
+        **sidecar,
+        "image_list_copy": outputs.image_list.name,
+        **made_from_record(outputs.array, feature_inputs(names, split)),
+    }
+    write_json(outputs.sidecar, sidecar)
+    return sidecar
+
+
+def write_features(
+    out: str | Path, array: np.ndarray, names: list[str], split: str | Path, sidecar: dict
+) -> dict:
+    """Write ``array`` as the feature array ``out`` (.npy, row i = image ``names[i]`` of the
+    split list ``split``) with its list copy and its sidecar carrying ``sidecar``'s keys and
+    the array's record, as ``mlmm features`` writes them (``write_beside``)."""
+    outputs = Outputs(Path(out))
+    write_npy(outputs.array, array)
+    return write_beside(outputs, names, split, sidecar)
 
 
 def resolve_device(device: str) -> torch.device:
@@ -354,8 +380,6 @@ def extract(
                 )
             final.flush()
             del final
-        write_text(outputs.image_list, "".join(f"{name}\n" for name in names))
-        record_made_from(outputs.array, feature_inputs(names, split))
         if on_bad_image == "skip":
             write_text(
                 outputs.skipped,
@@ -390,7 +414,6 @@ def extract(
         "preprocessing": spec.preprocessing(),
         "images_dir": str(images),
         "image_list": str(split),
-        "image_list_copy": outputs.image_list.name,
         "skipped": [{"row": r, "name": m, "reason": e} for r, m, e in skipped],
         "skipped_marked_as": "NaN rows" if skipped else None,
         "resumed_rows": n - len(rows),
@@ -399,6 +422,6 @@ def extract(
         "provenance": provenance(settings, data=data_sets),
         "timings": timer.seconds,
     }
-    write_json(outputs.sidecar, sidecar)
+    sidecar = write_beside(outputs, names, split, sidecar)
     discard(outputs.work)
     return sidecar

@@ -18,9 +18,8 @@ import numpy as np
 
 from mlmm.arrays import check_feature_rows
 from mlmm.errors import InputError
-from mlmm.features.extraction import Outputs, feature_inputs
-from mlmm.fingerprint import record_made_from
-from mlmm.io import read_lines, read_npy, write_json, write_npy, write_text
+from mlmm.features.extraction import write_features
+from mlmm.io import read_lines, read_npy
 from mlmm.origin import FEATURES
 from mlmm.provenance import provenance
 
@@ -61,13 +60,10 @@ def import_published(directory: str | Path, backbone: str, split: str | Path, ou
     """Read the published array of the split list ``split`` (``<stem>.txt``) from
     ``directory`` and write ``out`` (.npy) with its sidecar .json and list copy .txt, as
     ``mlmm features`` writes them. Returns the sidecar."""
-    split, outputs = Path(split), Outputs(Path(out))
+    split = Path(split)
     names = read_lines(split)
     source = published_file(directory, backbone, split.stem)
     features = read_published(source, names, backbone)
-    write_npy(outputs.array, features)
-    write_text(outputs.image_list, "".join(f"{name}\n" for name in names))
-    record_made_from(outputs.array, feature_inputs(names, split))
     sidecar = {
         "backbone": backbone,
         "dim": int(features.shape[1]),
@@ -77,11 +73,9 @@ def import_published(directory: str | Path, backbone: str, split: str | Path, ou
         "published_file": str(source),
         "published_dtype": str(read_npy(source, mmap_mode="r").dtype),
         "image_list": str(split),
-        "image_list_copy": outputs.image_list.name,
         "skipped": [],
         # the release's arrays of Multi30K's images (its split list)
         "provenance": provenance({"backbone": backbone, "published": str(directory),
                                   "split": str(split)}, data=("multi30k", FEATURES)),  # fmt: skip
     }
-    write_json(outputs.sidecar, sidecar)
-    return sidecar
+    return write_features(out, features, names, split, sidecar)

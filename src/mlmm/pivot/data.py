@@ -23,9 +23,10 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from mlmm.arrays import check_feature_record
 from mlmm.data.multi30k import image_list, task_dir
 from mlmm.errors import InputError
-from mlmm.fingerprint import check_made_from, value_digest
+from mlmm.fingerprint import value_digest
 from mlmm.io import read_json, read_lines, read_npy
 from mlmm.ted.bow import count_matrix, vocabulary
 from mlmm.ted.corpus import find_topics, read_pair
@@ -64,7 +65,7 @@ def _mapped_features(features: str | Path, backbone: str, split: str, n_images: 
     as they are copied, so a 113K x 4096 array is never held twice (docs/scale.md)."""
     path = Path(features) / backbone / f"{split}.npy"
     array = read_npy(path, f"image features of {split} (mlmm features)", mmap_mode="r")
-    check_made_from(path, {"split": value_digest(split)})
+    check_feature_record(path, {"split": value_digest(split)})
     if array.ndim != 2 or array.shape[0] != n_images:
         raise InputError(
             path, f"a 2-d array of {n_images} rows (images of {split})", f"shape {array.shape}"

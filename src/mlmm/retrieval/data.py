@@ -19,11 +19,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from mlmm.arrays import check_feature_rows, check_row_names
+from mlmm.arrays import check_feature_record, check_feature_rows, check_row_names
 from mlmm.data import multi30k
 from mlmm.data.vocab import Vocabulary
 from mlmm.errors import InputError
-from mlmm.fingerprint import check_made_from, value_digest
+from mlmm.fingerprint import value_digest
 from mlmm.io import read_json, read_npy
 from mlmm.retrieval.config import languages
 
@@ -58,14 +58,15 @@ def load_features(
     features_root: str | Path, backbone: str, split: str, names: Sequence[str]
 ) -> np.ndarray:
     """The split's feature array as float32, row i = image ``names[i]``: the list copy written
-    beside it must match ``names`` (swapped or reordered arrays are refused) and every row
+    beside it must match ``names`` (swapped or reordered arrays are refused), the sidecar
+    beside it must carry the array's record (its bytes, made from ``names``) and every row
     must be finite with a usable norm (``mlmm.arrays``)."""
     path = features_path(features_root, backbone, split)
     feats = read_npy(path, "an image feature array (rule extract_features)", mmap_mode="r")
     if feats.ndim != 2 or feats.shape[0] != len(names):
         raise InputError(path, f"{len(names)} rows (one per image of {split})", f"{feats.shape}")
     check_row_names(path, names, split)
-    check_made_from(path, {"image list": value_digest(list(names))})
+    check_feature_record(path, {"image list": value_digest(list(names))})
     return check_feature_rows(np.asarray(feats), path)
 
 
