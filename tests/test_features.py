@@ -102,6 +102,32 @@ def test_resume_after_a_kill_redoes_only_unfinished_shards(tmp_path, monkeypatch
     np.testing.assert_allclose(np.load(tmp_path / "out/val.npy"), resumed, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("decode", ["pil", "torchvision"])
+def test_shard_fingerprints_come_from_the_loaders_one_read_of_each_image(
+    decode, tmp_path, monkeypatch
+):
+    """Each finished shard's resume fingerprint is the digest of the bytes the loader workers
+    read for its features, equal to what a resume computes from the files (a missing image
+    included): the main process does not read every image a second time (on a GPU that read
+    would be a large share of the stage)."""
+    from mlmm.fingerprint import files_digest
+
+    names = make_images(tmp_path, 5)
+    (tmp_path / "images" / names[1]).unlink()
+    recorded = {}
+    real_save = extraction._save_shard
+
+    def save(work, k, features, bad, images):
+        recorded[k] = images
+        real_save(work, k, features, bad, images)
+
+    monkeypatch.setattr(extraction, "_save_shard", save)
+    monkeypatch.setattr(extraction, "files_digest", lambda *a, **k: pytest.fail("read again"))
+    run(tmp_path, batch_size=2, shard_size=2, on_bad_image="skip", decode=decode)
+    paths = [tmp_path / "images" / name for name in names]
+    assert recorded == {k: files_digest(paths[2 * k : 2 * k + 2]) for k in range(3)}
+
+
 def test_work_dir_of_other_settings_is_discarded(tmp_path, monkeypatch):
     make_images(tmp_path, 4)
     monkeypatch.setattr(extraction, "_save_shard", die_after_first(extraction._save_shard))

@@ -68,18 +68,27 @@ def value_digest(value: Any) -> str:
     return digest.hexdigest()
 
 
+def file_identity(path: str | Path, data: bytes | None = None) -> tuple[str, int, str]:
+    """(name, size, sha256) of a file, from ``data`` (its bytes, already read by the caller: a
+    feature extraction's loader workers) or read here; (name, -1, "missing") without it."""
+    path = Path(path)
+    if data is not None:
+        return (path.name, len(data), hashlib.sha256(data).hexdigest())
+    if not path.is_file():
+        return (path.name, -1, "missing")
+    return (path.name, path.stat().st_size, sha256_file(path))
+
+
+def identities_digest(identities: Iterable[tuple[str, int, str] | list]) -> str:
+    """The digest ``files_digest`` gives, from the files' ``file_identity`` in order."""
+    return value_digest([list(identity) for identity in identities])
+
+
 def files_digest(paths: Iterable[str | Path], threads: int = 1) -> str:
     """sha256 over the names, sizes and sha256 of ``paths`` in order (a missing file counts as
     such), read in ``threads`` threads; an image replaced under the same name changes it."""
-    paths = [Path(p) for p in paths]
-
-    def one(path: Path) -> tuple[str, int, str]:
-        if not path.is_file():
-            return (path.name, -1, "missing")
-        return (path.name, path.stat().st_size, sha256_file(path))
-
     with ThreadPoolExecutor(max(1, threads)) as pool:
-        return value_digest(list(pool.map(one, paths)))
+        return identities_digest(pool.map(file_identity, [Path(p) for p in paths]))
 
 
 def changed_parts(recorded: Mapping | None, current: Mapping) -> list[str]:

@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+import io
+import json
 from pathlib import Path
 
 import numpy as np
@@ -22,15 +24,39 @@ from torchvision.io import ImageReadMode, decode_image, decode_jpeg
 from torchvision.transforms.v2 import functional as F
 
 from mlmm.features.backbones import Backbone
+from mlmm.fingerprint import file_identity
 
 DECODERS = ("pil", "torchvision")
 JPEG_START, JPEG_END = b"\xff\xd8", b"\xff\xd9"
 BAD_FILE_ERRORS = (OSError, ValueError, SyntaxError, RuntimeError)  # PIL and torchvision
 
 
+def read_image_file(path: Path) -> tuple[bytes | None, str]:
+    """A worker's one read of an image file: its bytes, and its ``file_identity`` as JSON (the
+    shards' resume fingerprint, computed where the bytes already are, in parallel, instead of
+    a second read of every image in the main process)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None, json.dumps(file_identity(path))
+    return data, json.dumps(file_identity(path, data))
+
+
+def _open(path: Path, data: bytes | None) -> Image.Image:
+    """PIL's image of the bytes read from ``path``, its errors worded as for the path."""
+    if data is None:
+        path.read_bytes()  # raises the reason it cannot be read
+    buffer = io.BytesIO(data)
+    try:
+        return Image.open(buffer)
+    except (OSError, ValueError, SyntaxError) as exc:
+        exc.args = tuple(str(a).replace(repr(buffer), repr(str(path))) for a in exc.args)
+        raise
+
+
 class ImageRows(Dataset):
-    """Row -> (row, tensor, error). An unreadable image gives a zero tensor and the reason,
-    so one bad file does not kill the loader; the caller decides (error or NaN row)."""
+    """Row -> (row, tensor, error, identity). An unreadable image gives a zero tensor and the
+    reason, so one bad file does not kill the loader; the caller decides (error or NaN row)."""
 
     def __init__(self, paths: list[Path], rows: list[int], transform, shape: tuple[int, ...]):
         self.paths, self.rows, self.transform, self.shape = paths, rows, transform, shape
@@ -40,16 +66,18 @@ class ImageRows(Dataset):
 
     def __getitem__(self, index: int):
         row = self.rows[index]
+        data, identity = read_image_file(self.paths[row])
         try:
-            with Image.open(self.paths[row]) as image:
+            with _open(self.paths[row], data) as image:
                 tensor = self.transform(image.convert("RGB"))
-            return row, tensor, ""
+            return row, tensor, "", identity
         except (OSError, ValueError, SyntaxError) as exc:  # PIL raises all three on bad files
-            return row, torch.zeros(self.shape), f"{type(exc).__name__}: {exc}"
+            return row, torch.zeros(self.shape), f"{type(exc).__name__}: {exc}", identity
 
 
 class FileBytes(Dataset):
-    """Row -> (row, data, error): data is the file's bytes (1-D uint8) for a complete JPEG, or
+    """Row -> (row, data, error, identity): data is the file's bytes (1-D uint8) for a complete
+    JPEG, or
     the decoded RGB image (3-D uint8, CHW) for anything else PIL can read, so the device
     decoder only sees JPEGs and a truncated JPEG is caught as PIL catches it."""
 
@@ -61,21 +89,25 @@ class FileBytes(Dataset):
 
     def __getitem__(self, index: int):
         row = self.rows[index]
+        data, identity = read_image_file(self.paths[row])
         try:
-            data = self.paths[row].read_bytes()
+            if data is None:
+                self.paths[row].read_bytes()  # raises the reason it cannot be read
             if data.startswith(JPEG_START) and data.rstrip(b"\0\n\r ").endswith(JPEG_END):
-                return row, torch.frombuffer(bytearray(data), dtype=torch.uint8), ""
-            with Image.open(self.paths[row]) as image:
+                return row, torch.frombuffer(bytearray(data), dtype=torch.uint8), "", identity
+            with _open(self.paths[row], data) as image:
                 pixels = torch.from_numpy(np.array(image.convert("RGB")))
-            return row, pixels.permute(2, 0, 1).contiguous(), ""
+            return row, pixels.permute(2, 0, 1).contiguous(), "", identity
         except (OSError, ValueError, SyntaxError) as exc:
-            return row, torch.zeros(0, dtype=torch.uint8), f"{type(exc).__name__}: {exc}"
+            return row, torch.zeros(0, dtype=torch.uint8), f"{type(exc).__name__}: {exc}", identity
 
 
-def collate_lists(items: list[tuple]) -> tuple[torch.Tensor, list[torch.Tensor], list[str]]:
-    """Rows as a tensor, data and errors as lists (images differ in size)."""
-    rows, data, errors = zip(*items, strict=True)
-    return torch.tensor(rows), list(data), list(errors)
+def collate_lists(
+    items: list[tuple],
+) -> tuple[torch.Tensor, list[torch.Tensor], list[str], list[str]]:
+    """Rows as a tensor, data, errors and identities as lists (images differ in size)."""
+    rows, data, errors, identities = zip(*items, strict=True)
+    return torch.tensor(rows), list(data), list(errors), list(identities)
 
 
 def _decode_one(data: torch.Tensor, device: torch.device) -> torch.Tensor:

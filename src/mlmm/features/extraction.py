@@ -16,6 +16,7 @@ back, so the GPU does not wait for the host.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Iterable
@@ -32,7 +33,13 @@ from mlmm.degenerate import unique_ids
 from mlmm.errors import InputError
 from mlmm.features.backbones import FeatureNet, build_trunk, get_backbone, make_transform
 from mlmm.features.decoding import DECODERS, FileBytes, ImageRows, collate_lists, device_batch
-from mlmm.fingerprint import files_digest, made_from_record, stale, value_digest
+from mlmm.fingerprint import (
+    files_digest,
+    identities_digest,
+    made_from_record,
+    stale,
+    value_digest,
+)
 from mlmm.io import (
     atomic_path,
     discard,
@@ -208,10 +215,11 @@ def _load_shards(
     return done
 
 
-def _save_shard(work: Path, k: int, features: np.ndarray, bad: list, images: list[Path]) -> None:
-    """Bad-row list and the digest of the shard's image files first, array last: a shard
-    counts as finished once its array exists."""
-    write_json(work / f"shard-{k:05d}.json", {"bad": bad, "images": files_digest(images)})
+def _save_shard(work: Path, k: int, features: np.ndarray, bad: list, images: str) -> None:
+    """Bad-row list and the digest of the shard's image files (``identities_digest`` of what
+    the loader workers read) first, array last: a shard counts as finished once its array
+    exists."""
+    write_json(work / f"shard-{k:05d}.json", {"bad": bad, "images": images})
     write_npy(work / f"shard-{k:05d}.npy", features)
 
 
@@ -317,35 +325,40 @@ def extract(
         prefetch_factor=4 if pool else None,
     )
     autocast = torch.autocast(dev.type, dtype=torch.float16, enabled=precision == "float16")
-    buffers: dict[int, tuple[np.ndarray, list, list]] = {}  # shard -> (features, filled, bad)
+    # shard -> (features, {row: its image's file_identity as JSON}, bad rows)
+    buffers: dict[int, tuple[np.ndarray, dict, list]] = {}
     bar = progress_bar(total=n, initial=n - len(rows), unit="img",
                        desc=f"{backbone} {split.stem}", disable=not progress)  # fmt: skip
 
-    def store(batch_rows: list[int], features: torch.Tensor, errors: list[str], copied) -> None:
+    def store(batch_rows: list[int], features: torch.Tensor, errors: list[str],
+              identities: list[str], copied) -> None:  # fmt: skip
         """Put a batch's rows into their shards; save each shard once it is full."""
         if copied is not None:
             copied.synchronize()  # the non-blocking copy to the host has landed
         features = features.float().numpy()
-        for row, vector, error in zip(batch_rows, features, errors, strict=True):
+        for row, vector, error, identity in zip(batch_rows, features, errors, identities,
+                                                strict=True):  # fmt: skip
             k = row // shard_size
             if k not in buffers:
                 size = min(n, (k + 1) * shard_size) - k * shard_size
-                buffers[k] = (np.empty((size, spec.dim), dtype=np.float32), [], [])
+                buffers[k] = (np.empty((size, spec.dim), dtype=np.float32), {}, [])
             array, filled, bad = buffers[k]
             array[row - k * shard_size] = np.nan if error else vector
-            filled.append(row)
+            filled[row] = identity
             if error:
                 bad.append((row, names[row], error))
             if len(filled) == len(array):
-                _save_shard(outputs.work, k, array.astype(dtype), bad, shard_images[k])
+                images_read = identities_digest(json.loads(filled[r]) for r in sorted(filled))
+                _save_shard(outputs.work, k, array.astype(dtype), bad, images_read)
                 done[k] = bad
                 del buffers[k]
         bar.update(len(batch_rows))
 
     start = time.perf_counter()
-    pending = None  # the previous batch: (rows, features on the host, errors, copy event)
+    # the previous batch: (rows, features on the host, errors, image identities, copy event)
+    pending = None
     with timer("extract"), torch.inference_mode():
-        for batch_rows, batch, errors in loader:
+        for batch_rows, batch, errors, identities in loader:
             if decode == "pil":
                 batch = batch.to(dev, non_blocking=True)
             else:
@@ -364,7 +377,7 @@ def extract(
             copied = torch.cuda.Event() if dev.type == "cuda" else None
             if copied is not None:
                 copied.record()
-            pending = (batch_rows.tolist(), host, errors, copied)
+            pending = (batch_rows.tolist(), host, errors, identities, copied)
         if pending is not None:
             store(*pending)
     bar.close()
