@@ -20,7 +20,6 @@ import functools
 import logging
 import os
 import shlex
-import shutil
 import signal
 import stat
 import sys
@@ -141,8 +140,10 @@ def keep_failed_log() -> Path | None:
         if not copy.exists():
             break
         copy = log.with_name(f"{log.stem}.failed-{when}-{n}{log.suffix}")
+    from mlmm.io import copy_file
+
     try:
-        shutil.copyfile(log, copy)
+        copy_file(log, copy)
     except OSError:
         return None
     return copy

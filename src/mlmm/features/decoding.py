@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import io
-import json
 from pathlib import Path
 
 import numpy as np
@@ -32,14 +31,22 @@ BAD_FILE_ERRORS = (OSError, ValueError, SyntaxError, RuntimeError)  # PIL and to
 
 
 def read_image_file(path: Path) -> tuple[bytes | None, str]:
-    """A worker's one read of an image file: its bytes, and its ``file_identity`` as JSON (the
-    shards' resume fingerprint, computed where the bytes already are, in parallel, instead of
-    a second read of every image in the main process)."""
+    """A worker's one read of an image file: its bytes, and the size and sha256 of its
+    ``file_identity`` as "SIZE SHA256" (the shards' resume fingerprint, computed where the
+    bytes already are, in parallel, instead of a second read of every image in the main
+    process; ``identity_of`` turns it back)."""
     try:
         data = path.read_bytes()
-    except OSError:
-        return None, json.dumps(file_identity(path))
-    return data, json.dumps(file_identity(path, data))
+    except OSError:  # missing ("missing", as files_digest says), or unreadable
+        return None, "-1 missing" if not path.is_file() else "-1 unreadable"
+    _, size, digest = file_identity(path, data)
+    return data, f"{size} {digest}"
+
+
+def identity_of(path: Path, read: str) -> tuple[str, int, str]:
+    """The ``file_identity`` of ``path`` from what ``read_image_file`` said of it."""
+    size, digest = read.split(" ", 1)
+    return path.name, int(size), digest
 
 
 def _open(path: Path, data: bytes | None) -> Image.Image:

@@ -16,7 +16,6 @@ back, so the GPU does not wait for the host.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Iterable
@@ -32,7 +31,14 @@ from torch.utils.data import DataLoader
 from mlmm.degenerate import unique_ids
 from mlmm.errors import InputError
 from mlmm.features.backbones import FeatureNet, build_trunk, get_backbone, make_transform
-from mlmm.features.decoding import DECODERS, FileBytes, ImageRows, collate_lists, device_batch
+from mlmm.features.decoding import (
+    DECODERS,
+    FileBytes,
+    ImageRows,
+    collate_lists,
+    device_batch,
+    identity_of,
+)
 from mlmm.fingerprint import (
     files_digest,
     identities_digest,
@@ -325,7 +331,7 @@ def extract(
         prefetch_factor=4 if pool else None,
     )
     autocast = torch.autocast(dev.type, dtype=torch.float16, enabled=precision == "float16")
-    # shard -> (features, {row: its image's file_identity as JSON}, bad rows)
+    # shard -> (features, {row: what read_image_file said of its image}, bad rows)
     buffers: dict[int, tuple[np.ndarray, dict, list]] = {}
     bar = progress_bar(total=n, initial=n - len(rows), unit="img",
                        desc=f"{backbone} {split.stem}", disable=not progress)  # fmt: skip
@@ -348,7 +354,9 @@ def extract(
             if error:
                 bad.append((row, names[row], error))
             if len(filled) == len(array):
-                images_read = identities_digest(json.loads(filled[r]) for r in sorted(filled))
+                images_read = identities_digest(
+                    identity_of(paths[r], filled[r]) for r in sorted(filled)
+                )
                 _save_shard(outputs.work, k, array.astype(dtype), bad, images_read)
                 done[k] = bad
                 del buffers[k]
