@@ -364,3 +364,246 @@ def test_early_stopping_waits_the_configured_patience(patience):
         assert not selector.update((5.0 - k,), step=100 + k)
     assert selector.exhausted == (value is not None)
     assert (selector.score, selector.step) == ((5.0,), 100)
+
+
+# --- the planned workflow: one training job per configured seed and per lambda -------------
+
+
+def _stand_ins(workdir) -> None:
+    """An empty file at each file the planning checks in the paper config's local data sets."""
+    from pathlib import Path
+
+    from mlmm import local_data
+
+    config = paper_config()
+    jar = config["nmt"]["meteor_jar"]
+    sets = {
+        config["coco"]["mic"]["location"]: local_data.MIC,
+        config["multi30k"]["images"]: local_data.MULTI30K_IMAGES,
+        config["retrieval"]["sts"]: local_data.STS,
+        config["ted"]["path"]: local_data.ted_expected(
+            config["ted"]["languages"], config["ted"]["corpus_codes"]
+        ),
+        str(Path(jar).parent): local_data.meteor_expected(jar, config["nmt"]["tgt"], True),
+    }
+    for directory, patterns in sets.items():
+        for pattern in patterns:
+            path = Path(workdir) / directory / pattern.removeprefix("**/").replace("*", "x")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(b"")
+
+
+@pytest.fixture(scope="module")
+def planned_paper(tmp_path_factory) -> dict[str, list[dict]]:
+    """rule -> the wildcards of each job of a dry run of config/paper.yaml (every job, stand-in
+    files for its local data sets: nothing is read or trained)."""
+    import re
+    import subprocess
+    import sys
+
+    from helpers.paper_config import PAPER, REPO
+    from helpers.workflow import tool_env
+
+    workdir = tmp_path_factory.mktemp("paper_plan")
+    _stand_ins(workdir)
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
+         "-n", "--forceall", "--configfile", str(PAPER)],
+        env=tool_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        timeout=600, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    jobs: dict[str, list[dict]] = {}
+    for block in re.split(r"\n(?=(?:local)?rule \w+:\n)", proc.stdout):
+        head = re.match(r"(?:local)?rule (\w+):\n", block)
+        wildcards = re.search(r"^\s+wildcards: (.+)$", block, re.M)
+        if head:
+            pairs = wildcards.group(1).split(", ") if wildcards else []
+            jobs.setdefault(head.group(1), []).append(dict(p.split("=", 1) for p in pairs))
+    return jobs
+
+
+def test_the_planned_paper_workflow_trains_each_record_once_per_configured_seed(planned_paper):
+    """Rows 'seeds' (Kádár, Calixto, AME) and 'records run': the dry run of config/paper.yaml
+    trains every record of ``retrieval.run``, seeds 1 .. its ``seeds``, and nothing else."""
+    planned: dict[str, set[int]] = {}
+    for job in planned_paper["train_retrieval"]:
+        planned.setdefault(job["variant"], set()).add(int(job["seed"]))
+    records = paper_variants()
+    assert set(planned) == set(records)
+    for name, record in records.items():
+        assert planned[name] == set(range(1, record["seeds"] + 1)), name
+
+
+def test_the_planned_paper_workflow_trains_one_corrnet_per_configured_lambda(planned_paper):
+    """Row 'sizes' (Rajendran Tables 1, 3, 4): one Bridge CorrNet per ``ted.lambdas`` value,
+    lambda then chosen on validation (rule ted_tune)."""
+    ted = paper_config()["ted"]
+    runs = {job["ted_run"] for job in planned_paper["ted_train"]}
+    assert runs == {f"lambda{value:g}" for value in ted["lambdas"]}
+    assert len(planned_paper["ted_tune"]) == 1
+
+
+# --- a training run built from each paper recipe -------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    from helpers.retrieval import make_world
+
+    return make_world(tmp_path_factory.mktemp("world"))
+
+
+RUN_KEYS = (
+    "optimizer", "epochs", "margin", "loss", "similarity", "batching", "batch_size", "grad_clip",
+    "c2c", "c2c_probability", "validation", "select_language", "select_by", "early_stopping",
+)  # fmt: skip
+# Sizes and inputs of the toy world (its features are "toy"; no word vectors): what these tests
+# read from each record is everything else.
+TOY = {"embed_dim": 8, "hidden": 8, "joint": 8, "backbone": "toy", "device": "cpu",
+       "word_embeddings": "random", "min_count": 1, "sts": False}  # fmt: skip
+
+
+def _multi30k_records() -> dict[str, dict]:
+    return {n: r for n, r in paper_variants().items() if r["dataset"] == "multi30k"}
+
+
+@pytest.mark.parametrize("name", [n for n, _ in _distinct(_multi30k_records(), RUN_KEYS).values()])
+def test_each_paper_recipe_drives_its_training_run(name, world, tmp_path, monkeypatch):
+    """Rows 'loss', 'optimiser', 'lr schedule', 'batching', 'gradient clipping', 'selection',
+    validation (Kádár, Calixto, AME on Multi30K): the trainer built from the record (on a toy
+    world, small sizes) uses its Adam rate, decays it by ``decay_factor`` every
+    ``decay_epochs`` epochs (never when null), ranks with its ``margin`` and ``loss``, clips
+    at its ``grad_clip``, draws batches of its ``batch_size`` and kind (switch: a c2c batch
+    with ``c2c_probability``; joint: an image with a caption per language; pooled: languages
+    mixed) and validates on its ``select_language`` with the portion's captions per image."""
+    from mlmm.retrieval.config import select_languages
+    from mlmm.retrieval.losses import ranking_loss
+    from mlmm.retrieval.train import Run
+
+    record = {**paper_variants()[name], **TOY}
+    run = Run(record, 1, world, tmp_path)
+    opt = record["optimizer"]
+    assert run.optimizer.param_groups[0]["lr"] == opt["lr"]
+    if opt["decay_epochs"]:
+        assert run._lr(opt["decay_epochs"] - 1) == opt["lr"]
+        assert run._lr(opt["decay_epochs"]) == pytest.approx(opt["lr"] * opt["decay_factor"])
+    else:
+        assert run._lr(record["epochs"]) == opt["lr"]
+    # zero embeddings score 0 against everything: each in-batch negative violates by the margin
+    n, zeros = 4, torch.zeros(4, record["joint"])
+    negatives = n - 1 if record["loss"] == "sum" else 1
+    assert run._rank(zeros, zeros).item() == pytest.approx(2 * n * negatives * record["margin"])
+    assert ranking_loss(torch.zeros(n, n), 0.0, record["loss"]).item() == 0.0
+
+    clipped = []
+    clip = torch.nn.utils.clip_grad_norm_
+    monkeypatch.setattr(
+        torch.nn.utils,
+        "clip_grad_norm_",
+        lambda p, max_norm: clipped.append(max_norm) or clip(p, max_norm),
+    )
+    _, size = run.train_step(use_amp=False)
+    assert clipped == [record["grad_clip"]] and size == record["batch_size"]
+
+    langs = languages(record)
+    batches = [run.streams.next_batch(record["batch_size"]) for _ in range(200)]
+    sizes = {len(b) for b in batches}  # an epoch's last batch holds the rest
+    assert max(sizes) == record["batch_size"] and min(sizes) >= 2
+    if record["batching"] == "joint":
+        assert all(b.joint and len(b.texts) == len(langs) for b in batches)
+    elif record["batching"] == "pooled":
+        assert all(len(b.texts) == 1 and b.images is not None for b in batches)
+        assert set(batches[0].texts[0].languages) == set(langs)
+    else:
+        c2c = [b for b in batches if b.images is None]
+        share = record["c2c_probability"] if record["c2c"] else 0.0
+        assert abs(len(c2c) / len(batches) - share) < 0.15, (len(c2c), share)
+        assert all(len(set(b.texts[0].languages)) == 1 for b in batches if b.images is not None)
+
+    assert set(run.val.captions) == set(select_languages(record))
+    validation = record["validation"]
+    per_image = 1 if validation["portion"] == "translation" else 5
+    per_image = min(per_image, validation.get("captions_per_image") or per_image)
+    assert set(run.val.per_image.values()) == {per_image}, validation
+
+    run.validate(0.0, 0.0)  # the selection score: the recall sum, or (-sum of mean ranks, rsum)
+    row = run.history[-1]
+    rsum = (row["rsum"],)
+    want = rsum if record["select_by"] == "rsum" else (-row["mean_rank"], *rsum)
+    assert run.selector.score == pytest.approx(want)
+
+    class Planned(Exception):
+        pass
+
+    due = run._validation_due
+    planned = {}
+
+    def first_check(every, total):
+        planned.update(every=every, total=total)
+        raise Planned
+
+    monkeypatch.setattr(run, "_validation_due", first_check)
+    with pytest.raises(Planned):
+        run.train(progress=False)
+    stopping, per_epoch = record["early_stopping"], run.steps_per_epoch
+    assert planned == {
+        "every": stopping["every"] or per_epoch,
+        "total": record["epochs"] * per_epoch,
+    }
+    run.step = per_epoch  # an epoch's end between two validation intervals
+    if per_epoch % planned["every"] and per_epoch < planned["total"]:
+        assert due(planned["every"], planned["total"]) == stopping["epoch_end"]
+
+
+# --- Kádár's training sets: image subsets, sampled captions, c2c pairs ---------------------
+
+DRAW_KEYS = ("train_data", "image_subset", "c2c", "c2c_captions")
+
+
+def _kadar_records_of_the_tiny_world() -> dict[str, dict]:
+    """Kádár's records whose languages the tiny world holds (comparable en/de)."""
+    return {n: r for n, r in paper_variants("kadar").items() if set(languages(r)) <= {"en", "de"}}
+
+
+@pytest.mark.parametrize(
+    "name", [n for n, _ in _distinct(_kadar_records_of_the_tiny_world(), DRAW_KEYS).values()]
+)
+def test_each_kadar_record_draws_its_training_sets(name, tmp_path):
+    """Rows 'Table 5 halves', 'one caption per image + c2c' and 'data' (Kádár): the training
+    sets built from the record give each language ``image_subset.fraction`` of the images
+    (shared draw: the same images when ``overlap``, none in common when ``disjoint``), each
+    image ``captions_per_image`` captions of each source (all of them when unset), c2c pairs
+    on the subset's images (``image_subset.c2c: subset``) or every image (``all``), and with
+    ``c2c_captions: shared`` the c2c pairs and the vocabulary are the c2i sample itself."""
+    from helpers.retrieval import tiny_world
+
+    from mlmm.retrieval.data import c2c_pairs, training_sets
+
+    n = 10
+    tiny_world(tmp_path, n)
+    record = paper_variants()[name]
+    sets = training_sets(tmp_path, record, seed=1)
+    subset = record["image_subset"]
+    langs = languages(record)
+    images = {lang: {i for i, caps in enumerate(sets.c2i[lang]) if caps} for lang in langs}
+    assert {len(kept) for kept in images.values()} == {round(subset["fraction"] * n)}
+    if len(langs) > 1 and subset["draw"] == "shared" and subset["fraction"] < 1:
+        first, second = images[langs[0]], images[langs[1]]
+        assert (first == second) if subset["assignment"] == "overlap" else not first & second
+    for lang in langs:
+        per_source = [
+            source.get("captions_per_image") or (5 if source["portion"] == "comparable" else 1)
+            for source in record["train_data"]
+            if lang in source["languages"]
+        ]
+        assert {len(sets.c2i[lang][i]) for i in images[lang]} == {sum(per_source)}, lang
+    if record["c2c"]:
+        paired = {a[1] for _, a, _, _ in c2c_pairs(sets.c2c)}  # (lang, caption, lang, caption)
+        paired_images = {i for lang in langs for i, caps in enumerate(sets.c2c[lang]) if caps}
+        want = set().union(*images.values()) if subset["c2c"] == "subset" else set(range(n))
+        assert paired_images == want and paired
+    if record["c2c_captions"] == "shared":  # one sample: c2c pairs hold the c2i captions
+        assert sets.vocabulary == sets.c2i
+        for lang in langs:
+            assert all(sets.c2c[lang][i] == sets.c2i[lang][i] for i in images[lang]), lang
