@@ -476,7 +476,10 @@ def test_each_paper_recipe_drives_its_training_run(name, world, tmp_path, monkey
     ``decay_epochs`` epochs (never when null), ranks with its ``margin`` and ``loss``, clips
     at its ``grad_clip``, draws batches of its ``batch_size`` and kind (switch: a c2c batch
     with ``c2c_probability``; joint: an image with a caption per language; pooled: languages
-    mixed) and validates on its ``select_language`` with the portion's captions per image."""
+    mixed) over every caption of its ``train_data`` (c2c: every cross-language pair of an
+    image's captions), validates on its ``select_language`` with the portion's captions per
+    image every ``early_stopping.every`` steps (null: each epoch; ``epoch_end``: each epoch too)
+    up to ``epochs`` epochs, and selects by its ``select_by``."""
     from mlmm.retrieval.config import select_languages
     from mlmm.retrieval.losses import ranking_loss
     from mlmm.retrieval.train import Run
@@ -507,6 +510,24 @@ def test_each_paper_recipe_drives_its_training_run(name, world, tmp_path, monkey
     assert clipped == [record["grad_clip"]] and size == record["batch_size"]
 
     langs = languages(record)
+    if record["image_subset"]["fraction"] == 1 and record["batching"] != "joint":
+        # every image's captions of every source (fr/cs: translations), c2c pairs the
+        # Cartesian products of one image's captions over every pair of languages
+        from itertools import combinations
+
+        from mlmm.data.multi30k import TRANSLATION_ONLY, image_list
+
+        images = len(image_list(world.data_root, "train"))
+        counts = dict.fromkeys(langs, 0)
+        for source in record["train_data"]:
+            comparable = source["portion"] == "comparable"
+            for lang in source["languages"]:
+                full = 5 if comparable and lang not in TRANSLATION_ONLY else 1
+                counts[lang] += source.get("captions_per_image") or full
+        assert run.streams.examples == images * sum(counts.values())
+        if record["c2c"]:
+            pairs = sum(counts[a] * counts[b] for a, b in combinations(langs, 2))
+            assert len(run.streams.c2c[0].lengths) == images * pairs
     batches = [run.streams.next_batch(record["batch_size"]) for _ in range(200)]
     sizes = {len(b) for b in batches}  # an epoch's last batch holds the rest
     assert max(sizes) == record["batch_size"] and min(sizes) >= 2
