@@ -395,8 +395,8 @@ def _stand_ins(workdir) -> None:
 
 @pytest.fixture(scope="module")
 def planned_paper(tmp_path_factory) -> dict[str, list[dict]]:
-    """rule -> the wildcards of each job of a dry run of config/paper.yaml (every job, stand-in
-    files for its local data sets: nothing is read or trained)."""
+    """rule -> the wildcards (and ``input``, the files it reads) of each job of a dry run of
+    config/paper.yaml (every job; stand-in files for its local data sets: nothing is read)."""
     import re
     import subprocess
     import sys
@@ -416,10 +416,12 @@ def planned_paper(tmp_path_factory) -> dict[str, list[dict]]:
     jobs: dict[str, list[dict]] = {}
     for block in re.split(r"\n(?=(?:local)?rule \w+:\n)", proc.stdout):
         head = re.match(r"(?:local)?rule (\w+):\n", block)
-        wildcards = re.search(r"^\s+wildcards: (.+)$", block, re.M)
         if head:
-            pairs = wildcards.group(1).split(", ") if wildcards else []
-            jobs.setdefault(head.group(1), []).append(dict(p.split("=", 1) for p in pairs))
+            found = dict(re.findall(r"^\s+(wildcards|input): (.+)$", block, re.M))
+            pairs = found["wildcards"].split(", ") if "wildcards" in found else []
+            job = dict(p.split("=", 1) for p in pairs)
+            job["input"] = found.get("input", "").split(", ")
+            jobs.setdefault(head.group(1), []).append(job)
     return jobs
 
 
@@ -444,6 +446,47 @@ def test_the_planned_paper_workflow_trains_one_corrnet_per_configured_lambda(pla
     assert len(planned_paper["ted_tune"]) == 1
 
 
+def test_the_planned_paper_workflow_trains_each_record_on_its_backbones_features(planned_paper):
+    """Rows 'features' (every paper): each record's training jobs read the features of its
+    ``backbone``, the pivot CorrNets those of ``pivot.backbone``, and each is extracted."""
+    extracted = {job["backbone"] for job in planned_paper["extract_features"]}
+    records = paper_variants()
+    for job in planned_paper["train_retrieval"]:
+        backbone = records[job["variant"]]["backbone"]
+        read = {path.split("/features/")[1].split("/")[0] for path in job["input"]
+                if "/features/" in path}  # fmt: skip
+        assert read == {backbone}, job["variant"]
+        assert backbone in extracted
+    pivot = paper_config()["pivot"]["backbone"]
+    corrnets = [
+        job for job in planned_paper["pivot_train"] if any("/features/" in p for p in job["input"])
+    ]
+    assert corrnets and all(
+        any(f"/features/{pivot}/" in path for path in job["input"]) for job in corrnets
+    )
+    assert pivot in extracted
+
+
+def test_the_planned_paper_workflow_reranks_each_system_with_its_features_models(planned_paper):
+    """Rows 'reranking features' and 'fewer retrieval variants' (Table 3): every system of
+    ``nmt.systems`` is reranked and scored, MIRA tunes those with features, and the n-best
+    features are computed with the retrieval model (variant, seed) each embedding feature names."""
+    nmt = paper_config()["nmt"]
+    systems = nmt["systems"]
+    assert {job["system"] for job in planned_paper["rerank"]} == set(systems)
+    assert {job["system"] for job in planned_paper["mt_score"]} == set(systems)
+    tuned = {name for name, system in systems.items() if system["features"]}
+    assert {job["system"] for job in planned_paper["mira"]} == tuned
+    used = {f for system in systems.values() for f in system["features"]}
+    models = {
+        f"results/retrieval/{spec['variant']}/seed{spec['seed']}/model.pt"
+        for name, spec in nmt["embedding_features"].items()
+        if name in used
+    }
+    for job in planned_paper["nbest_features"]:
+        assert {path for path in job["input"] if path.endswith("model.pt")} == models
+
+
 # --- a training run built from each paper recipe -------------------------------------------
 
 
@@ -457,6 +500,7 @@ def world(tmp_path_factory):
 RUN_KEYS = (
     "optimizer", "epochs", "margin", "loss", "similarity", "batching", "batch_size", "grad_clip",
     "c2c", "c2c_probability", "validation", "select_language", "select_by", "early_stopping",
+    "beta", "use_abs",
 )  # fmt: skip
 # Sizes and inputs of the toy world (its features are "toy"; no word vectors): what these tests
 # read from each record is everything else.
@@ -471,15 +515,17 @@ def _multi30k_records() -> dict[str, dict]:
 @pytest.mark.parametrize("name", [n for n, _ in _distinct(_multi30k_records(), RUN_KEYS).values()])
 def test_each_paper_recipe_drives_its_training_run(name, world, tmp_path, monkeypatch):
     """Rows 'loss', 'optimiser', 'lr schedule', 'batching', 'gradient clipping', 'selection',
-    validation (Kádár, Calixto, AME on Multi30K): the trainer built from the record (on a toy
-    world, small sizes) uses its Adam rate, decays it by ``decay_factor`` every
-    ``decay_epochs`` epochs (never when null), ranks with its ``margin`` and ``loss``, clips
-    at its ``grad_clip``, draws batches of its ``batch_size`` and kind (switch: a c2c batch
-    with ``c2c_probability``; joint: an image with a caption per language; pooled: languages
-    mixed) over every caption of its ``train_data`` (c2c: every cross-language pair of an
-    image's captions), validates on its ``select_language`` with the portion's captions per
-    image every ``early_stopping.every`` steps (null: each epoch; ``epoch_end``: each epoch too)
-    up to ``epochs`` epochs, and selects by its ``select_by``."""
+    'stopping', validation and data (Kádár, Calixto, AME on Multi30K): the trainer built from
+    the record (a toy world, small sizes) uses its Adam rate, decays it by ``decay_factor``
+    every ``decay_epochs`` epochs (never when null), ranks with its ``margin`` and ``loss``
+    (order: absolute values or not, ``use_abs``),
+    clips at its ``grad_clip``, draws batches of its ``batch_size`` and kind (switch: a c2c
+    batch with ``c2c_probability``; joint: an image with a caption per language, ``beta``
+    weighing image against sentence terms; pooled: languages mixed) over every caption of its
+    ``train_data`` (c2c: every cross-language pair of an image's captions), validates on its
+    ``select_language`` with the portion's captions per image every ``early_stopping.every``
+    steps (null: each epoch; ``epoch_end``: each epoch too) up to ``epochs`` epochs, and
+    selects by its ``select_by``."""
     from mlmm.retrieval.config import select_languages
     from mlmm.retrieval.losses import ranking_loss
     from mlmm.retrieval.train import Run
@@ -547,6 +593,15 @@ def test_each_paper_recipe_drives_its_training_run(name, world, tmp_path, monkey
     per_image = 1 if validation["portion"] == "translation" else 5
     per_image = min(per_image, validation.get("captions_per_image") or per_image)
     assert set(run.val.per_image.values()) == {per_image}, validation
+    from mlmm.data.multi30k import image_list
+
+    listed = range(len(image_list(world.data_root, validation["split"])))
+    assert len(run.val.features) == len(listed[slice(*validation["images"])])
+
+    run.model.eval()  # use_abs: the order score's absolute values of the embeddings (VSE++)
+    embedded = run.model.embed_images(torch.from_numpy(run.val.features))
+    absolute = record["use_abs"] and record["similarity"] == "order"
+    assert bool((embedded < 0).any()) == (not absolute)
 
     run.validate(0.0, 0.0)  # the selection score: the recall sum, or (-sum of mean ranks, rsum)
     row = run.history[-1]
@@ -575,6 +630,17 @@ def test_each_paper_recipe_drives_its_training_run(name, world, tmp_path, monkey
     run.step = per_epoch  # an epoch's end between two validation intervals
     if per_epoch % planned["every"] and per_epoch < planned["total"]:
         assert due(planned["every"], planned["total"]) == stopping["epoch_end"]
+
+    if record["batching"] == "joint":  # beta * S_I + (1 - beta) * S_S, on zero embeddings
+        batch = batches[0]
+        n, k = len(batch), len(langs)
+        zeros = torch.zeros(n, record["joint"])
+        monkeypatch.setattr(run.model, "embed_images", lambda features: zeros)
+        monkeypatch.setattr(run, "_embed", lambda text: zeros)
+        each = 2 * n * (n - 1 if record["loss"] == "sum" else 1) * record["margin"]
+        sentence_pairs = k * (k - 1) // 2
+        want = record["beta"] * k * each + (1 - record["beta"]) * sentence_pairs * each
+        assert run.batch_loss(batch).item() == pytest.approx(want)
 
 
 # --- Kádár's training sets: image subsets, sampled captions, c2c pairs ---------------------
@@ -628,3 +694,112 @@ def test_each_kadar_record_draws_its_training_sets(name, tmp_path):
         assert sets.vocabulary == sets.c2i
         for lang in langs:
             assert all(sets.c2c[lang][i] == sets.c2i[lang][i] for i in images[lang]), lang
+
+
+# --- Calixto Table 3: the NMT model and training run of the configured record --------------
+
+
+def _nmt_config(**sizes):
+    """The TrainConfig `mlmm train-nmt` builds from the paper's ``nmt`` record (cli.nmt)."""
+    from mlmm.nmt import train_record
+    from mlmm.nmt.model import Sizes
+    from mlmm.nmt.train import TrainConfig
+
+    record = train_record(paper_config()["nmt"])
+    return record, TrainConfig(
+        Sizes(**{**record["model"], **sizes}), device="cpu", **record["train"]
+    )
+
+
+def test_the_nmt_model_has_the_configured_sizes_decoder_and_dropout():
+    """Rows 'sizes', 'decoder', 'dropout' (Table 3 NMT): the model built from the record has
+    ``nmt.model``'s word embedding, GRU and attention sizes, the cGRU decoder's second cell,
+    and dropout of ``nmt.model.dropout`` (none: two training passes agree)."""
+    from mlmm.nmt.model import Seq2Seq
+
+    record, config = _nmt_config()
+    model_sizes = record["model"]
+    model = Seq2Seq(9, 11, config.sizes)
+    assert model.src_embedding.embedding_dim == model_sizes["embedding"]
+    assert (model.encoder.input_size, model.encoder.hidden_size) == (
+        model_sizes["embedding"],
+        model_sizes["hidden"],
+    )
+    assert model.att_keys.out_features == model_sizes["attention"]
+    assert hasattr(model, "cell2") == (model_sizes["decoder"] == "cgru")
+    assert model.dropout.p == model_sizes["dropout"]
+    model.train()
+    src, lengths, tgt = torch.tensor([[4, 5, 6]]), torch.tensor([3]), torch.tensor([[2, 4, 5]])
+    first, second = model(src, lengths, tgt), model(src, lengths, tgt)
+    assert torch.equal(first, second) == (model_sizes["dropout"] == 0)
+
+
+def test_the_nmt_run_applies_the_configured_length_cut_vocabulary_batches_and_patience(
+    monkeypatch,
+):
+    """Rows 'sentence length', 'vocabulary', 'model selection', 'sizes' (batch) of Table 3:
+    trained from the record (tiny sizes), the run leaves out pairs with a side of
+    ``max_length`` tokens, keeps a word seen ``min_count`` times (not one seen once fewer),
+    draws batches of ``batch_size`` and, validation BLEU never improving, stops after
+    ``patience`` epochs past the first (within ``max_epochs``)."""
+    from mlmm.nmt import train as nmt_train
+
+    record, config = _nmt_config(embedding=4, hidden=4, attention=4)
+    settings = record["train"]
+    cut, threshold, size = settings["max_length"], settings["min_count"], settings["batch_size"]
+    src = [["kept"]] * threshold + [["rare"]] * (threshold - 1) + [["once"], ["x"] * cut]
+    src += [["w"]] * (2 * size)
+    tgt = [["ja"]] * len(src)
+    seen = {}
+    batches = nmt_train._batches
+
+    def recorded(pairs, batch_size, rng):
+        seen.update(pairs=len(pairs), batch_size=batch_size)
+        yield from batches(pairs, batch_size, rng)
+
+    monkeypatch.setattr(nmt_train, "_batches", recorded)
+    # references of words no hypothesis can hold: validation BLEU stays 0
+    translator, history = nmt_train.train(src, tgt, [["w"]], [["nie"]], config, progress=False)
+    assert seen == {"pairs": len(src) - 1, "batch_size": size}  # the cut-length pair left out
+    words = translator.src.index
+    assert "kept" in words and "rare" not in words and ("once" in words) == (threshold <= 1)
+    assert len(history) == min(settings["max_epochs"], 1 + settings["patience"])
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        name
+        for name, _ in _distinct(
+            {n: r for n, r in paper_variants("ame_").items() if r["word_embeddings"] != "random"},
+            ("embed_dim", "word_embeddings", "unknown_word_init", "encoder"),
+        ).values()
+    ],
+)
+def test_the_configured_vectors_fill_each_ame_records_word_embeddings(name, tmp_path):
+    """Rows 'sizes' and 'Mono' (AME): vectors of ``retrieval.vectors.dim`` are copied into the
+    word embeddings of the model each AME record builds (``embed_dim``), frozen for FME, and
+    vectors of another size are refused. Small GRU and joint sizes: the embedding is tested."""
+    from mlmm.errors import InputError
+    from mlmm.retrieval.word_embeddings import load_vectors
+    from mlmm.retrieval.word_vector_files import write_vec
+
+    record = {**paper_variants()[name], "hidden": 8, "joint": 8}
+    dim = paper_config()["retrieval"]["vectors"]["dim"]
+    vocabs = _vocabularies(record)
+    model = build_model(record, 5, vocabs)
+    rng = np.random.default_rng(0)
+    vectors = {w: rng.normal(size=dim).astype(np.float32) for w in ("a", "man", "rides")}
+    for lang in languages(record):
+        write_vec(tmp_path / f"wiki.{lang}.align.vec", vectors)
+    load_vectors(model, vocabs, languages(record), record, tmp_path)
+    weight, vocab = model.text["shared"].embed.weight, vocabs.vocabs["shared"]
+    for lang in languages(record):
+        torch.testing.assert_close(weight[vocab.index[f"{lang}:man"]].detach(),
+                                   torch.from_numpy(vectors["man"]))  # fmt: skip
+    assert weight.requires_grad == (record["word_embeddings"] != "fme")
+    wider = {w: np.append(v, 0.0).astype(np.float32) for w, v in vectors.items()}
+    for lang in languages(record):
+        write_vec(tmp_path / f"wiki.{lang}.align.vec", wider)
+    with pytest.raises(InputError, match="embed_dim"):
+        load_vectors(build_model(record, 5, vocabs), vocabs, languages(record), record, tmp_path)
