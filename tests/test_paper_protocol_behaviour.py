@@ -438,12 +438,24 @@ def test_the_planned_paper_workflow_trains_each_record_once_per_configured_seed(
 
 
 def test_the_planned_paper_workflow_trains_one_corrnet_per_configured_lambda(planned_paper):
-    """Row 'sizes' (Rajendran Tables 1, 3, 4): one Bridge CorrNet per ``ted.lambdas`` value,
-    lambda then chosen on validation (rule ted_tune)."""
-    ted = paper_config()["ted"]
+    """Rows 'sizes', 'corpus', 'English as a training / test language' (Rajendran Tables 1, 3,
+    4) and 'sizes' (Table 5): one Bridge CorrNet per ``ted.lambdas`` value, lambda chosen on
+    validation (rule ted_tune), a classifier trained on each of ``ted.languages`` and on
+    English, the pivot pairing; the pivot stage trains its bridges per language of
+    ``pivot.languages`` and lambda of ``pivot.lambdas``."""
+    from mlmm.ted import PIVOT
+
+    config = paper_config()
+    ted, pivot = config["ted"], config["pivot"]
     runs = {job["ted_run"] for job in planned_paper["ted_train"]}
     assert runs == {f"lambda{value:g}" for value in ted["lambdas"]}
     assert len(planned_paper["ted_tune"]) == 1
+    sources = {job["ted_source"] for job in planned_paper["ted_classify"]}
+    assert sources == {*ted["languages"], PIVOT}
+    pivot_jobs = {job["pivot_job"] for job in planned_paper["pivot_train"]}
+    bridges = {f"bridge_{lang}_lambda{value:g}" for lang in pivot["languages"]
+               for value in pivot["lambdas"]}  # fmt: skip
+    assert bridges == {job for job in pivot_jobs if job.startswith("bridge_")}
 
 
 def test_the_planned_paper_workflow_trains_each_record_on_its_backbones_features(planned_paper):
@@ -803,3 +815,127 @@ def test_the_configured_vectors_fill_each_ame_records_word_embeddings(name, tmp_
         write_vec(tmp_path / f"wiki.{lang}.align.vec", wider)
     with pytest.raises(InputError, match="embed_dim"):
         load_vectors(build_model(record, 5, vocabs), vocabs, languages(record), record, tmp_path)
+
+
+# --- Rajendran: the Bridge CorrNet runs of the TED and pivot stages ------------------------
+
+
+@pytest.fixture
+def corrnet_calls(monkeypatch) -> list[dict]:
+    """What each CorrNet training run used: its model, batch size and SGD rate."""
+    from mlmm.ted import corrnet
+
+    calls: list[dict] = []
+    train, batches, sgd = corrnet.train, corrnet.batches, torch.optim.SGD
+
+    def recorded_train(*args, **kwargs):
+        calls.append({})
+        model, history = train(*args, **kwargs)
+        calls[-1].update(model=model, history=history)
+        return model, history
+
+    def recorded_batches(sizes, batch_size, rng):
+        calls[-1]["batch_size"] = batch_size
+        return batches(sizes, batch_size, rng)
+
+    def recorded_sgd(params, lr):
+        calls[-1]["lr"] = lr
+        return sgd(params, lr=lr)
+
+    monkeypatch.setattr(corrnet, "train", recorded_train)
+    monkeypatch.setattr(corrnet, "batches", recorded_batches)
+    monkeypatch.setattr(torch.optim, "SGD", recorded_sgd)
+    return calls
+
+
+def _check_corrnet(call: dict, settings: dict) -> None:
+    model = call["model"]
+    assert model.hidden_size == settings["hidden"]
+    assert len(call["history"]) == settings["epochs"]
+    assert call["batch_size"] == settings["batch_size"] and call["lr"] == settings["learning_rate"]
+    assert model.binary == (settings["input"] == "binary")
+    assert model.reconstruction_kind == settings["reconstruction"]
+
+
+def test_the_ted_stage_reads_its_corpus_and_trains_with_the_configured_settings(
+    tmp_path, corrnet_calls
+):
+    """Rows 'topics', 'vocabulary', 'sizes', 'reconstruction loss L', 'device' (Rajendran
+    Tables 1, 3, 4):
+    on a generated corpus in the real layout, the bag of words keeps the topic directories found
+    (``ted.topics`` null) and only words counted ``min_count`` times or more, and a `ted-train`
+    run from the paper's record trains a Bridge CorrNet of ``hidden`` units for ``epochs``
+    epochs in mini-batches of ``batch_size`` at SGD rate ``learning_rate``, with its input
+    reading and reconstruction loss, on the device ``ted.device`` gives (auto: a GPU when
+    present)."""
+    from mlmm.records import record_of
+    from mlmm.ted import bow, corpus, demo
+    from mlmm.ted.experiment import train_stage
+
+    ted = paper_config()["ted"]
+    language, codes = ted["languages"][0], ted["corpus_codes"]
+    root = demo.generate(tmp_path / "ted-cldc", train_docs=24, test_docs=8, general_words=60,
+                         topic_words=10, codes=codes, languages=[language])  # fmt: skip
+    meta = bow.build(root, tmp_path / "bow", [language], ted["topics"], codes, ted["min_count"])
+    if ted["topics"] is None:
+        assert meta["topics"] == corpus.find_topics(root, [language], codes)
+    counts = [
+        int(line.split("\t")[1])
+        for line in (tmp_path / f"bow/vocab.{language}.txt").read_text("utf-8").splitlines()
+    ]
+    assert counts and min(counts) >= ted["min_count"]
+    # the device a job is given (its resources' torch_device: ``ted.device``)
+    settings = record_of("ted-train", ted) | {"lambda": ted["lambdas"][0], "device": ted["device"]}
+    train_stage(tmp_path / "bow", tmp_path / "run", settings)
+    _check_corrnet(corrnet_calls[-1], settings)
+    gpu = ted["device"] == "cuda" or ted["device"] == "auto" and torch.cuda.is_available()
+    assert next(corrnet_calls[-1]["model"].parameters()).device.type == ("cuda" if gpu else "cpu")
+
+
+def test_the_pivot_stage_trains_with_the_configured_settings(tmp_path, corrnet_calls, monkeypatch):
+    """Rows 'sizes', 'vocabulary', 'reconstruction loss', 'image feature scaling', 'Z1 split'
+    (Rajendran Table 5): a `pivot-train` bridge run from the paper's record (a generated COCO
+    + talks world) trains a Bridge CorrNet of ``hidden`` units for ``epochs`` epochs in mini-batches
+    of ``batch_size`` at rate ``learning_rate`` on ``input`` rows, z-scores the image rows
+    only with ``standardise_images``, holds out ``validation_fraction`` of the Z1 images and of
+    the talks (at most ``validation_max``) for choosing lambda, and keeps the words of the talks
+    seen ``min_count`` times."""
+    from helpers.pivot import make_world
+
+    import mlmm.pivot.experiment as experiment
+    from mlmm.records import record_of
+
+    pivot = paper_config()["pivot"]
+    coco, features, ted = make_world(tmp_path / "world")
+    settings = record_of("pivot-train", pivot)
+    loaded = []
+    load = experiment.load
+    monkeypatch.setattr(
+        experiment, "load", lambda *a, **k: loaded.append(load(*a, **k)) or loaded[-1]
+    )
+    experiment.train_stage(coco, features, settings["backbone"], ted, pivot["languages"][0],
+                           "bridge", pivot["lambdas"][0], settings, tmp_path / "run",
+                           progress=False)  # fmt: skip
+    _check_corrnet(corrnet_calls[-1], settings)
+    data = loaded[-1]
+    images = data.z1.images
+    unit = np.allclose(images.mean(0), 0, atol=1e-3) and np.allclose(images.std(0), 1, atol=1e-2)
+    assert unit == settings["standardise_images"]
+
+    def held(n: int) -> int:
+        return min(settings["validation_max"], max(1, round(settings["validation_fraction"] * n)))
+
+    talks = data.z2.foreign.shape[0] + data.z2.val_foreign.shape[0]
+    assert data.z2.val_foreign.shape[0] == held(talks)
+    z1 = len(data.z1.images) + len(data.z1.val_images) + len(data.z1.dropped)
+    assert len(data.z1.val_images) == held(z1)
+    from collections import Counter
+
+    from mlmm.pivot.data import ted_corpus_root
+    from mlmm.ted.corpus import find_topics, read_pair
+
+    language = pivot["languages"][0]
+    root = ted_corpus_root(ted)
+    talks_read = read_pair(root, language, "train", find_topics(root, [language], None))[0]
+    counts = Counter(word for talk in talks_read.tokens for word in talk)
+    assert set(data.words[language]) == {w for w, c in counts.items() if c >= settings["min_count"]}
