@@ -19,6 +19,7 @@ import pytest
 import torch
 from helpers.paper_config import paper_config, paper_variants
 
+from mlmm.data.multi30k import TRANSLATION_ONLY, image_list
 from mlmm.data.vocab import UNK
 from mlmm.retrieval.api import build_model
 from mlmm.retrieval.config import languages
@@ -521,7 +522,7 @@ RUN_KEYS = (
 # Sizes and inputs of the toy world (its features are "toy"; no word vectors): what these tests
 # read from each record is everything else.
 TOY = {"embed_dim": 8, "hidden": 8, "joint": 8, "backbone": "toy", "device": "cpu",
-       "word_embeddings": "random", "min_count": 1, "sts": False}  # fmt: skip
+       "word_embeddings": "random", "min_count": 1}  # fmt: skip
 
 
 def _multi30k_records() -> dict[str, dict]:
@@ -540,8 +541,9 @@ def test_each_paper_recipe_drives_its_training_run(name, world, tmp_path, monkey
     weighing image against sentence terms; pooled: languages mixed) over every caption of its
     ``train_data`` (c2c: every cross-language pair of an image's captions), validates on its
     ``select_language`` with the portion's captions per image every ``early_stopping.every``
-    steps (null: each epoch; ``epoch_end``: each epoch too) up to ``epochs`` epochs, and
-    selects by its ``select_by``."""
+    steps (null: each epoch; ``epoch_end``: each epoch too) up to ``epochs`` epochs, selects
+    by its ``select_by``, and tests on its ``test`` split, images, portion and folds (STS
+    with ``sts`` and English)."""
     from mlmm.retrieval.config import select_languages
     from mlmm.retrieval.losses import ranking_loss
     from mlmm.retrieval.train import Run
@@ -577,8 +579,6 @@ def test_each_paper_recipe_drives_its_training_run(name, world, tmp_path, monkey
         # Cartesian products of one image's captions over every pair of languages
         from itertools import combinations
 
-        from mlmm.data.multi30k import TRANSLATION_ONLY, image_list
-
         images = len(image_list(world.data_root, "train"))
         counts = dict.fromkeys(langs, 0)
         for source in record["train_data"]:
@@ -609,8 +609,6 @@ def test_each_paper_recipe_drives_its_training_run(name, world, tmp_path, monkey
     per_image = 1 if validation["portion"] == "translation" else 5
     per_image = min(per_image, validation.get("captions_per_image") or per_image)
     assert set(run.val.per_image.values()) == {per_image}, validation
-    from mlmm.data.multi30k import image_list
-
     listed = range(len(image_list(world.data_root, validation["split"])))
     assert len(run.val.features) == len(listed[slice(*validation["images"])])
 
@@ -646,6 +644,24 @@ def test_each_paper_recipe_drives_its_training_run(name, world, tmp_path, monkey
     run.step = per_epoch  # an epoch's end between two validation intervals
     if per_epoch % planned["every"] and per_epoch < planned["total"]:
         assert due(planned["every"], planned["total"]) == stopping["epoch_end"]
+
+    test = record["test"]  # the final test: its split, images, portion, folds; STS
+    listed = range(len(image_list(world.data_root, test["split"])))
+    images = len(listed[slice(*test["images"])])
+    if images < 2:  # a range the toy split does not reach (Calixto: val images 500 on)
+        from mlmm.errors import InputError
+
+        with pytest.raises(InputError, match="images"):
+            run.test()
+        images = len(listed)  # the rest on the whole split
+        run.record = {**record, "test": {**test, "images": [0, None]}}
+    out = run.test()
+    assert set(out["test"]) == set(langs)
+    assert (run.outcomes["folds"], run.outcomes["images"]) == (test["folds"], images)
+    for lang in langs:  # fr/cs have translations only
+        comparable = test["portion"] == "comparable" and lang not in TRANSLATION_ONLY
+        assert len(run.ranks[lang]["t2i"]) == images * (5 if comparable else 1), lang
+    assert ("sts" in out) == (record["sts"] and "en" in langs)  # Pearson of the English encoder
 
     if record["batching"] == "joint":  # beta * S_I + (1 - beta) * S_S, on zero embeddings
         batch = batches[0]
