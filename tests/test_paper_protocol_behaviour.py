@@ -68,6 +68,30 @@ def test_each_paper_record_builds_the_model_of_its_sizes(name):
     assert len(projections) == (1 if shared else len(model.text))
 
 
+@pytest.mark.parametrize(
+    "name", [name for name, _ in _distinct(paper_variants(), ("init",)).values()]
+)
+def test_each_paper_record_initialises_its_model_as_its_init_says(name):
+    """Rows 'initialisation' (Calixto) and 'embeddings' (shared): the model a record builds is
+    initialised by its ``init``: ``calixto_paper`` draws word embeddings from N(0, 0.01) and
+    ``calixto_code`` from uniform(-0.1, 0.1), both with orthogonal recurrent blocks per gate;
+    ``vsepp`` keeps uniform(-0.1, 0.1) words and torch's GRU initialisation."""
+    hidden = 32
+    record = {**paper_variants()[name], "embed_dim": 64, "hidden": hidden, "joint": 32}
+    torch.manual_seed(0)
+    model = build_model(record, 40, _vocabularies(record))
+    encoder = next(iter(model.text.values()))
+    words = encoder.embed.weight.detach()
+    recurrent = encoder.gru.weight_hh_l0.detach()
+    blocks = [recurrent[g * hidden : (g + 1) * hidden] for g in range(3)]
+    orthogonal = all(torch.allclose(b @ b.t(), torch.eye(hidden), atol=1e-4) for b in blocks)
+    assert orthogonal == record["init"].startswith("calixto_"), record["init"]
+    if record["init"] == "calixto_paper":
+        assert abs(float(words.std()) - 0.01) < 0.002
+    else:
+        assert float(words.abs().max()) <= 0.1 and float(words.std()) > 0.04
+
+
 IMAGE_KEYS = ("image_norm", "image_dropout", "dropout_position", "similarity")
 
 
