@@ -1,8 +1,7 @@
-"""Shared retrieval conventions, one test per row of docs/fidelity.md's 'Shared conventions'.
-
-Each test reads the resolved paper configuration (``helpers.paper_config``) where the row names
-a config key, and checks the mechanism the row names against a hand computation where it names
-code: a value changed in config/paper.yaml, its defaults or the schema without the row fails.
+"""Shared retrieval conventions of docs/fidelity.md's 'Shared conventions', each mechanism
+against a hand computation: the ranking loss, the order score, the encoders, the stopping report,
+the refusal of non-finite features, the recall metric. (The values each paper record gives them
+are held by the behaviour tests that run the records: tests/test_paper_protocol_behaviour.py.)
 """
 
 from __future__ import annotations
@@ -13,7 +12,6 @@ import numpy as np
 import pytest
 import torch
 from helpers.features import write_array
-from helpers.paper_config import REPO, paper_config, paper_variants  # tests/ on sys.path
 
 from mlmm import evaluation
 from mlmm.errors import InputError
@@ -22,22 +20,10 @@ from mlmm.retrieval.losses import ranking_loss
 from mlmm.retrieval.model import JointEmbedding, score_matrix
 from mlmm.retrieval.selection import Selector
 
-FIDELITY = (REPO / "docs" / "fidelity.md").read_text(encoding="utf-8")
-SECTION = FIDELITY.split("## Shared conventions")[1].split("\n## ")[0]
-
-
-def _row(point: str) -> str:
-    rows = [line for line in SECTION.splitlines() if line.startswith(f"| {point} |")]
-    assert len(rows) == 1, f"docs/fidelity.md shared conventions: no single row '{point}'"
-    return rows[0]
-
 
 def test_ranking_loss_is_vsepp_hinge_sum_or_max_over_in_batch_negatives():
-    """Row 'ranking loss': every paper variant uses max (VSE++) or sum (VSE); both directions."""
-    assert "max_violation" in _row("ranking loss")
-    variants = paper_variants()
-    assert {record["loss"] for record in variants.values()} <= {"max", "sum"}
-    assert paper_config()["retrieval"]["defaults"]["loss"] == "max"
+    """Row 'ranking loss': the hinge summed (VSE) or its hardest negative (VSE++), both
+    directions (each paper record's margin and reduction: the behaviour tests' trainer)."""
     # hand computation: scores with the true pairs on the diagonal, margin 0.2
     scores = torch.tensor([[0.5, 0.6, 0.1], [0.4, 0.9, 0.8], [0.0, 0.3, 0.2]])
     # rows (a_i against every b_j, diagonal masked): [0, .3, 0], [0, 0, .1], [0, .3, 0]
@@ -51,10 +37,6 @@ def test_ranking_loss_is_vsepp_hinge_sum_or_max_over_in_batch_negatives():
 
 def test_order_score_is_the_vsepp_norm_and_ranks_as_evaluation():
     """Row 'order score': training -||max(0, c - i)||, evaluation its square (same ranking)."""
-    order = {n for n, r in paper_variants().items() if r["similarity"] == "order"}
-    assert order and all(
-        n.startswith("ame_") and n.endswith("_asym") or n == "ame_figure2" for n in order
-    ), order
     images = torch.tensor([[1.0, 0.0], [0.2, 0.5]])
     captions = torch.tensor([[0.5, 0.5], [0.0, 1.0], [0.3, 0.1]])
     train = score_matrix(images, captions, "order")
@@ -81,33 +63,8 @@ def test_embeddings_are_vsepp_encoders():
     assert torch.allclose(out.norm(dim=1), torch.ones(5)) and (out >= 0).all()  # use_abs
 
 
-def test_gradient_clipping_is_2_except_calixtos_mlmme():
-    """Row 'gradient clipping': vsepp train.py --grad_clip 2.; Calixto's do_train.py 1."""
-    row = _row("gradient clipping")
-    assert "2.0" in row and "`calixto_mlmme_*` 1.0" in row
-    clips = {name: record["grad_clip"] for name, record in paper_variants().items()}
-    mlmme = {name for name in clips if name.startswith("calixto_mlmme")}
-    assert mlmme and {clips[name] for name in mlmme} == {1.0}
-    assert {clip for name, clip in clips.items() if name not in mlmme} == {2.0}
-
-
-def test_every_paper_variant_trains_in_fp32():
-    """Row 'precision': the authors trained in float32."""
-    assert paper_config()["retrieval"]["defaults"]["precision"] == "fp32"
-    assert {record["precision"] for record in paper_variants().values()} == {"fp32"}
-
-
-def test_cpu_threads_are_a_fixed_number():
-    """Row 'CPU threads': a fixed retrieval.threads, not the machine's core count."""
-    threads = paper_config()["retrieval"]["threads"]
-    assert isinstance(threads, int) and threads == 8
-
-
 def test_stopping_report_says_patience_or_cap():
     """Row 'stopping report': stopped_by and still_improving from the selector."""
-    for record in paper_variants().values():
-        patience = record["early_stopping"]["patience"]
-        assert patience is None or patience >= 1
     selector = Selector(patience=2)
     for step, score in enumerate([1.0, 0.5, 0.4], start=1):
         selector.update((score,), step)
@@ -121,7 +78,6 @@ def test_stopping_report_says_patience_or_cap():
 
 def test_non_finite_feature_rows_are_refused_naming_the_first(tmp_path):
     """Row 'bad input': NaN/inf rows refused on load, naming the file and the first bad row."""
-    assert "NaN/inf feature rows refused" in _row("bad input")
     feats = np.ones((3, 2), dtype=np.float32)
     feats[1, 0] = np.inf
     names = ["a.jpg", "b.jpg", "c.jpg"]
