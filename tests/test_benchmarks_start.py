@@ -83,6 +83,18 @@ def test_gpu_hours_takes_full_size_costs_from_the_scale_csv(tmp_path):
     assert all(n >= 1 for n, _ in counts.values())
 
 
+def _page(csv_dir: Path) -> str:
+    """benchmarks/page.py run on the CSVs of ``csv_dir``: the page it writes."""
+    page = csv_dir / "benchmarks.md"
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "page.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--csv-dir", str(csv_dir), "--out", str(page)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    return page.read_text(encoding="utf-8")
+
+
 def test_benchmarks_page_carries_each_csv_with_its_date_and_machine(tmp_path):
     pd.DataFrame({"method": ["ours", "baseline"], "seconds": [1.5, 3.0]}).to_csv(
         tmp_path / "speed.csv", index=False
@@ -90,14 +102,7 @@ def test_benchmarks_page_carries_each_csv_with_its_date_and_machine(tmp_path):
     pd.DataFrame({"device": ["cuda: NVIDIA H200"], "images_per_s": [812.0]}).to_csv(
         tmp_path / "features.csv", index=False
     )
-    page = tmp_path / "benchmarks.md"
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "page.py"
-    done = subprocess.run(
-        [sys.executable, str(script), "--csv-dir", str(tmp_path), "--out", str(page)],
-        capture_output=True, text=True,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    text = page.read_text(encoding="utf-8")
+    text = _page(tmp_path)
     assert text.index("## features") < text.index("## speed")
     assert "machine: device cuda: NVIDIA H200." in text
     assert "cores" in text.split("## speed")[1]  # no device column: this machine's description
@@ -110,14 +115,7 @@ def test_benchmarks_page_names_the_script_of_a_second_csv(tmp_path):
     pd.DataFrame({"stage": ["features"], "guard_share": [0.001]}).to_csv(
         tmp_path / "guards_stages.csv", index=False
     )
-    page = tmp_path / "benchmarks.md"
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "page.py"
-    done = subprocess.run(
-        [sys.executable, str(script), "--csv-dir", str(tmp_path), "--out", str(page)],
-        capture_output=True, text=True,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "Written by `benchmarks/guards.py`" in page.read_text(encoding="utf-8")
+    assert "Written by `benchmarks/guards.py`" in _page(tmp_path)
 
 
 def test_guards_quick_mode_writes_a_row_per_stage_with_its_share(tmp_path):
