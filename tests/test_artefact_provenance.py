@@ -228,8 +228,6 @@ def test_nbest_features_refuses_the_array_of_another_split(features, tmp_path, c
 # Reads of an image feature array that need no record (function -> why); every other
 # function of src/mlmm that reads an array it calls a feature array must check the record.
 FEATURE_READS_WITHOUT_RECORD = {
-    "mlmm.retrieval.data.feature_columns": "the width from the header alone; load_features "
-                                           "checks the record before a row is used",
     "mlmm.features.published.read_published": "a release's published array: an input from "
                                               "outside, whose import writes the record",
 }  # fmt: skip

@@ -110,6 +110,20 @@ def test_train_retrieval_features_of_another_width(split, world, tmp_path, capsy
           capsys)  # fmt: skip
 
 
+def test_train_retrieval_test_array_of_another_split_is_refused_before_training(
+    world, tmp_path, capsys
+):
+    """The val array copied over the test array with its sidecar and list copy (a copy that
+    keeps the record): refused before the first step, not after the training."""
+    features = tmp_path / "features"
+    shutil.copytree(world.features_root, features)
+    for suffix in (".npy", ".json"):
+        shutil.copyfile(features / f"toy/val{suffix}", features / f"toy/test_2016_flickr{suffix}")
+    argv, out = _train(world, tmp_path, features)
+    says = ["test_2016_flickr.npy", "made from another image list"]
+    check(Case(argv, says, [out / "checkpoint.pt", out / "metrics.json"]), capsys)
+
+
 def test_train_retrieval_pickled_features(world, tmp_path, capsys):
     features = tmp_path / "features"
     shutil.copytree(world.features_root, features)

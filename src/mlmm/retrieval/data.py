@@ -44,16 +44,6 @@ def published_features(features_root: str | Path, backbone: str, split: str) -> 
     return isinstance(record, dict) and bool(record.get("published_file"))
 
 
-def feature_columns(path: Path) -> int | None:
-    """The width of a 2-d feature array, read from its header only (None when there is no
-    such 2-d array yet; loading it says why)."""
-    try:
-        feats = read_npy(path, "an image feature array", mmap_mode="r")
-    except InputError:
-        return None
-    return int(feats.shape[1]) if feats.ndim == 2 else None
-
-
 def load_features(
     features_root: str | Path, backbone: str, split: str, names: Sequence[str]
 ) -> np.ndarray:

@@ -37,7 +37,6 @@ from mlmm.retrieval.config import languages, select_languages
 from mlmm.retrieval.data import (
     Vocabularies,
     eval_set,
-    feature_columns,
     features_path,
     load_features,
     pad,
@@ -496,16 +495,18 @@ class Run:
 
 
 def check_feature_dims(paths: Paths, record: dict, train_dim: int) -> None:
-    """Every split's features have the training features' width, checked before training (a
-    test split of another width would otherwise fail after it, leaving checkpoint.pt)."""
-    for split in {record["validation"]["split"], record["test"]["split"]}:
-        path = features_path(paths.features_root, record["backbone"], split)
-        dim = feature_columns(path)
-        if dim is not None and dim != train_dim:
+    """The validation and test splits' features, read before training as the evaluations
+    will read them (record, list copy, finite rows: ``load_features``), of the training
+    features' width: a bad test array would otherwise fail only after the training."""
+    for split in dict.fromkeys((record["validation"]["split"], record["test"]["split"])):
+        names = multi30k.image_list(paths.data_root, split)
+        dim = load_features(paths.features_root, record["backbone"], split, names).shape[1]
+        if dim != train_dim:
             train = features_path(paths.features_root, record["backbone"], "train")
             raise InputError(
-                path, f"{train_dim} columns, as the training features {train}", f"{dim} columns"
-            )
+                features_path(paths.features_root, record["backbone"], split),
+                f"{train_dim} columns, as the training features {train}", f"{dim} columns",
+            )  # fmt: skip
 
 
 def write_history(path: Path, history: list[dict]) -> None:
