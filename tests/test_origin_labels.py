@@ -217,3 +217,19 @@ def test_each_reader_of_stage_results_refuses_a_result_without_provenance(
     path.write_text(json.dumps(record))
     with pytest.raises(InputError, match=f"{path}, key 'provenance'"):
         read([path])
+
+
+def test_a_table_says_the_code_its_runs_were_made_by(tmp_path, monkeypatch):
+    """Every result records the code that ran (mlmm's version and a digest of its source); a
+    table names it in its notes and its CSV, and names both when its runs come from two
+    versions of the code (an edit between runs), so a pasted table says what produced it."""
+    from mlmm.provenance import code_version
+
+    _environment(monkeypatch, "multi30k=demo,coco=demo,ted=path")
+    text = _tables(tmp_path)["rajendran2016_table3"]
+    assert f"code mlmm {code_version()}" in text
+    csv = pd.read_csv(tmp_path / "tables/rajendran2016_table3.csv", keep_default_na=False)
+    assert set(csv["code"]) == {code_version()} and Origin.of_table(csv).code == [code_version()]
+    runs = [{"provenance": {"code": version, "origin": {"data": {"ted": "path"}}}}
+            for version in ("0.4.0+aaaa", "0.4.0+bbbb", "0.4.0+aaaa")]  # fmt: skip
+    assert "code mlmm 0.4.0+aaaa + 0.4.0+bbbb" in Origin.of_runs(runs).note()

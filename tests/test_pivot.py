@@ -15,6 +15,7 @@ from PIL import Image
 from mlmm.cli import main
 from mlmm.errors import InputError
 from mlmm.features import BACKBONES, build_trunk, extract
+from mlmm.origin import Origin
 from mlmm.outcomes import read_outcomes, verified_outcomes
 from mlmm.pivot import data as pdata
 from mlmm.pivot.evaluate import criterion, recalls, recalls_of_ranks
@@ -507,7 +508,7 @@ def test_cli_writes_tables6_7_figures_and_csv_from_bridge_runs(world, tmp_path, 
             assert (tmp_path / f"fig/rajendran2016_table{table}{suffix}").is_file()
     six = pd.read_csv(tmp_path / "tab/rajendran2016_table6.csv")
     seven = pd.read_csv(tmp_path / "tab/rajendran2016_table7.csv")
-    origin = ["data", "configs", "backbone"]  # what produced them (mlmm.origin)
+    origin = list(Origin().columns())  # what produced them (mlmm.origin)
     assert list(six.columns) == [*COLUMNS, *origin] == list(seven.columns)
     assert len(six) == len(seven) == 2 * 2 * 5  # 2 languages x 2 queries x top-5
     assert (

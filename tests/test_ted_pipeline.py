@@ -8,9 +8,12 @@ import pandas as pd
 import pytest
 
 from mlmm.cli import main
+from mlmm.origin import Origin
 from mlmm.outcomes import decision_metrics, decisions_path, read_decisions, verified_outcomes
 from mlmm.records import write_record
 from mlmm.ted import LANGUAGES, TOPICS
+
+ORIGIN_COLUMNS = list(Origin().columns())  # data, configs, backbone, code
 
 PAPER_TABLES = Path(__file__).resolve().parents[1] / "resources" / "paper_tables"
 
@@ -112,8 +115,8 @@ def test_pipeline_on_tiny_demo(tmp_path):
     run("ted-neighbours", "--config", neighbours, "--bow", bow, "--tuning", tuning,
         "--paper-tables", "--out-dir", tables)  # fmt: skip
     table4 = pd.read_csv(tables / "rajendran2016_table4.csv", keep_default_na=False)
-    # the origin columns every tidy CSV ends with (mlmm.origin): data, configs, backbone
-    assert list(table4.columns) == ["english", "rank", *languages, "data", "configs", "backbone"]
+    # the origin columns every tidy CSV ends with (mlmm.origin): data, configs, backbone, code
+    assert list(table4.columns) == ["english", "rank", *languages, *ORIGIN_COLUMNS]
     assert (table4.loc[table4["english"] == "market", "de"] != "").all()
     if not PAPER_TABLES.is_dir():
         return
@@ -124,7 +127,7 @@ def test_pipeline_on_tiny_demo(tmp_path):
     want = ["english", "rank"]
     for lang in languages:
         want += [lang, f"{lang}_paper"] if lang in with_paper else [lang]
-    assert list(table4.columns) == [*want, "data", "configs", "backbone"]
+    assert list(table4.columns) == [*want, *ORIGIN_COLUMNS]
     market = table4[table4["english"] == "market"]
     assert market["rank"].tolist() == ["1", "2", "3", "4", "overlap"]
     assert market["fr_paper"].tolist()[:4] == ["marché", "market", "boursier", "marketer"]

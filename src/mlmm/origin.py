@@ -81,6 +81,7 @@ class Origin:
     data: dict[str, str] = field(default_factory=dict)
     configs: list[str] = field(default_factory=list)
     backbones: list[str] = field(default_factory=list)
+    code: list[str] = field(default_factory=list)  # mlmm.provenance.code_version of the runs
 
     @classmethod
     def current(cls, data: Iterable[str]) -> Origin:
@@ -101,12 +102,14 @@ class Origin:
 
     @classmethod
     def of_runs(cls, metrics: Iterable[dict]) -> Origin:
-        """The union of what the runs' results recorded: `provenance.origin` and every
-        `backbone` of their recorded config. Runs that recorded no origin add none: a table of
-        such runs only is of unrecorded origin (never this job's environment's)."""
+        """The union of what the runs' results recorded: `provenance.origin`, every
+        `backbone` of their recorded config and the code that ran (`provenance.code`). Runs
+        that recorded no origin add none: a table of such runs only is of unrecorded origin
+        (never this job's environment's)."""
         data: dict[str, str] = {}
         configs: list[str] = []
         backbones: list[str] = []
+        code: list[str] = []
         for run in metrics:
             provenance = run.get("provenance") or {}
             origin = provenance.get("origin") or {}
@@ -116,12 +119,14 @@ class Origin:
                 data[name] = source
             configs += [c for c in origin.get("configs") or [] if c not in configs]
             backbones += [b for b in _backbones(provenance.get("config")) if b not in backbones]
-        return cls(data, configs, backbones)
+            if provenance.get("code") and provenance["code"] not in code:
+                code.append(provenance["code"])
+        return cls(data, configs, backbones, code)
 
     @classmethod
     def of_table(cls, frame) -> Origin:
-        """The origin a tidy table CSV states in its `data`, `configs`, `backbone` columns
-        (a figure drawn from the table); unrecorded when it has none."""
+        """The origin a tidy table CSV states in its `data`, `configs`, `backbone`, `code`
+        columns (a figure drawn from the table); unrecorded when it has none."""
         if "data" not in frame.columns or frame.empty:
             return cls()
         first = frame.iloc[0]
@@ -131,11 +136,11 @@ class Origin:
             return [v for v in str(value).split(" + ") if v] if isinstance(value, str) else []
 
         data = {} if first["data"] == "unknown" else {"runs": str(first["data"])}
-        return cls(data, split("configs"), split("backbone"))
+        return cls(data, split("configs"), split("backbone"), split("code"))
 
     def with_backbones(self, backbones: Iterable[str]) -> Origin:
         extra = [b for b in backbones if b and b not in self.backbones]
-        return Origin(dict(self.data), list(self.configs), [*self.backbones, *extra])
+        return Origin(dict(self.data), list(self.configs), [*self.backbones, *extra], self.code)
 
     @property
     def known(self) -> bool:
@@ -155,7 +160,8 @@ class Origin:
         return f"{title} [demo world]" if self.demo else title
 
     def note(self) -> str:
-        """One sentence: data, configuration, backbones."""
+        """One sentence: data, configuration, backbones, the code that ran (mlmm's version
+        and a digest of its source: two of them mean runs of different code)."""
         if not self.known:
             data = "data of unrecorded origin (not run through the workflow)"
         else:
@@ -178,6 +184,8 @@ class Origin:
                     for b in self.backbones
                 )
             )
+        if self.code:
+            parts.append(f"code mlmm {' + '.join(self.code)}")
         return "; ".join(parts) + "."
 
     @property
@@ -191,6 +199,7 @@ class Origin:
             "data": self.kind if self.known else "unknown",
             "configs": " + ".join(self.configs),
             "backbone": " + ".join(self.backbones),
+            "code": " + ".join(self.code),
         }
 
 

@@ -1,11 +1,10 @@
-"""Provenance stamped into every metrics file: config, seed, versions, git commit, timings."""
+"""Provenance stamped into every metrics file: config, seed, the code and versions, timings."""
 
 from __future__ import annotations
 
 import functools
 import hashlib
 import platform
-import subprocess
 import sys
 import time
 from collections.abc import Iterable
@@ -15,24 +14,6 @@ from typing import Any
 
 import mlmm
 from mlmm.origin import Origin
-
-
-def git_commit(cwd: str | Path | None = None) -> str:
-    """The commit of the working tree (with '-dirty' when it has changes), or 'unknown'."""
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return commit + ("-dirty" if dirty else "")
 
 
 @functools.cache
@@ -69,7 +50,7 @@ def provenance(
         "config": config or {},
         "seed": seed,
         "versions": package_versions(),
-        "git_commit": git_commit(Path(__file__).resolve().parent),
+        "code": code_version(),
         "host": platform.node(),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         # demo or real data, the config files (from the Snakefile): tables and figures say it
