@@ -147,7 +147,7 @@ def test_the_fast_range_check_never_passes_what_jsonschema_refuses():
 
 def test_mira_starts_without_jsonschema(tmp_path):
     """`mlmm mira` (options within plain ranges) never imports jsonschema: its import is a
-    sixth of the command's time on the benchmark list (docs/nmt.md)."""
+    large share of the start-up of a command that otherwise needs numpy only."""
     import subprocess
     import sys
 

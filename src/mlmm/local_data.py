@@ -124,7 +124,7 @@ def tree_identity(directory: str | Path, cache: str | Path | None = None) -> str
 
     ``cache`` (a JSON file) keeps each file's digest under its size and modification time, so
     a file is read once, again only when its size or mtime changes: an unchanged tree costs a
-    stat per file, a copied one a read of every byte once (docs/features.md measures both).
+    stat per file, a copied one a read of every byte once.
     "absent" for a directory that is not there (the rule's job reports it when it runs)."""
     root = Path(directory)
     if not root.is_dir():
