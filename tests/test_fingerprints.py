@@ -147,7 +147,7 @@ VARIANT = {"epochs": 1, "checkpoint_every": 5, "early_stopping": {"every": 5, "p
 
 
 def test_retrieval_checkpoint_of_other_features_is_not_resumed(tmp_path, capsys):
-    """The issue's scenario: a run crashed after training (checkpoint.pt of its last step
+    """A run crashed after training (checkpoint.pt of its last step
     left); the user fixes the training features; the rerun must train afresh, not report the
     broken features' model."""
     world = make_world(tmp_path / "world")
@@ -226,7 +226,7 @@ def test_retrieval_checkpoint_of_other_captions_is_not_resumed(tmp_path, capsys)
 
 
 def test_feature_shards_of_replaced_images_are_extracted_again(tmp_path, monkeypatch, capsys):
-    """The issue's scenario: extraction killed after its first shard; an image of that shard is
+    """Extraction killed after its first shard; an image of that shard is
     replaced under the same name; the rerun must not keep the old image's row."""
     order = make_images(tmp_path, 6)
     monkeypatch.setattr(extraction, "_save_shard", die_after_first(extraction._save_shard))
