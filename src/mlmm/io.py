@@ -468,7 +468,9 @@ def npy_rows(
     import numpy as np
 
     dtype, shape, hashed, rows = np.dtype(dtype), tuple(shape), hashlib.sha256(), [0]
-    with atomic_path(target, _hashed=hashed) as tmp, open(tmp, "wb") as handle:
+    # "r+b": the temporary file is empty; truncating it ("wb") would make ext4 start writing
+    # the whole file back when it is closed (auto_da_alloc), which its caller would wait for
+    with atomic_path(target, _hashed=hashed) as tmp, open(tmp, "r+b") as handle:
 
         def write(data: Any) -> None:
             hashed.update(data)
