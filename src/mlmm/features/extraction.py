@@ -419,13 +419,14 @@ def extract(
     start = time.perf_counter()
     # the previous batch: (rows, features on the host, errors, image identities, copy event)
     pending = None
+    batches = iter(loader)  # its worker processes forked before the writer's thread starts
     # the shards handed over are saved even if the loop fails: a rerun resumes from them
     with (
         ShardWriter(outputs, (n, spec.dim), dtype, shard_size, done) as writer,
         timer("extract"),
         torch.inference_mode(),
     ):
-        for batch_rows, batch, errors, identities in loader:
+        for batch_rows, batch, errors, identities in batches:
             if decode == "pil":
                 batch = batch.to(dev, non_blocking=True)
             else:
