@@ -7,8 +7,9 @@ features) goes through what a stage does with it, each step timed with the guard
 write layer: claim, record, digest; the made-from record checked on read) and without them
 (plain ``numpy.save`` / ``numpy.load``):
 
-- ``write``: the extraction stage writes the array (``write_npy`` + ``made_from_record`` in
-  its sidecar): the claim of the file it replaces, the one sha256 of the new file, its records;
+- ``write``: an array written (``write_npy`` + ``made_from_record`` in its sidecar): the claim
+  of the file it replaces, the one sha256 of the new file, its records (feature extraction
+  takes that sha256 on its writer thread as it writes the bytes, ``io.npy_rows``);
 - ``read``: a training run reads it (``read_npy`` + ``check_feature_record``), as train, val and
   test each do: the digest comes from the record, the file is not read for it;
 - ``read_hashing_every_time``: a read that hashed the file again (what a read cost before
@@ -29,7 +30,11 @@ results/benchmarks/guards_stages.csv:
   one), per recorded file read its made-from check, the fingerprints a stage takes of arrays
   it holds (``value_digest``) and of files no mlmm command wrote (``files_digest``: the NMT's
   training text; the images of each feature shard, at the 2014 COCO images' mean size, are
-  hashed by the loader workers from the bytes they decode, ``file_identity``);
+  hashed by the loader workers from the bytes they decode, ``file_identity``). A feature
+  extraction's shards and arrays are written by its writer thread (``ShardWriter``) while the
+  loop feeds the model: each shard's write guards and each array's sha256, taken as it is
+  written; what the job waits for at its end is counted apart: each split's last shard, its
+  rows' share of the array's sha256, the array's records and sidecar, the shards' claims;
 - ``stage_seconds``: the job's time at paper size from a rate measured on the project's CPU
   machine (``stage_time_source`` names it: docs/features.md, docs/workflow.md, docs/ted.md,
   results/benchmarks/pivot.csv) times the configuration's work; empty where no rate of that
@@ -37,8 +42,20 @@ results/benchmarks/guards_stages.csv:
   (feature extraction: at least the time PIL decoding takes at the rate measured there);
 - ``guard_share`` = guard_seconds / stage_seconds; ``stage_seconds_at_2pct`` =
   guard_seconds / 0.02: a job faster than that (on a GPU) spends over 2 % in its guards;
-  ``gpu_guard_seconds`` / ``gpu_guard_share``: the same where a guard's CPU seconds spread
-  over the GPU machine's loader workers (the images' digests).
+  ``gpu_guard_seconds`` / ``gpu_guard_share``: the same where the CPU seconds of a guard run
+  off the loop feeding the GPU (the loader workers' image digests, the writer thread's work)
+  are spread over the cores the decoding uses (15 of the 16): the decode-bound job is slowed
+  by the cores' time they take, not by their whole time; the rest counts in full.
+
+Last, the extraction loop itself, side by side, through extraction's own functions
+(results/benchmarks/guards_loop.csv): the shards of Multi30K's train split at 4096 dimensions
+(float32, the largest of the paper's features) handed over at the GPU machine's decode-bound
+rate (one shard every 1024 / 1,598 s: ``time.sleep`` stands for the model), ``saving``
+``in the loop`` (each shard saved by the loop, the array assembled and hashed after it, as
+extraction did before it had a writer thread) or ``writer thread`` (``ShardWriter``):
+``blocked_in_loop_s``, the loop's time beyond the model's (waits for the GIL included);
+``blocked_at_end_s``, what the job waits for after the loop (the array in place, with its
+record); ``blocked_share``, both over the model's time.
 
 ``--quick`` (tests) measures on small files, once, for the stages named by ``--stages``.
 """
@@ -46,6 +63,7 @@ results/benchmarks/guards_stages.csv:
 from __future__ import annotations
 
 import argparse
+import hashlib
 import io as bytes_io
 import math
 import os
@@ -87,13 +105,16 @@ def best(repeats: int, fn, before=None) -> float:
     return min(times)
 
 
-def write_guards(path: Path, made_from: dict | None, sidecar: bool = False) -> None:
+def write_guards(
+    path: Path, made_from: dict | None, sidecar: bool = False, hashed: bool = True
+) -> None:
     """What the layer adds to a write of ``path``: the claim of the file it replaces, the one
-    digest of the new one, its record (twice: before and after the rename), and the made-from
+    digest of the new one (unless ``hashed`` is False: taken as the bytes were written,
+    ``io.npy_rows``), its record (twice: before and after the rename), and the made-from
     record where the stage writes one (a feature array's: in its sidecar ``<split>.json``)."""
     io.claim(path)
     io._DIGESTS.clear()
-    entry = io._entry(path)
+    entry = io._entry(path, None if hashed else hashlib.sha256())
     io._write_record(path, [entry, entry])
     io._write_record(path, [entry])
     if made_from is not None and sidecar:
@@ -141,6 +162,58 @@ def measure(array: np.ndarray, work: Path, repeats: int) -> list[dict]:
     ]  # fmt: skip
 
 
+def assemble_after_the_loop(outputs, n: int, dim: int, shard_rows: int) -> None:
+    """How extraction wrote its array before it had a writer thread: read back from the
+    shards after the loop, into a file the layer then read again for its sha256."""
+    with io.atomic_path(outputs.array) as tmp:
+        final = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=(n, dim))
+        for k in range(-(-n // shard_rows)):
+            final[k * shard_rows : (k + 1) * shard_rows] = io.read_npy(
+                outputs.work / f"shard-{k:05d}.npy"
+            )
+        final.flush()
+        del final
+
+
+def loop_blocking(work: Path, shards: int, shard_rows: int, dim: int, gap: float) -> list[dict]:
+    """The seconds the extraction loop is kept from the model by saving, through extraction's
+    own functions, side by side: ``shards`` shards of ``shard_rows`` x ``dim`` float32 handed
+    over ``gap`` seconds apart (the model's time for a shard), each saved in the loop
+    (``_save_shard``) and the array assembled after it, or handed to the writer thread
+    (``ShardWriter.put``, then ``finish``)."""
+    from mlmm.features.extraction import Outputs, ShardWriter, _save_shard
+
+    block = np.random.default_rng(0).standard_normal((shard_rows, dim), dtype=np.float32)
+    n, rows = shards * shard_rows, []
+    for saving in ("in the loop", "writer thread"):
+        outputs = Outputs(work / saving.replace(" ", "_") / "train.npy")
+        outputs.work.mkdir(parents=True)
+        writer = None
+        if saving == "writer thread":
+            writer = ShardWriter(outputs, (n, dim), "float32", shard_rows, ())
+        start = time.perf_counter()
+        for k in range(shards):
+            time.sleep(gap)  # the model computes the shard's features
+            if writer is None:
+                _save_shard(outputs.work, k, block, [], "0" * 64)
+            else:
+                writer.put(block, [], "0" * 64)
+        in_loop = time.perf_counter() - start - shards * gap  # the GIL's waits included
+        start = time.perf_counter()
+        if writer is None:
+            assemble_after_the_loop(outputs, n, dim, shard_rows)
+        else:
+            writer.finish()
+        at_end = time.perf_counter() - start
+        rows.append(dict(
+            saving=saving, shards=shards, shard_bytes=block.nbytes, seconds_between_shards=gap,
+            blocked_in_loop_s=in_loop, blocked_at_end_s=at_end,
+            blocked_share=(in_loop + at_end) / (shards * gap) if gap else None,
+        ))  # fmt: skip
+        shutil.rmtree(outputs.array.parent)
+    return rows
+
+
 # ---------------------------------------------------------------- stages at paper sizes
 
 SHARD_ROWS = 1024  # mlmm.features.extract's shard_size
@@ -169,13 +242,15 @@ class Op:
     """One guard a job runs ``count`` times on artefacts of ``size`` bytes each."""
 
     # write | write+made-from | read | claim | sha256_file | value digest | files digest |
-    # bytes digest (a file's identity from bytes a loader worker read anyway)
+    # bytes digest (a file's identity from bytes a loader worker read anyway) | digest as
+    # written (io.npy_rows) | records+made-from (a write's claim and records without its digest)
     kind: str
     size: int
     count: int = 1
     what: str = ""
-    # the processes its CPU seconds spread over on the GPU machine (a feature extraction's
-    # loader workers); on the CPU machine they count in full against the stage's time
+    # the cores its CPU seconds spread over on the GPU machine (a feature extraction's loader
+    # workers and its writer thread run beside the decoding, off the loop feeding the GPU); on
+    # the CPU machine they count in full against the stage's time
     gpu_workers: int = 1
 
 
@@ -212,16 +287,24 @@ def feature_stages(config: dict) -> list[Stage]:
     used[config["pivot"]["backbone"], "coco pivot"] = None
     itemsize = np.dtype(config["features"]["dtype"]).itemsize
     stages = []
+    workers = GPU_DECODE_WORKERS
     for backbone, dataset in used:
         splits, dim = _splits(dataset), BACKBONES[backbone].dim
         images, shards = sum(splits.values()), sum(-(-n // SHARD_ROWS) for n in splits.values())
+        # the writer thread saves each shard and writes each array (hashed as written) while
+        # the loop runs; the last shard of a split and the array's records are waited for
+        shard, last = SHARD_ROWS * dim * itemsize, len(splits)
         ops = [
             Op("bytes digest", round(IMAGE_BYTES), images,
-               "images (each shard's fingerprint, by the loader workers)", GPU_DECODE_WORKERS),
-            Op("write", SHARD_ROWS * dim * itemsize, shards, "shards"),
-            Op("claim", SHARD_ROWS * dim * itemsize, shards, "shards discarded"),
-        ] + [Op("write+made-from", n * dim * itemsize, 1, f"{split}.npy")
-             for split, n in splits.items()]  # fmt: skip
+               "images (each shard's fingerprint, by the loader workers)", workers),
+            Op("write", shard, shards - last, "shards (writer thread)", workers),
+            Op("digest as written", images * dim * itemsize - last * shard, 1,
+               "the arrays but each one's last shard (writer thread)", workers),
+            Op("write", shard, last, "each split's last shard (waited for)"),
+            Op("digest as written", shard, last, "its rows in the array (waited for)"),
+            Op("records+made-from", shard, last, "each array's records and sidecar"),
+            Op("claim", shard, shards, "shards discarded"),
+        ]  # fmt: skip
         rate, source = FEATURES_CPU
         if backbone == "resnet50":
             seconds = images / rate
@@ -380,10 +463,12 @@ class GuardTimer:
             try:
                 io.write_bytes(path, self.bytes[:size].data)
                 write = best(self.repeats, lambda: write_guards(path, None))
+                records = best(self.repeats, lambda: write_guards(path, None, hashed=False))
                 made = best(self.repeats, lambda: record_made_from(path, inputs))
                 self.file_costs[size] = {
                     "write": write,
                     "write+made-from": write + made,
+                    "records+made-from": records + made,
                     "read": best(self.repeats, lambda: check_made_from(path, inputs)),
                     "claim": best(self.repeats, lambda: io.claim(path)),
                     "sha256_file": best(self.repeats, lambda: io.sha256_file(path)),
@@ -423,6 +508,8 @@ class GuardTimer:
         elif op.kind == "bytes digest":
             data = self.bytes[:measured].tobytes()
             each = best(self.repeats, lambda: file_identity("image.jpg", data))
+        elif op.kind == "digest as written":  # io.npy_rows's sha256 of the bytes it writes
+            each = best(self.repeats, lambda: hashlib.sha256(self.bytes[:measured]).digest())
         elif op.kind == "files digest":
             each = self._foreign_file(measured)
         else:
@@ -512,6 +599,10 @@ def main() -> None:
     parser.add_argument(
         "--stages-out", type=Path, default=ROOT / "results/benchmarks/guards_stages.csv"
     )
+    parser.add_argument(
+        "--loop-out", type=Path, default=None,
+        help="the extraction loop's blocked seconds (default: guards_loop.csv beside --out)",
+    )  # fmt: skip
     args = parser.parse_args()  # fmt: skip
     if args.quick:
         args.gb, args.repeats = 0.004, 1
@@ -525,6 +616,9 @@ def main() -> None:
         frame = pd.DataFrame(measure(array, work, args.repeats))
         timer = GuardTimer(array, work, args.repeats, 4 if args.quick else 2000)
         per_stage = pd.DataFrame(stage_rows(stages, timer))
+        shards, shard_rows = (2, 16) if args.quick else (-(-29_000 // SHARD_ROWS), SHARD_ROWS)
+        gap = 0.0 if args.quick else SHARD_ROWS / FEATURES_GPU_DECODE[0]
+        loop = pd.DataFrame(loop_blocking(work, shards, shard_rows, 4096, gap))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     frame = frame.assign(bytes=array.nbytes, rows=rows, load_average=os.getloadavg()[0],
@@ -534,10 +628,14 @@ def main() -> None:
                                  quick=args.quick)  # fmt: skip
     io.write_text(args.out, frame.to_csv(index=False))
     io.write_text(args.stages_out, per_stage.to_csv(index=False))
+    loop_out = args.loop_out or args.out.with_name("guards_loop.csv")
+    loop = loop.assign(**machine, load_average=os.getloadavg()[0])
+    io.write_text(loop_out, loop.to_csv(index=False))
     print(frame[["step", "seconds_plain", "guard_seconds", "guard_share"]].to_string(index=False))
     print(per_stage[["stage", "guard_seconds", "stage_seconds", "guard_share",
                      "gpu_guard_share"]].to_string(index=False))  # fmt: skip
-    print(f"wrote {args.out} and {args.stages_out}")
+    print(loop.to_string(index=False))
+    print(f"wrote {args.out}, {args.stages_out} and {loop_out}")
 
 
 if __name__ == "__main__":

@@ -121,14 +121,16 @@ def test_benchmarks_page_names_the_script_of_a_second_csv(tmp_path):
 def test_guards_quick_mode_writes_a_row_per_stage_with_its_share(tmp_path):
     """benchmarks/guards.py --quick: the per-step rows, and per stage of the paper
     configuration (those needing no Multi30K here) its guards' seconds, the stage's time where
-    a rate is recorded, the share, and the time at which the share would reach 2 %."""
+    a rate is recorded, the share, and the time at which the share would reach 2 %; a feature
+    extraction's writer thread apart from what its end waits for; the extraction loop's
+    blocked seconds with its shards saved in the loop and on the writer thread."""
     script = Path(__file__).resolve().parents[1] / "benchmarks" / "guards.py"
     pd.DataFrame(
         {"encoders": ["EmbeddingBag over CSR rows (mlmm)"], "run_hours_20_epochs": [2.0]}
     ).to_csv(tmp_path / "pivot.csv", index=False)
     done = subprocess.run(
         [sys.executable, str(script), "--quick", "--dir", str(tmp_path), "--stages", "ted",
-         "pivot", "--pivot-csv", str(tmp_path / "pivot.csv"), "--out",
+         "pivot", "features", "--pivot-csv", str(tmp_path / "pivot.csv"), "--out",
          str(tmp_path / "guards.csv"), "--stages-out", str(tmp_path / "stages.csv")],
         capture_output=True, text=True,
     )  # fmt: skip
@@ -136,11 +138,19 @@ def test_guards_quick_mode_writes_a_row_per_stage_with_its_share(tmp_path):
     steps = pd.read_csv(tmp_path / "guards.csv")
     assert list(steps["step"]) == ["write", "read", "read_hashing_every_time"]
     stages = pd.read_csv(tmp_path / "stages.csv")
-    assert [s.split(",")[0] for s in stages["stage"]] == ["ted-train", "pivot-train"]
+    assert [s.split(" ")[0] for s in stages["stage"]] == ["features"] * 5 + [
+        "ted-train,", "pivot-train,"]  # fmt: skip
     assert (stages["guard_seconds"] > 0).all()
+    features = stages.iloc[0]
+    assert "(writer thread)" in features["guarded"] and "(waited for)" in features["guarded"]
+    assert 0 < features["gpu_guard_seconds"] < features["guard_seconds"]
+    stages = stages.iloc[5:]
     pivot = stages.iloc[1]
     assert pivot["stage_seconds"] == pytest.approx(2.0 * 3600)  # the paper's 20 epochs
     assert pivot["guard_share"] == pytest.approx(pivot["guard_seconds"] / pivot["stage_seconds"])
     assert (stages["stage_seconds_at_2pct"] == stages["guard_seconds"] / 0.02).all()
     assert "model.pt" in stages.iloc[0]["guarded"]
+    loop = pd.read_csv(tmp_path / "guards_loop.csv")
+    assert list(loop["saving"]) == ["in the loop", "writer thread"]
+    assert (loop[["blocked_in_loop_s", "blocked_at_end_s"]] >= 0).all().all()
     assert not any(tmp_path.glob("mlmm-guards-*"))  # the scratch files are gone

@@ -6,9 +6,11 @@ pass the same with a GPU visible."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +19,7 @@ import torch
 from helpers.features import die_after_first, make_images, run
 from PIL import Image
 
+from mlmm import io
 from mlmm.errors import InputError
 from mlmm.features import BACKBONES, FeatureNet, build_trunk, extraction, make_transform
 from mlmm.features.decoding import FileBytes, device_batch
@@ -95,6 +98,8 @@ def test_resume_after_a_kill_redoes_only_unfinished_shards(tmp_path, monkeypatch
     resumed = np.load(tmp_path / "out/val.npy")
     np.testing.assert_array_equal(resumed[:3], first_shard)
     assert not work.exists()
+    # the resumed shard's bytes are in the digest taken as the array was written
+    assert sidecar["sha256"] == hashlib.sha256((tmp_path / "out/val.npy").read_bytes()).hexdigest()
 
     (tmp_path / "out/val.npy").unlink()
     fresh = run(tmp_path, batch_size=2, shard_size=3)
@@ -126,6 +131,46 @@ def test_shard_fingerprints_come_from_the_loaders_one_read_of_each_image(
     run(tmp_path, batch_size=2, shard_size=2, on_bad_image="skip", decode=decode)
     paths = [tmp_path / "images" / name for name in names]
     assert recorded == {k: files_digest(paths[2 * k : 2 * k + 2]) for k in range(3)}
+
+
+def test_the_loop_never_waits_on_a_shard_or_the_arrays_digest(tmp_path, monkeypatch):
+    """Shards are saved, and the final array written and hashed as it is written, on the
+    writer's thread: the main process, which feeds the model, reads no .npy for a digest (at
+    the end either), and the sidecar names the sha256 of the array's bytes."""
+    make_images(tmp_path, 7)
+    real_hash, hashed = io._hash, []
+
+    def hash_where(path, stat):
+        hashed.append((threading.current_thread() is threading.main_thread(), path.name))
+        return real_hash(path, stat)
+
+    monkeypatch.setattr(io, "_hash", hash_where)
+    sidecar = run(tmp_path, batch_size=2, shard_size=3)
+    on_main = [name for main, name in hashed if main and ".npy" in name]
+    assert on_main == [] and any("shard" in name for _, name in hashed)
+    assert sidecar["sha256"] == hashlib.sha256((tmp_path / "out/val.npy").read_bytes()).hexdigest()
+
+
+def test_an_error_of_the_writers_thread_names_its_file_and_keeps_finished_shards(
+    tmp_path, monkeypatch
+):
+    make_images(tmp_path, 7)
+    real_write, written = extraction.write_npy, []
+
+    def full_disk(path, array):
+        if written:
+            raise InputError(path, "free space on its disk to write it", "the disk full")
+        written.append(path)
+        real_write(path, array)
+
+    monkeypatch.setattr(extraction, "write_npy", full_disk)
+    with pytest.raises(InputError, match="shard-00001.npy.*the disk full"):
+        run(tmp_path, batch_size=2, shard_size=3)
+    work = tmp_path / "out/val.work"
+    assert sorted(p.name for p in work.glob("shard-*.npy")) == ["shard-00000.npy"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["val.work"]
+    monkeypatch.undo()
+    assert run(tmp_path, batch_size=2, shard_size=3)["resumed_rows"] == 3
 
 
 def test_work_dir_of_other_settings_is_discarded(tmp_path, monkeypatch):

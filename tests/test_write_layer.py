@@ -110,12 +110,18 @@ def test_force_reaches_the_layer_from_main(monkeypatch, capsys):
     assert seen and all(seen)
 
 
+def _rows(path, array):
+    with io.npy_rows(path, array.shape, array.dtype) as append:
+        append(array)
+
+
 WRITERS = {
     "write_text": lambda p: io.write_text(p, "new\n"),
     "write_bytes": lambda p: io.write_bytes(p, b"new\n"),
     "write_json": lambda p: io.write_json(p, {"a": 1}),
     "write_npy": lambda p: io.write_npy(p, np.zeros(2)),
     "write_npz": lambda p: io.write_npz(p, {"a": np.zeros(2)}),
+    "npy_rows": lambda p: _rows(p, np.zeros((2, 3))),
     "copy_file": lambda p: io.copy_file(__file__, p),
     "discard": io.discard,
     "mark_output_dir": None,

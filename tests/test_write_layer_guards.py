@@ -168,3 +168,45 @@ def test_main_names_the_last_file_read_in_an_internal_error(tmp_path, monkeypatc
     assert f"after reading {tmp_path / 'c.npy'}" in err
     assert not (tmp_path / ".m.json.mlmm-lock").exists()
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_an_array_written_in_rows_records_the_digest_of_its_bytes_without_reading_them(
+    dtype, tmp_path, monkeypatch
+):
+    """``npy_rows`` hashes the bytes as it writes them: the file is not read again for its
+    record, which names exactly the sha256 of the file on disk; the file is what ``np.save``
+    writes. The digest cannot be handed in from outside: the layer takes it itself."""
+    array = np.random.default_rng(0).standard_normal((37, 5)).astype(dtype)
+    target = tmp_path / "train.npy"
+
+    def no_reading(*args):
+        raise AssertionError("read again for its digest")
+
+    monkeypatch.setattr(io, "_hash", no_reading)
+    with io.npy_rows(target, array.shape, dtype) as append:
+        for start in range(0, 37, 10):
+            append(array[start : start + 10])
+    monkeypatch.undo()
+    np.save(tmp_path / "plain.npy", array)
+    assert target.read_bytes() == (tmp_path / "plain.npy").read_bytes()
+    on_disk = io.hashlib.sha256(target.read_bytes()).hexdigest()
+    assert [entry[0] for entry in io._record_entries(target)] == [on_disk]
+    assert io.sha256_file(target) == on_disk and io.foreign_file(target) is None
+
+
+def test_an_array_short_of_its_rows_is_not_put_in_place(tmp_path):
+    target = tmp_path / "train.npy"
+    io.write_npy(target, np.zeros((2, 3), dtype=np.float32))
+    with (
+        pytest.raises(InputError, match="expected 4 rows written, found 3"),
+        io.npy_rows(target, (4, 3), "float32") as append,
+    ):
+        append(np.ones((3, 3)))
+    with (
+        pytest.raises(ValueError, match="expected rows"),
+        io.npy_rows(target, (4, 3), "float32") as append,
+    ):
+        append(np.ones((5, 3)))
+    assert np.load(target).tolist() == np.zeros((2, 3)).tolist()  # the old array is kept
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".train.npy.mlmm-written", "train.npy"]

@@ -27,8 +27,9 @@ import shutil
 import socket
 import tempfile
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from mlmm.catalogue import TABLE_SUFFIXES  # every file of a table: mlmm.tables.write_table
@@ -101,10 +102,12 @@ def _written_record(path: Path) -> Path:
 Entry = tuple[str, int, int]  # (sha256, size, mtime_ns) of one recorded state of a file
 
 
-def _entry(path: Path) -> Entry:
-    """``path``'s sha256 (read once), size and modification time."""
+def _entry(path: Path, hashed: Any = None) -> Entry:
+    """``path``'s sha256 (read once, unless ``hashed``: a sha256 fed its bytes as they were
+    written), size and modification time."""
     stat = path.stat()
-    return _hash(path, stat), stat.st_size, stat.st_mtime_ns
+    digest = _hash(path, stat) if hashed is None else hashed.hexdigest()
+    return digest, stat.st_size, stat.st_mtime_ns
 
 
 def _record_entries(path: Path) -> list[Entry]:
@@ -370,7 +373,7 @@ def temp_dir_beside(out: str | Path) -> Path:
 
 
 @contextlib.contextmanager
-def atomic_path(target: str | Path) -> Iterator[Path]:
+def atomic_path(target: str | Path, _hashed: Any = None) -> Iterator[Path]:
     """Yield a temporary path beside ``target``; rename it onto ``target`` on success only.
 
     This is the one write layer: an existing ``target`` that no mlmm command wrote (or that was
@@ -381,6 +384,8 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
 
     The file gets the mode a plain ``open`` would (0666 less the umask), not mkstemp's 0600, so
     collaborators sharing a project directory can read every table, figure and model.
+    ``_hashed``: the layer's own sha256 of every byte written to the temporary path, taken as it
+    wrote them (``npy_rows``), recorded without reading the file again.
     """
     target = Path(target)
     recorded = not _inside_build(target) and not _is_record(target)
@@ -402,7 +407,7 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
             if recorded:
                 # the record names both the new file and the one it replaces before the
                 # rename, so a stop between the two leaves neither looking foreign
-                new = _entry(tmp_path)
+                new = _entry(tmp_path, _hashed)
                 old = _unchanged_entry(target) if target.is_file() else None
                 _write_record(target, [new] + ([old] if old else []))
             os.replace(tmp_path, target)
@@ -450,6 +455,42 @@ def write_npy(target: str | Path, array: np.ndarray) -> None:
     import numpy as np  # not at module level: the Snakefile's parse reads mlmm.config -> io
     with atomic_path(target) as tmp, open(tmp, "wb") as handle:
         np.save(handle, array)
+
+
+@contextlib.contextmanager
+def npy_rows(
+    target: str | Path, shape: tuple[int, ...], dtype: Any
+) -> Iterator[Callable[[np.ndarray], None]]:
+    """Write the .npy array ``target`` of ``shape`` and ``dtype`` from blocks of rows handed,
+    in order, to the function yielded; its sha256 is taken as the bytes are written, so its
+    record costs no second read of the file. It is put in place only when the block ends with
+    every row written (InputError naming it otherwise), like ``atomic_path``."""
+    import numpy as np
+
+    dtype, shape, hashed, rows = np.dtype(dtype), tuple(shape), hashlib.sha256(), [0]
+    # "r+b": the temporary file is empty; truncating it ("wb") would make ext4 start writing
+    # the whole file back when it is closed (auto_da_alloc), which its caller would wait for
+    with atomic_path(target, _hashed=hashed) as tmp, open(tmp, "r+b") as handle:
+
+        def write(data: Any) -> None:
+            hashed.update(data)
+            handle.write(data)
+
+        header = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False,
+                  "shape": shape}  # fmt: skip
+        np.lib.format.write_array_header_1_0(SimpleNamespace(write=write), header)
+
+        def append(block: np.ndarray) -> None:
+            block = np.ascontiguousarray(block, dtype=dtype)
+            if block.shape[1:] != shape[1:] or rows[0] + len(block) > shape[0]:
+                found = f"{len(block)} more of shape {block.shape[1:]} after {rows[0]}"
+                raise ValueError(f"{target}: expected rows {shape}, found {found}")
+            write(block.reshape(-1).view(np.uint8))
+            rows[0] += len(block)
+
+        yield append
+        if rows[0] != shape[0]:
+            raise InputError(target, f"{shape[0]} rows written", f"{rows[0]}")
 
 
 def write_npz(target: str | Path, arrays: dict[str, np.ndarray]) -> None:

@@ -1,8 +1,10 @@
 """Images dir + split list -> one feature array whose row i is image i of the list.
 
 Work is cut into shards of ``shard_size`` rows written to ``<out stem>.work/`` beside the
-output as they finish, so a killed job resumes from its last finished shard; the final array
-is assembled from the shards and renamed into place atomically, then the work dir is removed.
+output as they finish, so a killed job resumes from its last finished shard; each is appended
+to the final array as it is saved (both on a thread of their own, ``ShardWriter``: the model
+never waits on a file or a digest), which is renamed into place at the end, then the work dir
+is removed.
 A work dir made for other settings (backbone, weights, dtype, precision, decoder, list, shard
 size) is discarded.
 
@@ -22,6 +24,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from queue import Queue
 
 import numpy as np
 import torch
@@ -47,8 +50,8 @@ from mlmm.fingerprint import (
     value_digest,
 )
 from mlmm.io import (
-    atomic_path,
     discard,
+    npy_rows,
     read_json,
     read_json_object,
     read_lines,
@@ -229,6 +232,57 @@ def _save_shard(work: Path, k: int, features: np.ndarray, bad: list, images: str
     write_npy(work / f"shard-{k:05d}.npy", features)
 
 
+class ShardWriter:
+    """Saves the shards the loop hands over (``put``, in order) and writes the final array
+    ``outputs.array`` of ``shape`` on a thread of its own, so that the loop feeding the model
+    never waits on a file or a digest: each shard is saved (``_save_shard``) and appended to the
+    array, a shard ``resumed`` from an earlier run read back in its place (``npy_rows``: the
+    array's sha256 is taken as it is written). ``finish`` waits for the array and raises the
+    thread's error; ``stop`` (on leaving its block with an error) saves what was handed over
+    and writes no array."""
+
+    def __init__(self, outputs: Outputs, shape: tuple[int, int], dtype: str, shard_size: int,
+                 resumed: Iterable[int]) -> None:  # fmt: skip
+        self.queue: Queue = Queue()
+        self.thread = ThreadPoolExecutor(1, thread_name_prefix="shard-writer")
+        self.done = self.thread.submit(self._write, outputs, shape, dtype, shard_size, set(resumed))
+
+    def _write(self, outputs: Outputs, shape, dtype, shard_size: int, resumed: set) -> None:
+        with npy_rows(outputs.array, shape, dtype) as append:
+            for k in range(-(-shape[0] // shard_size)):
+                if k in resumed:
+                    append(read_npy(outputs.work / f"shard-{k:05d}.npy"))
+                    continue
+                item = self.queue.get()
+                if item is None:
+                    return  # stopped: npy_rows refuses the short array
+                _save_shard(outputs.work, k, *item)
+                append(item[0])
+
+    def put(self, features: np.ndarray, bad: list, images: str) -> None:
+        if self.done.done():
+            self.done.result()  # the thread's error, at once
+        self.queue.put((features, bad, images))
+
+    def __enter__(self) -> ShardWriter:
+        return self
+
+    def __exit__(self, failed, *_) -> None:
+        if failed is not None:
+            self.stop()
+
+    def finish(self) -> None:
+        try:
+            self.done.result()
+        finally:
+            self.thread.shutdown()
+
+    def stop(self) -> None:
+        self.queue.put(None)
+        self.done.exception()  # wait; the loop's error is the one raised
+        self.thread.shutdown()
+
+
 def extract(
     images: str | Path,
     split: str | Path,
@@ -357,7 +411,7 @@ def extract(
                 images_read = identities_digest(
                     identity_of(paths[r], filled[r]) for r in sorted(filled)
                 )
-                _save_shard(outputs.work, k, array.astype(dtype), bad, images_read)
+                writer.put(array.astype(dtype), bad, images_read)
                 done[k] = bad
                 del buffers[k]
         bar.update(len(batch_rows))
@@ -365,8 +419,14 @@ def extract(
     start = time.perf_counter()
     # the previous batch: (rows, features on the host, errors, image identities, copy event)
     pending = None
-    with timer("extract"), torch.inference_mode():
-        for batch_rows, batch, errors, identities in loader:
+    batches = iter(loader)  # its worker processes forked before the writer's thread starts
+    # the shards handed over are saved even if the loop fails: a rerun resumes from them
+    with (
+        ShardWriter(outputs, (n, spec.dim), dtype, shard_size, done) as writer,
+        timer("extract"),
+        torch.inference_mode(),
+    ):
+        for batch_rows, batch, errors, identities in batches:
             if decode == "pil":
                 batch = batch.to(dev, non_blocking=True)
             else:
@@ -392,15 +452,8 @@ def extract(
     seconds = time.perf_counter() - start
 
     with timer("write"):
+        writer.finish()
         skipped = sorted(b for k in range(n_shards) for b in done[k])
-        with atomic_path(outputs.array) as tmp:
-            final = np.lib.format.open_memmap(tmp, mode="w+", dtype=dtype, shape=(n, spec.dim))
-            for k in range(n_shards):
-                final[k * shard_size : (k + 1) * shard_size] = read_npy(
-                    outputs.work / f"shard-{k:05d}.npy"
-                )
-            final.flush()
-            del final
         if on_bad_image == "skip":
             write_text(
                 outputs.skipped,
