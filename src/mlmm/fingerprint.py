@@ -128,7 +128,7 @@ ARTEFACT_KINDS = {
     # check_sidecar_made_from, mlmm.arrays.check_feature_record): bytes, image list in order,
     # split. A copy of the array with its sidecar carries it; an array without it is refused.
     "image feature array (mlmm features)": ("image list", "split"),
-    # inside codes.npz (entry 'made_from'): content, run (lambda, seed, settings), bag of words
+    # inside codes.npz (entry 'made_from'): content, run (lambda, its settings), bag of words
     # (mlmm.ted.experiment.codes_file: ted-tune with the run's lambda, ted-classify)
     "TED CorrNet codes (ted-train)": ("bag of words",),
     # inside model.pt (key 'made_from'): content, run (variant, seed), the digests of
@@ -195,8 +195,9 @@ def check_directory(directory: str | Path, index: str, maker: str) -> None:
     """Refuse a directory whose ``index`` or other files are not those ``record_directory``
     recorded, or whose record is missing (``maker``: the command to rerun)."""
     index_path = Path(directory) / index
-    files = directory_files(directory, index) if made_from_path(index_path).is_file() else ""
-    check_made_from(index_path, {"files of the directory": files}, maker=maker)
+    recorded = made_from_path(index_path).is_file()  # without: refused below, nothing digested
+    inputs = {"files of the directory": directory_files(directory, index)} if recorded else {}
+    check_made_from(index_path, inputs, maker=maker)
 
 
 def check_made_from(
@@ -305,7 +306,6 @@ def check_sidecar_made_from(
 # write leaves the artefact without it
 
 RECORD_KEY = "made_from"
-INSIDE_RECORD = ("content", "run", "inputs")
 
 
 def inside_record(
