@@ -11,7 +11,6 @@ is the mean over the pairs. With one pair the tables hold exactly that pair's ce
 from __future__ import annotations
 
 import os
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -84,14 +83,10 @@ def codes_file(run: str | Path, bow: str, asked: dict, why: str) -> Path:
     path = Path(run) / "codes.npz"
     if not path.is_file():
         raise InputError(path, "the codes of a ted-train run", "no such file")
-    what = "the codes.npz of ted-train"
-    try:  # the record alone: the codes are read only when the content is digested
-        with np.load(path, allow_pickle=False) as archive:
-            record = read_npz_record(archive, path)
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
-        raise InputError(path, what, f"unreadable data ({exc})") from None
+    archive = read_npz(path, "the codes.npz of ted-train")
     check_inside_record(
-        path, record, lambda: {k: v for k, v in read_npz(path, what).items() if k != RECORD_KEY},
+        path, read_npz_record(archive, path),
+        lambda: {k: v for k, v in archive.items() if k != RECORD_KEY},
         maker="ted-train for this lambda", run=asked, asked=why, inputs={"bag of words": bow},
     )  # fmt: skip
     return path
