@@ -23,7 +23,7 @@ from helpers.one_line import message_lines, one_line_error
 from mlmm.cli import main
 from mlmm.errors import InputError
 from mlmm.features import extract
-from mlmm.fingerprint import ARTEFACT_KINDS, made_from_path
+from mlmm.fingerprint import ARTEFACT_KINDS
 from mlmm.pivot.data import read_features
 from mlmm.records import write_record
 from mlmm.retrieval.data import load_features
@@ -292,8 +292,10 @@ def ted(tmp_path_factory) -> Path:
         record = write_record(records / f"{bow}.json", {"languages": ["de"], "min_count": count})
         _run("ted-bow", "--config", record, "--index", root / "corpus/index.json",
              "--out-dir", root / bow)  # fmt: skip
-    _run("ted-train", "--config", write_record(records / "train.json", {"hidden": 8, "epochs": 1}),
-         "--bow", root / "bow", "--out-dir", root / "run", "--lambda", 1)  # fmt: skip
+    train = write_record(records / "train.json", {"hidden": 8, "epochs": 1})
+    for run, lam in (("run", 1), ("run10", 10)):
+        _run("ted-train", "--config", train, "--bow", root / "bow", "--out-dir", root / run,
+             "--lambda", lam)  # fmt: skip
     _run("ted-tune", "--config", write_record(records / "defaults.json", {}), "--bow", root / "bow",
          "--runs", root / "run", "--out", root / "tuning/lambda.json")  # fmt: skip
     return root
@@ -304,28 +306,64 @@ def _ted_copy(tmp_path: Path, ted: Path) -> Path:
     return tmp_path / "ted"
 
 
+def _tune(root: Path, bow: str = "bow", out: str = "other.json") -> list[str]:
+    return ["ted-tune", "--config", str(root / "records/defaults.json"), "--bow",
+            str(root / bow), "--runs", str(root / "run"), "--out", str(root / out)]  # fmt: skip
+
+
+def _classify(root: Path) -> list[str]:
+    return ["ted-classify", "--config", str(root / "records/defaults.json"), "--bow",
+            str(root / "bow"), "--tuning", str(root / "tuning/lambda.json"), "--source", "de",
+            "--out", str(root / "cldc.json")]  # fmt: skip
+
+
 def test_codes_of_another_bag_of_words_are_refused(ted, tmp_path, capsys):
     root = _ted_copy(tmp_path, ted)
-    out = root / "other.json"
-    line = one_line_error(["ted-tune", "--config", str(root / "records/defaults.json"),
-                           "--bow", str(root / "bow3"), "--runs", str(root / "run"),
-                           "--out", str(out)], capsys)  # fmt: skip
-    assert "codes.npz: expected an artefact made from the bag of words it is read with" in line
-    assert not out.exists()
+    line = one_line_error(_tune(root, bow="bow3"), capsys)
+    assert ("codes.npz, key 'made_from.inputs': expected an artefact made from the bag of words "
+            "it is read with, found one made from another bag of words") in line  # fmt: skip
+    assert not (root / "other.json").exists()
+
+
+def test_codes_of_another_lambda_are_refused(ted, tmp_path, capsys):
+    """The lambda=10 codes, their record inside, copied into the lambda=1 run."""
+    root = _ted_copy(tmp_path, ted)
+    shutil.copyfile(root / "run10/codes.npz", root / "run/codes.npz")
+    for argv, asked in ((_tune(root), "the run of metrics.json beside it"),
+                        (_classify(root), "the lambda lambda.json chose")):  # fmt: skip
+        line = one_line_error(argv, capsys)
+        assert (f"run/codes.npz, key 'made_from.run.lambda': expected lambda 1.0 ({asked}), "
+                "found lambda 10.0: another run's artefact") in line, line  # fmt: skip
+
+
+def test_codes_without_their_record_are_refused(ted, tmp_path, capsys):
+    """Codes as an earlier version wrote them: the arrays alone."""
+    root = _ted_copy(tmp_path, ted)
+    codes = {k: v for k, v in np.load(root / "run/codes.npz").items() if k != "made_from"}
+    np.savez(root / "run/codes.npz", **codes)
+    line = one_line_error(_tune(root), capsys)
+    assert ("run/codes.npz: expected its record (key 'made_from': what it was made from, which "
+            "run it is), found none: made by an earlier version or outside mlmm; rerun "
+            "ted-train for this lambda") in line  # fmt: skip
 
 
 def test_codes_replaced_after_training_are_refused(ted, tmp_path, capsys):
     root = _ted_copy(tmp_path, ted)
-    codes = dict(np.load(root / "run/codes.npz"))
-    first = next(iter(codes))
+    codes = dict(np.load(root / "run/codes.npz"))  # the record inside comes along
+    first = next(k for k in codes if k != "made_from")
     codes[first] = codes[first][::-1].copy()  # talks reordered
     np.savez(root / "run/codes.npz", **codes)
-    out = root / "cldc.json"
-    line = one_line_error(["ted-classify", "--config", str(root / "records/defaults.json"),
-                           "--bow", str(root / "bow"), "--tuning",
-                           str(root / "tuning/lambda.json"), "--source", "de", "--out", str(out)],
-                          capsys)  # fmt: skip
-    assert "codes.npz: expected the bytes it was written with" in line and not out.exists()
+    line = one_line_error(_classify(root), capsys)
+    assert ("codes.npz, key 'made_from.content': expected the content it was written with, "
+            "found other content") in line and not (root / "cldc.json").exists()  # fmt: skip
+
+
+def test_codes_copied_with_their_run_are_read(ted, tmp_path):
+    """The record travels inside the codes: a run copied without its hidden files reads."""
+    root = _ted_copy(tmp_path, ted)
+    for hidden in (root / "run").glob(".*"):
+        hidden.unlink()
+    _run(*_tune(root))
 
 
 def test_a_run_retrained_after_tuning_is_refused(ted, tmp_path, capsys):
@@ -335,13 +373,19 @@ def test_a_run_retrained_after_tuning_is_refused(ted, tmp_path, capsys):
     _run("ted-train", "--config", record, "--bow", root / "bow", "--out-dir", root / "run",
          "--lambda", 1)  # fmt: skip
     capsys.readouterr()
-    out = root / "cldc.json"
-    line = one_line_error(["ted-classify", "--config", str(root / "records/defaults.json"),
-                           "--bow", str(root / "bow"), "--tuning",
-                           str(root / "tuning/lambda.json"), "--source", "de", "--out", str(out)],
-                          capsys)  # fmt: skip
+    line = one_line_error(_classify(root), capsys)
     assert "codes.npz: expected the codes lambda.json chose" in line
     assert "found other codes: the run was retrained since tuning" in line
+
+
+def test_a_tuning_without_the_digest_of_its_codes_is_refused(ted, tmp_path, capsys):
+    root = _ted_copy(tmp_path, ted)
+    tuning = json.loads((root / "tuning/lambda.json").read_text())
+    del tuning["chosen"]["de"]["codes_sha256"]  # as an earlier version wrote it
+    (root / "tuning/lambda.json").write_text(json.dumps(tuning))
+    line = one_line_error(_classify(root), capsys)
+    assert ("lambda.json, key 'codes_sha256': expected the sha256 of the chosen run's codes, "
+            "found none: a tuning of an earlier version; rerun ted-tune") in line
 
 
 def test_tuning_run_paths_resolve_against_the_tuning_file(ted, tmp_path, monkeypatch):
@@ -363,30 +407,69 @@ def test_tuning_run_paths_resolve_against_the_tuning_file(ted, tmp_path, monkeyp
 
 @pytest.fixture(scope="module")
 def nmt(tmp_path_factory) -> Path:
+    """Two train-nmt runs as the workflow lays them out (model.pt beside its metrics.json)."""
     from helpers.nmt import beam_record, nmt_data, nmt_record
 
     root = tmp_path_factory.mktemp("nmt")
     data = nmt_data(root)
     (data / "test.lc.norm.tok.en").write_text("two dogs\na cat\na man runs\n")
     for seed in (1, 2):
-        record = nmt_record(root / f"record{seed}.json", seed=seed)
-        _run("train-nmt", "--config", record, "--data", data, "--out", root / f"m{seed}.pt",
-             "--history", root / f"h{seed}.csv", "--metrics", root / f"m{seed}.json",
+        record, run = nmt_record(root / f"record{seed}.json", seed=seed), root / f"m{seed}"
+        _run("train-nmt", "--config", record, "--data", data, "--out", run / "model.pt",
+             "--history", run / "history.csv", "--metrics", run / "metrics.json",
              "--device", "cpu")  # fmt: skip
-    _run("nbest", "--config", beam_record(root / "beam.json", 2), "--model", root / "m1.pt",
+    _run("nbest", "--config", beam_record(root / "beam.json", 2), "--model", root / "m1/model.pt",
          "--source", data / "val.lc.norm.tok.en", "--device", "cpu", "--out",
          root / "val.base.nbest")  # fmt: skip
     return root
 
 
-def test_a_replaced_nmt_model_is_refused(nmt, tmp_path, capsys):
+def _nbest(root: Path, model: Path) -> list[str]:
+    return ["nbest", "--config", str(root / "beam.json"), "--model", str(model), "--source",
+            str(root / "data/val.lc.norm.tok.en"), "--out", str(root / "again.nbest")]  # fmt: skip
+
+
+def _resave(path: Path, change: Callable[[dict], None]) -> None:
+    """``path``'s checkpoint loaded, changed by hand and saved again."""
+    import torch
+
+    saved = torch.load(path, weights_only=False)
+    change(saved)
+    torch.save(saved, path)
+
+
+def test_the_nmt_model_of_another_run_is_refused(nmt, tmp_path, capsys):
+    """Run 2's model, its record inside, copied over run 1's (beside run 1's metrics.json)."""
     root = _ted_copy(tmp_path, nmt)
-    shutil.copyfile(root / "m2.pt", root / "m1.pt")  # another run's checkpoint under the name
-    out = root / "again.nbest"
-    line = one_line_error(["nbest", "--config", str(root / "beam.json"), "--model",
-                           str(root / "m1.pt"), "--source", str(root / "data/val.lc.norm.tok.en"),
-                           "--out", str(out)], capsys)  # fmt: skip
-    assert "m1.pt: expected the bytes it was written with" in line and not out.exists()
+    shutil.copyfile(root / "m2/model.pt", root / "m1/model.pt")
+    line = one_line_error(_nbest(root, root / "m1/model.pt"), capsys)
+    assert ("m1/model.pt, key 'made_from.run.seed': expected seed 1 (asked for, the run of "
+            "metrics.json beside it), found seed 2: another run's artefact") in line
+    assert not (root / "again.nbest").exists()
+
+
+def test_an_nmt_model_copied_alone_carries_its_record(nmt, tmp_path, capsys):
+    root = _ted_copy(tmp_path, nmt)
+    (root / "alone").mkdir()
+    shutil.copyfile(root / "m1/model.pt", root / "alone/model.pt")  # no hidden files, no metrics
+    _run(*_nbest(root, root / "alone/model.pt"))
+    _resave(root / "alone/model.pt", lambda saved: saved.pop("made_from"))
+    line = one_line_error(_nbest(root, root / "alone/model.pt"), capsys)
+    assert ("alone/model.pt: expected its record (key 'made_from': what it was made from, which "
+            "run it is), found none: made by an earlier version or outside mlmm; rerun "
+            "train-nmt") in line  # fmt: skip
+
+
+def test_an_edited_nmt_model_is_refused(nmt, tmp_path, capsys):
+    root = _ted_copy(tmp_path, nmt)
+
+    def flip(saved: dict) -> None:
+        name = next(iter(saved["state"]))
+        saved["state"][name] = -saved["state"][name]
+
+    _resave(root / "m1/model.pt", flip)
+    line = one_line_error(_nbest(root, root / "m1/model.pt"), capsys)
+    assert "m1/model.pt, key 'made_from.content': expected the content it was written" in line
 
 
 def test_an_nbest_list_of_another_source_is_refused(nmt, tmp_path, capsys):
@@ -411,12 +494,27 @@ def test_an_edited_nbest_list_is_refused_by_mira(nmt, tmp_path, capsys):
     assert "val.base.nbest: expected the bytes it was written with" in line
 
 
+def test_an_nbest_list_without_its_record_is_read_as_another_decoders(nmt, tmp_path):
+    """mira, rerank and nbest-features take Moses lists of other decoders: a list without a
+    record (copied without its hidden file, or from Moses) is read as is."""
+    root = _ted_copy(tmp_path, nmt)
+    (root / "moses").mkdir()
+    nbest = shutil.copy(root / "val.base.nbest", root / "moses/val.nbest")
+    _run("nbest-features", "--nbest", nbest, "--source", root / "data/test.lc.norm.tok.en",
+         "--out", root / "moses/features.nbest")  # fmt: skip
+    _run("mira", "--nbest", nbest, "--ref", root / "data/val.lc.norm.tok.de", "--iters", 2,
+         "--out", root / "moses/weights")  # fmt: skip
+    weights = shutil.copy(root / "moses/weights", root / "weights.moses")
+    _run("rerank", "--nbest", nbest, "--weights", weights, "--out", root / "moses/1best")
+
+
 # ------------------------------------------------------------------------------------------
 # retrieval: model.pt (train-retrieval) read by load_trained (nbest-features --feature)
 
 
 @pytest.fixture(scope="module")
-def retrieval_run(tmp_path_factory) -> Path:
+def retrieval_runs(tmp_path_factory) -> Path:
+    """Two variants' runs, each directory as train-retrieval leaves it."""
     from helpers.retrieval import make_world, section
 
     from mlmm.retrieval.config import resolve_variant
@@ -425,25 +523,54 @@ def retrieval_run(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("retrieval")
     world = make_world(root / "world")
     variant = {"train_data": [{"portion": "comparable", "languages": ["en"]}], "sts": False}
-    record = resolve_variant(section(en=variant), "en")
-    train_variant(record, 1, world, root / "run", progress=False, threads=1)
-    return root / "run"
+    config = section(en=variant, en_margin=variant | {"margin": 0.1})
+    for name in ("en", "en_margin"):
+        train_variant(resolve_variant(config, name), 1, world, root / name, progress=False,
+                      threads=1)  # fmt: skip
+    return root
 
 
-def test_an_edited_retrieval_model_is_refused(retrieval_run, tmp_path):
-    import torch
-
+def test_the_model_of_another_variant_is_refused(retrieval_runs, tmp_path):
+    """en_margin's model.pt, its record inside, copied into en's run directory."""
     from mlmm.retrieval.api import load_trained
 
-    shutil.copytree(retrieval_run, tmp_path / "run")
-    shutil.copyfile(made_from_path(retrieval_run / "model.pt"),
-                    made_from_path(tmp_path / "run/model.pt"))  # fmt: skip
-    load_trained(tmp_path / "run")
-    saved = torch.load(tmp_path / "run/model.pt", weights_only=False)
-    saved["seed"] = 2  # another run's model under the name, as far as the bytes go
-    torch.save(saved, tmp_path / "run/model.pt")
-    with pytest.raises(InputError, match="model.pt: expected the bytes it was written with"):
-        load_trained(tmp_path / "run")
+    run = shutil.copytree(retrieval_runs / "en", tmp_path / "en")
+    load_trained(run)
+    shutil.copyfile(retrieval_runs / "en_margin/model.pt", run / "model.pt")
+    with pytest.raises(InputError) as caught:
+        load_trained(run)
+    assert str(caught.value) == (
+        f"{run / 'model.pt'}, key 'made_from.run.variant': expected variant 'en' (the run of "
+        "metrics.json beside it), found variant 'en_margin': another run's artefact"
+    )
+    with pytest.raises(InputError, match="expected seed 2 .asked for., found seed 1"):
+        load_trained(retrieval_runs / "en_margin", run={"variant": "en_margin", "seed": 2})
+
+
+def test_a_retrieval_model_copied_alone_is_read_and_refused_without_its_record(
+    retrieval_runs, tmp_path
+):
+    from mlmm.retrieval.api import load_trained
+
+    (tmp_path / "alone").mkdir()
+    model = shutil.copy(retrieval_runs / "en/model.pt", tmp_path / "alone/model.pt")
+    load_trained(model)  # the record travels inside it
+    _resave(Path(model), lambda saved: saved.pop("made_from"))
+    with pytest.raises(InputError, match=r"model.pt: expected its record \(key 'made_from'.*"
+                                         r"found none: .*rerun train-retrieval"):
+        load_trained(model)
+
+
+def test_an_edited_retrieval_model_is_refused(retrieval_runs, tmp_path):
+    from mlmm.retrieval.api import load_trained
+
+    run = shutil.copytree(retrieval_runs / "en", tmp_path / "run")
+    load_trained(run)
+    # another seed's model under the name, as far as its own fields go
+    _resave(run / "model.pt", lambda saved: saved.update(seed=2))
+    with pytest.raises(InputError, match="model.pt, key 'made_from.content': expected the "
+                                         "content it was written with"):
+        load_trained(run)
 
 
 # ------------------------------------------------------------------------------------------
@@ -461,6 +588,31 @@ def test_a_bag_of_words_file_of_another_build_is_refused(ted, tmp_path, capsys):
     line = one_line_error(["ted-nb", "--bow", str(root / "bow"), "--out", str(out)], capsys)
     assert "meta.json: expected an artefact made from the files of the directory it is " in line
     assert not out.exists()
+
+
+def test_the_index_of_another_bag_of_words_build_is_refused(ted, tmp_path):
+    """The min-count-3 build's meta.json with its record copied into the min-count-2 one."""
+    from mlmm.fingerprint import made_from_path
+    from mlmm.ted.bow import Bow
+
+    root = _ted_copy(tmp_path, ted)
+    for path in (root / "bow3/meta.json", made_from_path(root / "bow3/meta.json")):
+        shutil.copyfile(path, root / "bow" / path.name)
+    with pytest.raises(InputError, match="meta.json: expected an artefact made from the files"):
+        Bow.load(root / "bow")
+
+
+def test_a_bag_of_words_copied_without_its_record_is_refused(ted, tmp_path, capsys):
+    """``cp bow/* new/``: the hidden record left behind."""
+    root = _ted_copy(tmp_path, ted)
+    (root / "new").mkdir()
+    for path in (root / "bow").glob("[!.]*"):  # as the shell's * expands
+        shutil.copy(path, root / "new" / path.name)
+    line = one_line_error(["ted-nb", "--bow", str(root / "new"), "--out", str(root / "nb.json")],
+                          capsys)  # fmt: skip
+    assert ("new/meta.json: expected its record .meta.json.made-from.json beside it (what it was "
+            "made from), found none: made before records, or copied without it; rerun ted-bow"
+            ) in line  # fmt: skip
 
 
 # ------------------------------------------------------------------------------------------
@@ -502,6 +654,28 @@ def test_a_pivot_run_with_a_file_of_another_run_is_refused(pivot_runs, tmp_path,
     assert not out.with_suffix(".csv").exists()
 
 
+def test_the_metrics_of_another_pivot_run_are_refused(pivot_runs, tmp_path, capsys):
+    """random2's metrics.json with its record copied into random1."""
+    from mlmm.fingerprint import made_from_path
+
+    root = _ted_copy(tmp_path, pivot_runs)
+    for path in (root / "random2/metrics.json", made_from_path(root / "random2/metrics.json")):
+        shutil.copyfile(path, root / "random1" / path.name)
+    line = one_line_error(_table([root / "random1"], root / "table5"), capsys)
+    assert "random1/metrics.json: expected an artefact made from the files of the " in line
+
+
+def test_a_pivot_run_copied_without_its_record_is_refused(pivot_runs, tmp_path, capsys):
+    root = _ted_copy(tmp_path, pivot_runs)
+    (root / "new").mkdir()
+    for path in (root / "random1").glob("[!.]*"):  # as the shell's * expands
+        shutil.copy(path, root / "new" / path.name)
+    line = one_line_error(_table([root / "new"], root / "table5"), capsys)
+    assert ("new/metrics.json: expected its record .metrics.json.made-from.json beside it (what "
+            "it was made from), found none: made before records, or copied without it; rerun "
+            "pivot-train or pivot-mt for this run") in line  # fmt: skip
+
+
 def test_an_edited_pivot_metrics_json_is_refused(pivot_runs, tmp_path, capsys):
     root = _ted_copy(tmp_path, pivot_runs)
     metrics = root / "random1/metrics.json"
@@ -516,20 +690,52 @@ def test_an_edited_pivot_metrics_json_is_refused(pivot_runs, tmp_path, capsys):
 # Multi30K vocabularies (multi30k-vocab) read by Vocabulary.load
 
 
-def test_an_edited_vocabulary_is_refused(tmp_path):
+@pytest.fixture(scope="module")
+def vocabularies(tmp_path_factory) -> Path:
+    """The vocabularies of two thresholds, by the real writer."""
     from helpers.multi30k import write_tree
 
     from mlmm.data.prepare import write_vocabularies
+
+    root = tmp_path_factory.mktemp("vocab")
+    tree = write_tree(root / "m30k")
+    for count in (6, 2):
+        write_vocabularies(tree, root / f"vocab{count}", min_count=count)
+    return root
+
+
+def test_an_edited_vocabulary_is_refused(vocabularies, tmp_path):
     from mlmm.data.vocab import Vocabulary
 
-    written = write_vocabularies(write_tree(tmp_path / "m30k"), tmp_path / "vocab", min_count=6)
-    path = tmp_path / "vocab/translation.fr.tsv"
-    Vocabulary.load(path)
+    root = _ted_copy(tmp_path, vocabularies)
+    path = root / "vocab6/translation.fr.tsv"
+    Vocabulary.load(path, min_count=6)
     path.write_text(path.read_text() + "nouveau\t99\n")
     with pytest.raises(InputError, match="translation.fr.tsv: expected the bytes it was written"):
         Vocabulary.load(path)
-    record = json.loads(made_from_path(written[0]).read_text())
-    assert set(record["inputs"]) == set(ARTEFACT_KINDS["Multi30K vocabulary (multi30k-vocab)"])
+
+
+def test_the_vocabulary_of_another_threshold_is_refused(vocabularies, tmp_path):
+    """The min-count-2 vocabulary, its record along, copied over the min-count-6 one."""
+    from mlmm.data.vocab import Vocabulary
+    from mlmm.fingerprint import made_from_path
+
+    root = _ted_copy(tmp_path, vocabularies)
+    for name in ("translation.fr.tsv", ".translation.fr.tsv.made-from.json"):
+        shutil.copyfile(root / "vocab2" / name, root / "vocab6" / name)
+    assert made_from_path(root / "vocab6/translation.fr.tsv").is_file()
+    with pytest.raises(InputError, match="translation.fr.tsv: expected an artefact made from "
+                                         "the min count it is read with"):
+        Vocabulary.load(root / "vocab6/translation.fr.tsv", min_count=6)
+
+
+def test_a_vocabulary_copied_without_its_record_is_refused(vocabularies, tmp_path):
+    from mlmm.data.vocab import Vocabulary
+
+    path = shutil.copy(vocabularies / "vocab6/translation.fr.tsv", tmp_path / "fr.tsv")
+    with pytest.raises(InputError, match=r"fr.tsv: expected its record .* found none: .*rerun "
+                                         r"multi30k-vocab"):
+        Vocabulary.load(path)
 
 
 # ------------------------------------------------------------------------------------------
@@ -537,6 +743,8 @@ def test_an_edited_vocabulary_is_refused(tmp_path):
 
 
 def test_edited_mira_weights_are_refused_by_rerank(nmt, tmp_path, capsys):
+    from mlmm.fingerprint import made_from_path
+
     root = _ted_copy(tmp_path, nmt)
     nbest, weights = root / "val.base.nbest", root / "weights"
     _run("mira", "--nbest", nbest, "--ref", root / "data/val.lc.norm.tok.de", "--iters", 2,
@@ -560,17 +768,44 @@ def test_edited_mira_weights_are_refused_by_rerank(nmt, tmp_path, capsys):
 
 COVERED = {
     "image feature array (mlmm features)": test_a_damaged_feature_array_is_refused_by_every_reader,
-    "TED CorrNet codes (ted-train)": test_codes_of_another_bag_of_words_are_refused,
-    "TED tuning (ted-tune)": test_a_run_retrained_after_tuning_is_refused,
-    "retrieval model (train-retrieval)": test_an_edited_retrieval_model_is_refused,
-    "NMT model (train-nmt)": test_a_replaced_nmt_model_is_refused,
-    "n-best list (nbest, nbest-features)": test_an_nbest_list_of_another_source_is_refused,
-    "TED bag-of-words directory (ted-bow)": test_a_bag_of_words_file_of_another_build_is_refused,
-    "pivot run directory (pivot-train, pivot-mt)": (
-        test_a_pivot_run_with_a_file_of_another_run_is_refused
+    "TED CorrNet codes (ted-train)": (
+        test_codes_of_another_bag_of_words_are_refused, test_codes_of_another_lambda_are_refused,
+        test_codes_without_their_record_are_refused,
     ),
-    "Multi30K vocabulary (multi30k-vocab)": test_an_edited_vocabulary_is_refused,
-    "MIRA weights (mira)": test_edited_mira_weights_are_refused_by_rerank,
+    "TED tuning (ted-tune)": (
+        test_a_run_retrained_after_tuning_is_refused,
+        test_a_tuning_without_the_digest_of_its_codes_is_refused,
+    ),
+    "retrieval model (train-retrieval)": (
+        test_the_model_of_another_variant_is_refused, test_an_edited_retrieval_model_is_refused,
+        test_a_retrieval_model_copied_alone_is_read_and_refused_without_its_record,
+    ),
+    "NMT model (train-nmt)": (
+        test_the_nmt_model_of_another_run_is_refused, test_an_edited_nmt_model_is_refused,
+        test_an_nmt_model_copied_alone_carries_its_record,
+    ),
+    "n-best list (nbest, nbest-features)": (
+        test_an_nbest_list_of_another_source_is_refused,
+        test_an_nbest_list_without_its_record_is_read_as_another_decoders,
+    ),
+    "TED bag-of-words directory (ted-bow)": (
+        test_a_bag_of_words_file_of_another_build_is_refused,
+        test_the_index_of_another_bag_of_words_build_is_refused,
+        test_a_bag_of_words_copied_without_its_record_is_refused,
+    ),
+    "pivot run directory (pivot-train, pivot-mt)": (
+        test_a_pivot_run_with_a_file_of_another_run_is_refused,
+        test_the_metrics_of_another_pivot_run_are_refused,
+        test_a_pivot_run_copied_without_its_record_is_refused,
+    ),
+    "Multi30K vocabulary (multi30k-vocab)": (
+        test_an_edited_vocabulary_is_refused, test_the_vocabulary_of_another_threshold_is_refused,
+        test_a_vocabulary_copied_without_its_record_is_refused,
+    ),
+    "MIRA weights (mira)": (
+        test_edited_mira_weights_are_refused_by_rerank,
+        test_an_nbest_list_without_its_record_is_read_as_another_decoders,
+    ),
 }
 
 
@@ -578,7 +813,11 @@ def test_every_artefact_kind_that_records_its_inputs_is_tested_here():
     assert set(COVERED) == set(ARTEFACT_KINDS)
 
 
-def test_writers_leave_their_records(features, ted, nmt, retrieval_run, pivot_runs):
+def test_writers_leave_their_records(features, ted, nmt, retrieval_runs, pivot_runs, vocabularies):
+    import torch
+
+    from mlmm.fingerprint import made_from_path
+
     root, _ = features
     for split in ("val", TEST):
         array = root / "feat" / BACKBONE / f"{split}.npy"
@@ -588,12 +827,28 @@ def test_writers_leave_their_records(features, ted, nmt, retrieval_run, pivot_ru
         )
         assert sidecar["sha256"] == hashlib.sha256(array.read_bytes()).hexdigest()
         assert not made_from_path(array).exists()  # the record is in the sidecar alone
-    for path, kind in ((ted / "run/codes.npz", "TED CorrNet codes (ted-train)"),
-                       (nmt / "m1.pt", "NMT model (train-nmt)"),
-                       (nmt / "val.base.nbest", "n-best list (nbest, nbest-features)"),
-                       (retrieval_run / "model.pt", "retrieval model (train-retrieval)"),
+    # records inside the artefact, and nothing beside it
+    codes = json.loads(str(np.load(ted / "run/codes.npz")["made_from"]))
+    inside = {
+        ted / "run/codes.npz": ("TED CorrNet codes (ted-train)", codes, {"lambda": 1.0}),
+        nmt / "m1/model.pt": ("NMT model (train-nmt)",
+                              torch.load(nmt / "m1/model.pt", weights_only=True)["made_from"],
+                              {"languages": ["en", "de"], "seed": 1}),
+        retrieval_runs / "en/model.pt": (
+            "retrieval model (train-retrieval)",
+            torch.load(retrieval_runs / "en/model.pt", weights_only=False)["made_from"],
+            {"variant": "en", "seed": 1},
+        ),
+    }  # fmt: skip
+    for path, (kind, record, run) in inside.items():
+        assert set(record["inputs"]) == set(ARTEFACT_KINDS[kind]), path
+        assert record["run"].items() >= run.items() and len(record["content"]) == 64, path
+        assert not made_from_path(path).exists(), path
+    for path, kind in ((nmt / "val.base.nbest", "n-best list (nbest, nbest-features)"),
                        (ted / "bow/meta.json", "TED bag-of-words directory (ted-bow)"),
                        (pivot_runs / "random1/metrics.json",
-                        "pivot run directory (pivot-train, pivot-mt)")):
+                        "pivot run directory (pivot-train, pivot-mt)"),
+                       (vocabularies / "vocab6/all.union.tsv",
+                        "Multi30K vocabulary (multi30k-vocab)")):  # fmt: skip
         record = json.loads(made_from_path(path).read_text())
         assert set(record["inputs"]) == set(ARTEFACT_KINDS[kind]), path

@@ -401,6 +401,7 @@ def test_a_claim_against_published_numbers_resamples_our_side_only(tmp_path):
 
 
 def _pivot_run(root: Path, model: str, language: str | None, i2t, t2i) -> Path:
+    from mlmm.fingerprint import record_directory
     from mlmm.pivot.evaluate import recalls_of_ranks
     from mlmm.pivot.experiment import write_test_ranks
 
@@ -413,6 +414,7 @@ def _pivot_run(root: Path, model: str, language: str | None, i2t, t2i) -> Path:
               "provenance": provenance({"model": model, "language": language},
                                         data=("coco",))}  # fmt: skip
     write_test_ranks(out / "metrics.json", key, {"i2t": i2t, "t2i": t2i}, record)
+    record_directory(out, "metrics.json")  # as pivot-train and pivot-mt record the run
     return out / "metrics.json"
 
 

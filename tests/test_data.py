@@ -282,7 +282,13 @@ def test_real_kadar_table1_is_close_to_the_paper(real_copy):
     ],
 )
 def test_vocabulary_file_damage_is_one_input_error(tmp_path, text, message):
+    from mlmm.fingerprint import record_made_from
+
     path = tmp_path / "v.tsv"
     path.write_text(text)
+    # a file multi30k-vocab did not write (no record beside it) is refused before it is parsed
+    with pytest.raises(InputError, match=r"v.tsv: expected its record .*rerun multi30k-vocab"):
+        Vocabulary.load(path)
+    record_made_from(path, {})  # its record, as if a writer had recorded the damaged bytes
     with pytest.raises(InputError, match=message):
         Vocabulary.load(path)

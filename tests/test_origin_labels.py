@@ -213,8 +213,12 @@ def test_each_reader_of_stage_results_refuses_a_result_without_provenance(
         "ted": ted_runs,
         "pivot": read_runs,
     }[reader]
+    from mlmm.fingerprint import record_directory
+
     path = tmp_path / "metrics.json"
     path.write_text(json.dumps(record))
+    if reader == "pivot":  # a pivot run's directory record, as pivot-train writes it
+        record_directory(tmp_path, "metrics.json")
     with pytest.raises(InputError, match=f"{path}, key 'provenance'"):
         read([path])
 

@@ -318,6 +318,8 @@ def test_table5_chooses_lambda_per_direction_on_validation(tmp_path):
 
 
 def test_table5_without_paper_tables_and_bad_runs(tmp_path):
+    from mlmm.fingerprint import record_directory
+
     run = fake_run(tmp_path / "d", "direct", None, 1.0, {"i2t": 0.3, "t2i": 0.3}, 0.3)
     frame = table5([run], tmp_path / "absent", tmp_path / "t5")
     assert frame["paper"].isna().all()
@@ -325,8 +327,13 @@ def test_table5_without_paper_tables_and_bad_runs(tmp_path):
     with pytest.raises(InputError, match="no such file"):
         table5([tmp_path / "missing.json"], None, tmp_path / "t5")
     (tmp_path / "bad.json").write_text(json.dumps({"model": "direct"}))
+    with pytest.raises(InputError, match=r"bad.json: expected its record .* rerun pivot-train"):
+        table5([tmp_path / "bad.json"], None, tmp_path / "t5")  # made by hand: no record
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad/metrics.json").write_text(json.dumps({"model": "direct"}))
+    record_directory(tmp_path / "bad", "metrics.json")  # recorded, but not a pivot-train run
     with pytest.raises(InputError, match="key 'language': expected a metrics.json of mlmm pivot"):
-        table5([tmp_path / "bad.json"], None, tmp_path / "t5")
+        table5([tmp_path / "bad"], None, tmp_path / "t5")
 
 
 def test_cli_trains_two_corrnet_direct_and_random_then_the_table(world, tmp_path, capsys):

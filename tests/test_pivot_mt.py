@@ -177,7 +177,10 @@ def test_table5_corrnet_mt_translations_mirror_the_mic_caption_files(
             assert lines[i] == " ".join(translator.tgt.decode(best))
     flat = read_translations(tmp_path, 20)  # image-major: caption c of image c // 5
     assert flat[5 * 3 + 2] == translation_file(tmp_path, 3).read_text().split("\n")[3].split()
-    with pytest.raises(InputError, match="an NMT model de -> en"):
+    # the fr -> en model asked for as the de -> en one: its record names its languages
+    with pytest.raises(InputError, match=r"model.pt, key 'made_from.run.languages': expected "
+                                         r"languages \['de', 'en'\] \(pivot-translate\), found "
+                                         r"languages \['fr', 'en'\]"):
         translate_mic(model, coco, "de", beam=2, out=tmp_path / "de", progress=False)
 
 
@@ -232,11 +235,8 @@ def test_table5_corrnet_mt_ranks_with_the_direct_runs_network(world, tmp_path, c
 
 
 def _mt_run(path: Path, language: str, lam: float, criteria: dict, value: float, bleu: float):
-    fake_run(path, "mt", language, lam, criteria, value)
-    run = json.loads((path / "metrics.json").read_text())
-    run["translation"] = {"language": language, "beam": 12, "bleu_against_english_mic": bleu}
-    (path / "metrics.json").write_text(json.dumps(run))
-    return path
+    translation = {"language": language, "beam": 12, "bleu_against_english_mic": bleu}
+    return fake_run(path, "mt", language, lam, criteria, value, {"translation": translation})
 
 
 def test_table5_corrnet_mt_rows_labels_and_note(tmp_path):

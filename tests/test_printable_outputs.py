@@ -162,6 +162,7 @@ def pivot_outputs(root: Path, tables: Path, figures: Path) -> None:
     pictures of Tables 6 and 7 from generated images, captions and scores."""
     from PIL import Image
 
+    from mlmm.fingerprint import record_directory
     from mlmm.origin import Origin
     from mlmm.results.pivot_examples import COLUMNS, plot, rows_for
     from mlmm.results.pivot_table import SYSTEMS, table5
@@ -180,6 +181,7 @@ def pivot_outputs(root: Path, tables: Path, figures: Path) -> None:
             "criteria": {"i2t": 0.5, "t2i": 0.5}, "test": test,
             "provenance": _provenance(backbone="alexnet_fc6"),
         }))  # fmt: skip
+        record_directory(path.parent, "metrics.json")  # the run's record, as pivot-train's
         runs.append(path)
     table5(runs, PAPER_TABLES, tables / "rajendran2016_table5")
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -114,23 +114,35 @@ def stale(artefact: str | Path, recorded: Mapping | None, current: Mapping) -> b
 # finished artefacts: what they were made from, checked whenever they are read
 
 # The kinds of artefact that record what they were made from, with the inputs each record
-# names; tests/test_artefact_provenance.py damages every kind and expects its reader to refuse.
+# names; tests/test_artefact_provenance.py damages every kind (another run's copy over it, its
+# record missing, edited, read with another input) and expects its reader to refuse.
+# Where the record lives: INSIDE the artefact, written in the same write (torch checkpoints:
+# a key of the saved dict; npz archives: an entry; ``inside_record``/``check_inside_record``),
+# so no copy separates them and no interrupted write leaves one without the other; in the
+# sidecar written with it (feature arrays); in a hidden ``.NAME.made-from.json`` beside it
+# (text files and directories, ``record_made_from``/``check_made_from``/``check_directory``).
+# A missing record is an error, except where a tool reads files made outside mlmm (n-best
+# lists and weights of another decoder: ``check_made_from(..., external=True)``).
 ARTEFACT_KINDS = {
     # inside the sidecar <split>.json written with the array (made_from_record; read with
     # check_sidecar_made_from, mlmm.arrays.check_feature_record): bytes, image list in order,
     # split. A copy of the array with its sidecar carries it; an array without it is refused.
     "image feature array (mlmm features)": ("image list", "split"),
-    # .codes.npz.made-from.json: bytes, bag of words (mlmm.ted.experiment.codes_file)
+    # inside codes.npz (entry 'made_from'): content, run (lambda, its settings), bag of words
+    # (mlmm.ted.experiment.codes_file: ted-tune with the run's lambda, ted-classify)
     "TED CorrNet codes (ted-train)": ("bag of words",),
-    # model.pt's record: bytes, the digests of mlmm.retrieval.train.Run.fingerprint
-    # (mlmm.retrieval.api.load_trained: nbest-features --feature NAME=KIND:MODEL)
+    # inside model.pt (key 'made_from'): content, run (variant, seed), the digests of
+    # mlmm.retrieval.train.Run.fingerprint (mlmm.retrieval.api.load_trained:
+    # nbest-features --feature NAME=KIND:MODEL, checked against the run's metrics.json)
     "retrieval model (train-retrieval)": (
         "config", "train features", "validation features", "captions", "vocabularies",
         "initial weights (word vectors)", "alignment lexicons",
     ),
-    # .NAME.made-from.json: bytes, training data (mlmm.nmt.model.load_translator)
+    # inside model.pt (key 'made_from'): content, run (languages, seed, config), training
+    # data (mlmm.nmt.model.load_translator: nbest, pivot-translate)
     "NMT model (train-nmt)": ("training data",),
-    # .NAME.made-from.json: bytes, source text (mlmm.nbest.read_nbest)
+    # .NAME.made-from.json: bytes, source text (mlmm.nbest.read_nbest); a list without it is
+    # read as is (a Moses list of another decoder)
     "n-best list (nbest, nbest-features)": ("source",),
     # lambda.json: each chosen run relative to the file, the sha256 of its codes
     # (mlmm.ted.experiment.chosen_run)
@@ -142,7 +154,8 @@ ARTEFACT_KINDS = {
     "pivot run directory (pivot-train, pivot-mt)": ("files of the directory",),
     # .NAME.made-from.json: bytes, corpus texts, threshold (mlmm.data.vocab.Vocabulary.load)
     "Multi30K vocabulary (multi30k-vocab)": ("corpus", "min count"),
-    # .NAME.made-from.json: bytes, the tuning n-best list and references (read_weights: rerank)
+    # .NAME.made-from.json: bytes, the tuning n-best list and references (read_weights:
+    # rerank); weights without it are read as is (tuned by another decoder's tools)
     "MIRA weights (mira)": ("n-best list", "references"),
 }
 
@@ -178,25 +191,36 @@ def record_directory(directory: str | Path, index: str) -> None:
     record_made_from(Path(directory) / index, {"files of the directory": files})
 
 
-def check_directory(directory: str | Path, index: str) -> None:
+def check_directory(directory: str | Path, index: str, maker: str) -> None:
     """Refuse a directory whose ``index`` or other files are not those ``record_directory``
-    recorded (a directory without a record is read as is)."""
+    recorded, or whose record is missing (``maker``: the command to rerun)."""
     index_path = Path(directory) / index
-    if made_from_path(index_path).is_file():
-        check_made_from(index_path, {"files of the directory": directory_files(directory, index)})
+    recorded = made_from_path(index_path).is_file()  # without: refused below, nothing digested
+    inputs = {"files of the directory": directory_files(directory, index)} if recorded else {}
+    check_made_from(index_path, inputs, maker=maker)
 
 
-def check_made_from(artefact: str | Path, inputs: Mapping[str, str] | None = None) -> None:
+def check_made_from(
+    artefact: str | Path, inputs: Mapping[str, str] | None = None, *,
+    maker: str = "the command that wrote it", external: bool = False,
+) -> None:  # fmt: skip
     """Refuse ``artefact`` (InputError) when its bytes are not those recorded when it was
     written (another split's array copied over it, rows reordered inside it, a rerun of its
     maker since), or when an input it is read with has another digest than the one it was
-    made from. An artefact without a record (made by hand, or before records) is read as is:
-    the readers' own checks (row counts, list copies) still apply."""
+    made from. An artefact without its record is refused, naming ``maker`` to rerun (made
+    before records, or its record left behind by a copy), unless ``external``: a tool that
+    reads files made outside mlmm (a Moses n-best list or weights of another decoder) then
+    reads it as is, its own format checks still applying."""
     from mlmm.errors import InputError
 
     artefact, record_path = Path(artefact), made_from_path(artefact)
     if not record_path.is_file():
-        return
+        if external or not artefact.is_file():
+            return  # a missing artefact: its reader names it
+        raise InputError(
+            artefact, f"its record {record_path.name} beside it (what it was made from)",
+            f"none: made before records, or copied without it; rerun {maker}",
+        )  # fmt: skip
     from mlmm.io import read_json_object
 
     record = read_json_object(record_path, ("sha256", "inputs"), "a record written by mlmm")
@@ -274,3 +298,85 @@ def check_sidecar_made_from(
         raise InputError(artefact, expected,
                          f"{sidecar.name} without the digest of its {unrecorded[0]}")  # fmt: skip
     _compare(artefact, sidecar, recorded, made_from, inputs)
+
+
+# ------------------------------------------------------------------------------------------
+# artefacts that carry their record inside them (torch checkpoints: a key of the saved dict;
+# npz archives: an entry), written in the same write: no copy leaves it behind, no interrupted
+# write leaves the artefact without it
+
+RECORD_KEY = "made_from"
+
+
+def inside_record(
+    content: Mapping[str, Any], run: Mapping[str, Any], inputs: Mapping[str, str]
+) -> dict[str, Any]:
+    """The record an artefact carries under ``RECORD_KEY``: the digest of its ``content``
+    (everything it holds but the record), which ``run`` it is (variant and seed, lambda and
+    settings: what its readers ask for) and the digests of the ``inputs`` it was made from."""
+    return {"content": value_digest(dict(content)), "run": dict(run), "inputs": dict(inputs)}
+
+
+def check_inside_record(
+    artefact: str | Path, record: Any, content: Callable[[], Mapping[str, Any]], *,
+    maker: str, run: Mapping[str, Any] | None = None, asked: str = "",
+    inputs: Mapping[str, str] | None = None,
+) -> None:  # fmt: skip
+    """Refuse ``artefact`` (InputError naming it and the record's key, expected vs found)
+    whose ``record`` (read from it, None when it has none) is missing (an artefact of an
+    earlier version: ``maker`` says what to rerun), is of another run than ``run`` (what the
+    reader asked for, ``asked`` saying whence: another variant's model, another lambda's
+    codes), was made from another input than one of ``inputs``, or whose ``content()`` has
+    another digest than the recorded one (edited since). The content is digested only when
+    the file is not as the write layer wrote it (``mlmm.io.unchanged_since_written``): a read
+    in place hashes nothing more than before."""
+    from mlmm.errors import InputError
+    from mlmm.io import unchanged_since_written
+
+    artefact = Path(artefact)
+    if record is None:
+        raise InputError(
+            artefact, f"its record (key '{RECORD_KEY}': what it was made from, which run it is)",
+            f"none: made by an earlier version or outside mlmm; rerun {maker}",
+        )  # fmt: skip
+    if not (
+        isinstance(record, dict)
+        and all(isinstance(record.get(key), dict) for key in ("run", "inputs"))
+        and isinstance(record.get("content"), str)
+    ):
+        raise InputError(
+            artefact, "a record with 'content' (a digest), 'run' and 'inputs' (mappings)",
+            f"{type(record).__name__} {str(record)[:80]!r}", key=RECORD_KEY,
+        )  # fmt: skip
+    for name, expected in (run or {}).items():
+        found = record["run"].get(name)
+        if found != expected:
+            raise InputError(
+                artefact, f"{name} {expected!r}{f' ({asked})' if asked else ''}",
+                f"{name} {found!r}: another run's artefact", key=f"{RECORD_KEY}.run.{name}",
+            )  # fmt: skip
+    for name, digest in (inputs or {}).items():
+        if record["inputs"].get(name, digest) != digest:
+            raise InputError(
+                artefact, f"an artefact made from the {name} it is read with",
+                f"one made from another {name}", key=f"{RECORD_KEY}.inputs",
+            )  # fmt: skip
+    if not unchanged_since_written(artefact) and value_digest(dict(content())) != record["content"]:
+        raise InputError(
+            artefact, "the content it was written with",
+            "other content: edited or replaced since", key=f"{RECORD_KEY}.content",
+        )  # fmt: skip
+
+
+def npz_record(record: Mapping[str, Any]) -> np.ndarray:
+    """An inside record as an npz entry: its JSON text, a 0-d string array (no pickle)."""
+    return np.array(json.dumps(record, sort_keys=True))
+
+
+def read_npz_record(archive: Mapping[str, np.ndarray], where: str | Path) -> Any:
+    """The record of an npz archive (``npz_record``), None when it has none."""
+    if RECORD_KEY not in archive:
+        return None
+    from mlmm.io import parse_json
+
+    return parse_json(str(archive[RECORD_KEY][()]), where, f"the record ('{RECORD_KEY}')")

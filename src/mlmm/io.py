@@ -749,6 +749,13 @@ def sha256_file(path: str | Path) -> str:
         return _hash(path, stat)
 
 
+def unchanged_since_written(path: str | Path) -> bool:
+    """Whether ``path`` is as the layer wrote it, by its record's size and modification time
+    (nothing read): a reader may skip digesting its content again, as ``sha256_file`` does."""
+    path = Path(path)
+    return path.is_file() and _unchanged_entry(path) is not None
+
+
 def _hash(path: Path, stat: os.stat_result) -> str:
     """sha256 of ``path`` read in 1 MiB blocks, remembered by (path, inode, size, mtime)."""
     key = (_resolved(path), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)

@@ -152,7 +152,9 @@ def _getter(positions: list[int]):
 def read_nbest(path: str | Path, source: str | Path | None = None) -> NBestList:
     """Read a Moses n-best list; a malformed line is an InputError naming its line number.
     A list edited since written, or (``source`` given) made from another source text, is
-    refused (``mlmm.fingerprint.check_made_from``).
+    refused (``mlmm.fingerprint.check_made_from``). A list without its record is read as is:
+    ``nbest-features``, ``mira`` and ``rerank`` take the Moses lists of other decoders too,
+    whose format checks below still apply (mlmm's own lists always carry one).
 
     Sentence ids must run 0, 1, 2, ... in contiguous blocks, as Moses writes them: sentence
     ``i`` of the list is then line ``i + 1`` of the source and reference files, and the 1-best
@@ -160,7 +162,7 @@ def read_nbest(path: str | Path, source: str | Path | None = None) -> NBestList:
     would misalign every later sentence with its reference, so each is refused with its line.
     """
     if Path(path).is_file():
-        check_made_from(path, _made_from(source))
+        check_made_from(path, _made_from(source), external=True)
     layout: Layout | None = None
     first_layout: _LineLayout | None = None
     texts: list[list[str]] = []
@@ -259,8 +261,10 @@ def _made_from(source: str | Path | None) -> dict[str, str]:
 
 
 def read_weights(path: str | Path) -> dict[str, np.ndarray]:
-    """A weights file: one ``Name= w1 w2 ...`` line per feature (Moses moses.ini style)."""
-    check_made_from(path)  # edited since mira wrote it
+    """A weights file: one ``Name= w1 w2 ...`` line per feature (Moses moses.ini style),
+    refused if edited since ``mira`` wrote it; weights without a record are read as is
+    (``rerank`` takes the weights another decoder's tuning gave)."""
+    check_made_from(path, external=True)
     weights: dict[str, np.ndarray] = {}
     for number, line in enumerate(read_lines(path), start=1):
         found = _parse_features(line, path, number)

@@ -3,7 +3,6 @@ MIC-like test set) and its settings."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -99,7 +98,12 @@ def make_world(root: Path, n_train=300, n_mic=40, talks=80, dim=32, concepts=12,
     return coco, feats, ted
 
 
-def fake_run(path: Path, model, language, lam, criteria, value):
+def fake_run(path: Path, model, language, lam, criteria, value, extra: dict | None = None):
+    """A pivot run directory whose metrics.json holds the numbers a table test chooses (and
+    ``extra`` keys), recorded by the real ``record_directory`` as pivot-train records it."""
+    from mlmm.fingerprint import record_directory
+    from mlmm.io import write_json
+
     test = {d: {f"R@{k}": value + k / 1000 for k in (5, 10, 50)} for d in ("i2t", "t2i")}
     path.mkdir(parents=True)
     run = {
@@ -109,6 +113,8 @@ def fake_run(path: Path, model, language, lam, criteria, value):
         "criteria": criteria,
         "test": test,
         "provenance": {"config": {"backbone": "alexnet_fc6"}},
+        **(extra or {}),
     }
-    (path / "metrics.json").write_text(json.dumps(run))
+    write_json(path / "metrics.json", run)
+    record_directory(path, "metrics.json")
     return path

@@ -170,9 +170,10 @@ def run_train(args) -> None:
             split["train"][src], split["train"][tgt], split["val"][src], split["val"][tgt],
             config, (src, tgt), files=files,
         )
-    from mlmm.fingerprint import files_digest
+    from mlmm.fingerprint import files_digest, value_digest
 
-    translator.save(args.out, {"training data": files_digest(files)})
+    run = {"seed": settings["seed"], "config": value_digest(record)}
+    translator.save(args.out, {"training data": files_digest(files)}, run)
     write_text(args.history, pd.DataFrame(history).to_csv(index=False))
     best = max(history, key=lambda h: h["val_bleu"])
     # the record's settings, and what else the run was given (data, throughput)

@@ -228,8 +228,10 @@ def run_tune(args: argparse.Namespace) -> None:
     for run in args.runs:
         metrics = run / "metrics.json"
         settings = read_json_object(metrics, ("provenance",), "a metrics.json of ted-train")
+        config = settings["provenance"].get("config") if isinstance(settings["provenance"],
+                                                                      dict) else None  # fmt: skip
         try:
-            runs[float(settings["provenance"]["config"]["lambda"])] = run
+            runs[float(config["lambda"])] = run, config
         except (KeyError, TypeError, ValueError):
             raise InputError(metrics, "a number", "none", key="provenance.config.lambda") from None
     result = tune_stage(args.bow, runs, args.out, tune_settings, jobs=args.jobs)

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from mlmm.errors import InputError
-from mlmm.fingerprint import check_made_from
+from mlmm.fingerprint import check_made_from, value_digest
 from mlmm.io import read_lines, write_text
 
 PAD, UNK = "<pad>", "<unk>"
@@ -48,9 +48,12 @@ class Vocabulary:
         write_text(path, "\n".join(lines) + "\n")
 
     @classmethod
-    def load(cls, path: str | Path) -> Vocabulary:
-        """A saved vocabulary; refused if edited since multi30k-vocab wrote it."""
-        check_made_from(path)
+    def load(cls, path: str | Path, min_count: int | None = None) -> Vocabulary:
+        """A saved vocabulary; refused if edited since multi30k-vocab wrote it, without its
+        record (``.NAME.made-from.json`` beside it), or (``min_count`` given) made with
+        another threshold (another build's vocabulary copied with its record)."""
+        asked = {} if min_count is None else {"min count": value_digest(min_count)}
+        check_made_from(path, asked, maker="multi30k-vocab")
         lines = read_lines(path)
         if not lines:
             raise InputError(path, "a '#min_count<TAB>N' header", "an empty file", line=1)

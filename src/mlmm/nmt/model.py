@@ -17,6 +17,7 @@ import pickle
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -136,10 +137,14 @@ class Translator:
     src_lang: str
     tgt_lang: str
 
-    def save(self, path: str | Path, made_from: dict[str, str] | None = None) -> None:
-        """The checkpoint, and beside it what it was made from (``made_from``: digests of
-        its training data), checked by ``load_translator``."""
-        from mlmm.fingerprint import record_made_from
+    def save(
+        self, path: str | Path, made_from: dict[str, str] | None = None,
+        run: dict[str, Any] | None = None,
+    ) -> None:  # fmt: skip
+        """The checkpoint, with its record inside it (key ``made_from``, written in the same
+        write): its languages and ``run`` (seed, config digest), the digests of what it was
+        made from (``made_from``: its training data); checked by ``load_translator``."""
+        from mlmm.fingerprint import RECORD_KEY, inside_record
 
         blob = {
             "sizes": asdict(self.model.sizes),
@@ -148,21 +153,53 @@ class Translator:
             "tgt_words": self.tgt.words,
             "languages": [self.src_lang, self.tgt_lang],
         }
+        run = {"languages": [self.src_lang, self.tgt_lang], **(run or {})}
+        blob[RECORD_KEY] = inside_record(blob, run, made_from or {})
         with atomic_path(path) as tmp:
             torch.save(blob, tmp)
-        record_made_from(path, made_from or {})
 
 
-def load_translator(path: str | Path) -> Translator:
-    """A checkpoint of ``save``, refused if replaced since (``check_made_from``)."""
-    from mlmm.fingerprint import check_made_from
+def run_of_metrics(metrics: str | Path) -> dict[str, Any]:
+    """The run a ``train-nmt`` metrics JSON describes, as a model's record names it: its seed
+    and the digest of its training record."""
+    from mlmm.fingerprint import value_digest
+    from mlmm.io import read_json_object
+    from mlmm.nmt import TRAIN_RECORD_KEYS
 
-    if Path(path).is_file():
-        check_made_from(path)
+    provenance = read_json_object(metrics, ("provenance",), "a metrics.json of train-nmt")[
+        "provenance"
+    ]
+    config = provenance.get("config") if isinstance(provenance, dict) else None
+    if not isinstance(config, dict) or not all(key in config for key in TRAIN_RECORD_KEYS):
+        raise InputError(
+            metrics, f"the training record ({', '.join(TRAIN_RECORD_KEYS)})", "none",
+            key="provenance.config",
+        )  # fmt: skip
+    record = {key: config[key] for key in TRAIN_RECORD_KEYS}
+    return {"seed": provenance.get("seed"), "config": value_digest(record)}
+
+
+def load_translator(
+    path: str | Path, run: dict[str, Any] | None = None, asked: str = "asked for"
+) -> Translator:
+    """A checkpoint of ``save``, refused unless the record inside it names the run asked
+    for (``run``, e.g. its languages) and, when a ``metrics.json`` of ``train-nmt`` is beside
+    it, that run (another run's model copied over it is refused), and unless it is as written
+    (``mlmm.fingerprint.check_inside_record``)."""
+    from mlmm.fingerprint import RECORD_KEY, check_inside_record
+
+    path = Path(path)
+    blob = read_torch(path, "a translator of mlmm train-nmt", map_location="cpu", weights_only=True)
+    beside = path.parent / "metrics.json"
+    if isinstance(blob, dict):
+        if beside.is_file():
+            run = {**run_of_metrics(beside), **(run or {})}
+            asked = f"{asked}, the run of metrics.json beside it"
+        check_inside_record(
+            path, blob.get(RECORD_KEY), lambda: {k: v for k, v in blob.items() if k != RECORD_KEY},
+            maker="train-nmt", run=run, asked=asked,
+        )  # fmt: skip
     try:
-        blob = read_torch(
-            path, "a translator of mlmm train-nmt", map_location="cpu", weights_only=True
-        )
         src, tgt = Tokens(blob["src_words"]), Tokens(blob["tgt_words"])
         model = Seq2Seq(len(src), len(tgt), Sizes(**blob["sizes"]))
         model.load_state_dict(blob["state"])

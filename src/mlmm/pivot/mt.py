@@ -148,12 +148,8 @@ def translate_mic(
     from mlmm.nmt.search import beam_search, best_translation
     from mlmm.nmt.train import bleu
 
-    translator = load_translator(model)
-    if (translator.src_lang, translator.tgt_lang) != (language, PIVOT):
-        raise InputError(
-            model, f"an NMT model {language} -> {PIVOT}",
-            f"{translator.src_lang} -> {translator.tgt_lang}",
-        )
+    # the languages its record names: the model of another pair's run is refused
+    translator = load_translator(model, {"languages": [language, PIVOT]}, "pivot-translate")
     n = len(image_list(coco_root, TEST_SPLIT))
     hypotheses, references = [], []
     for k in range(1, CAPTIONS_PER_IMAGE + 1):
@@ -217,7 +213,7 @@ def evaluate_translations(
 
     direct_run = Path(direct_run)
     metrics_path = direct_run / "metrics.json"
-    check_directory(direct_run, "metrics.json")
+    check_directory(direct_run, "metrics.json", "pivot-train for the direct run")
     direct = read_json_object(metrics_path, what="a metrics.json of pivot-train --model direct")
     if direct.get("model") != "direct":
         raise InputError(

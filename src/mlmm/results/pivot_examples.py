@@ -63,7 +63,8 @@ def ranking_scores(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     path = Path(path)
     if not path.is_file():
         raise InputError(path, f"the {RANKING_FILE} of mlmm pivot-train", "no such file")
-    check_directory(path.parent, "metrics.json")  # the run's own ranking, not another's
+    # the run's own ranking, not another's
+    check_directory(path.parent, "metrics.json", "pivot-train or pivot-mt for this run")
     saved = read_npz(path, f"the {RANKING_FILE} of mlmm pivot-train")
     if "image_codes" in saved:
         scores = distance_scores(saved["image_codes"], saved["caption_codes"])

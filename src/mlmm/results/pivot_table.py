@@ -51,7 +51,7 @@ def read_runs(paths: list[str | Path]) -> list[dict]:
         path = path / "metrics.json" if path.is_dir() else path
         if not path.is_file():
             raise InputError(path, "a metrics.json of mlmm pivot-train", "no such file")
-        check_directory(path.parent, path.name)
+        check_directory(path.parent, path.name, "pivot-train or pivot-mt for this run")
         run = read_json_object(
             path, ("model", "language", "lambda", "criteria", "test", "provenance"),
             "a metrics.json of mlmm pivot-train",

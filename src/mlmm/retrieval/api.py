@@ -8,8 +8,8 @@ import numpy as np
 import torch
 
 from mlmm.errors import InputError
-from mlmm.fingerprint import check_made_from
-from mlmm.io import read_torch
+from mlmm.fingerprint import RECORD_KEY, check_inside_record
+from mlmm.io import read_json_object, read_torch
 from mlmm.retrieval.data import Vocabularies, pad
 from mlmm.retrieval.model import JointEmbedding, rowwise_score
 
@@ -76,16 +76,35 @@ class TrainedModel:
         return rowwise_score(a, b, self.model.similarity)
 
 
-def load_trained(path: str | Path, device: str = "cpu") -> TrainedModel:
+def load_trained(
+    path: str | Path, device: str = "cpu", run: dict | None = None
+) -> TrainedModel:
+    """The model of a ``train-retrieval`` run (its ``model.pt``, or the run's directory),
+    refused unless the record inside it names the run asked for: ``run`` ({"variant": ...,
+    "seed": ...}) when given, else the run of the ``metrics.json`` beside it when there is
+    one (another variant's model copied into this run's directory is refused), and the
+    model is as written (``mlmm.fingerprint.check_inside_record``)."""
     path = Path(path)
     if path.is_dir():
         path = path / "model.pt"
     if not path.is_file():
         raise InputError(path, "a trained model (mlmm train-retrieval)", "no such file")
-    check_made_from(path)  # replaced since training: another run's model under this name
     saved = read_torch(
         path, "a trained model (mlmm train-retrieval)", map_location=device, weights_only=False
     )
+    if not isinstance(saved, dict):
+        raise InputError(path, "a trained model (mlmm train-retrieval)", type(saved).__name__)
+    asked = "asked for"
+    if run is None and (path.parent / "metrics.json").is_file():
+        metrics = read_json_object(
+            path.parent / "metrics.json", ("variant", "seed"), "a metrics.json of train-retrieval"
+        )
+        run = {key: metrics[key] for key in ("variant", "seed")}
+        asked = "the run of metrics.json beside it"
+    check_inside_record(
+        path, saved.get(RECORD_KEY), lambda: {k: v for k, v in saved.items() if k != RECORD_KEY},
+        maker="train-retrieval for this variant", run=run, asked=asked,
+    )  # fmt: skip
     vocabs = Vocabularies.from_state(saved["vocabularies"])
     model = build_model(saved["record"], saved["feature_dim"], vocabs)
     model.load_state_dict(saved["state"])

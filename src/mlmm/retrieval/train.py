@@ -25,7 +25,7 @@ import torch
 from mlmm import evaluation, rank_metrics
 from mlmm.data import multi30k
 from mlmm.errors import InputError
-from mlmm.fingerprint import record_made_from, value_digest
+from mlmm.fingerprint import RECORD_KEY, inside_record, value_digest
 from mlmm.io import atomic_path, discard, write_text
 from mlmm.logs import progress as progress_bar
 from mlmm.origin import FEATURES
@@ -489,9 +489,11 @@ class Run:
             "feature_dim": int(self.features.shape[1]),
             "seed": self.seed,
         }
+        # its record inside it, written with it: which run it is and what it was made from
+        run = {"variant": self.record["name"], "seed": self.seed}
+        saved[RECORD_KEY] = inside_record(saved, run, self.fingerprint)
         with atomic_path(self.out / "model.pt") as tmp:
             torch.save(saved, tmp)
-        record_made_from(self.out / "model.pt", self.fingerprint)
 
 
 def check_feature_dims(paths: Paths, record: dict, train_dim: int) -> None:

@@ -113,7 +113,8 @@ class Bow:
     @classmethod
     def load(cls, directory: str | Path) -> Bow:
         directory = Path(directory)
-        check_directory(directory, "meta.json")  # a vocabulary or matrix of another build
+        # a vocabulary or matrix of another build, or a directory without its record
+        check_directory(directory, "meta.json", "ted-bow")
         return cls(
             directory, read_json_object(directory / "meta.json", what="the meta.json of ted-bow")
         )

@@ -17,7 +17,15 @@ import numpy as np
 from joblib import Parallel, delayed
 
 from mlmm.errors import InputError
-from mlmm.fingerprint import check_made_from, files_digest, record_made_from
+from mlmm.fingerprint import (
+    RECORD_KEY,
+    check_inside_record,
+    files_digest,
+    inside_record,
+    npz_record,
+    read_npz_record,
+    value_digest,
+)
 from mlmm.io import atomic_path, read_json_object, read_npz, sha256_file, write_json, write_text
 from mlmm.outcomes import write_result
 from mlmm.provenance import Timer, provenance
@@ -60,23 +68,43 @@ def bow_digest(bow_dir: str | Path) -> str:
     return files_digest(files)
 
 
-def codes_file(run: str | Path, bow: str) -> Path:
-    """A run's ``codes.npz``, refused unless made from the bag of words ``bow`` (a digest,
-    ``bow_digest``) and unchanged since written (``mlmm.fingerprint.check_made_from``)."""
+def codes_run(settings: dict) -> dict:
+    """The run a ``codes.npz`` is of, as its record names it and ``ted-tune`` asks for it: its
+    lambda and the digest of all its settings (``metrics.json``'s ``provenance.config``)."""
+    return {"lambda": settings["lambda"], "settings": value_digest(settings)}
+
+
+def codes_file(run: str | Path, bow: str, asked: dict, why: str) -> Path:
+    """A run's ``codes.npz``, refused unless the record inside it (entry ``made_from``) names
+    the run ``asked`` for (its lambda, its settings; ``why`` says whence), the bag of words
+    ``bow`` (a digest, ``bow_digest``) and the codes it was written with
+    (``mlmm.fingerprint.check_inside_record``): the lambda=10 codes in the lambda=1 run are
+    refused."""
     path = Path(run) / "codes.npz"
     if not path.is_file():
         raise InputError(path, "the codes of a ted-train run", "no such file")
-    check_made_from(path, {"bag of words": bow})
+    archive = read_npz(path, "the codes.npz of ted-train")
+    check_inside_record(
+        path, read_npz_record(archive, path),
+        lambda: {k: v for k, v in archive.items() if k != RECORD_KEY},
+        maker="ted-train for this lambda", run=asked, asked=why, inputs={"bag of words": bow},
+    )  # fmt: skip
     return path
 
 
 def chosen_run(tuning: str | Path, choice: dict, bow: str) -> Path:
     """The codes of a tuning's chosen run: its path resolved against the tuning file (not the
-    working directory), its bytes those the tuning chose from."""
+    working directory), its lambda the chosen one, its bytes those the tuning chose from."""
     run = Path(choice["run"])
     run = run if run.is_absolute() else Path(os.path.normpath(Path(tuning).parent / run))
-    path = codes_file(run, bow)
-    if "codes_sha256" in choice and sha256_file(path) != choice["codes_sha256"]:
+    asked = {"lambda": choice["lambda"]}
+    path = codes_file(run, bow, asked, f"the lambda {Path(tuning).name} chose")
+    if "codes_sha256" not in choice:
+        raise InputError(
+            tuning, "the sha256 of the chosen run's codes", "none: a tuning of an earlier "
+            "version; rerun ted-tune", key="codes_sha256",
+        )  # fmt: skip
+    if sha256_file(path) != choice["codes_sha256"]:
         raise InputError(
             path, f"the codes {Path(tuning).name} chose (lambda {choice['lambda']})",
             "other codes: the run was retrained since tuning",
@@ -126,9 +154,10 @@ def train_stage(bow_dir: Path, out_dir: Path, settings: dict, threads: int = 1) 
             for split in ("train", "test")
         }
     corrnet.save(model, out_dir / "model.pt")
+    # the record inside the archive, written with it: the run (lambda, settings), the bag of words
+    record = inside_record(codes, codes_run(settings), {"bag of words": bow_digest(bow_dir)})
     with atomic_path(out_dir / "codes.npz") as tmp, open(tmp, "wb") as handle:
-        np.savez(handle, **codes)
-    record_made_from(out_dir / "codes.npz", {"bag of words": bow_digest(bow_dir)})
+        np.savez(handle, **codes, **{RECORD_KEY: npz_record(record)})
     columns = list(history[0])
     rows = [",".join(str(h[c]) for c in columns) for h in history]
     write_text(out_dir / "history.csv", "\n".join([",".join(columns), *rows]) + "\n")
@@ -163,12 +192,16 @@ def _validation_f1(codes_path: Path, bow: Bow, language: str, settings: dict) ->
 
 
 def tune_stage(
-    bow_dir: Path, runs: dict[float, Path], out: Path, settings: dict, jobs: int = 1
+    bow_dir: Path, runs: dict[float, tuple[Path, dict]], out: Path, settings: dict, jobs: int = 1
 ) -> dict:
-    """Pick lambda per source language by a monolingual perceptron's validation F1."""
+    """Pick lambda per source language by a monolingual perceptron's validation F1; ``runs``:
+    lambda -> (the run's directory, the settings its metrics.json records)."""
     bow = Bow.load(bow_dir)
     digest = bow_digest(bow_dir)
-    codes = {lam: codes_file(runs[lam], digest) for lam in runs}
+    why = "the run of metrics.json beside it"
+    codes = {lam: codes_file(run, digest, codes_run(made), why)
+             for lam, (run, made) in runs.items()}  # fmt: skip
+    runs = {lam: run for lam, (run, _) in runs.items()}
     languages = classification_languages(bow)
     lambdas = sorted(runs)
     tasks = [(lang, lam) for lang in languages for lam in lambdas]
