@@ -347,6 +347,40 @@ def test_codes_without_their_record_are_refused(ted, tmp_path, capsys):
             "ted-train for this lambda") in line  # fmt: skip
 
 
+def _neighbours(root: Path) -> list[str]:
+    record = write_record(root / "records/neighbours.json", {"table4_words": ["market"]})
+    return ["ted-neighbours", "--config", str(record), "--bow", str(root / "bow"), "--tuning",
+            str(root / "tuning/lambda.json"), "--paper-tables", "--out-dir",
+            str(root / "tables")]  # fmt: skip
+
+
+def test_the_ted_model_of_another_lambda_is_refused(ted, tmp_path, capsys):
+    """ted-neighbours reads the tuned run's model.pt: the lambda=10 model, its record inside,
+    copied into the lambda=1 run is refused; the run as trained is read."""
+    root = _ted_copy(tmp_path, ted)
+    _run(*_neighbours(root))
+    shutil.rmtree(root / "tables")
+    shutil.copyfile(root / "run10/model.pt", root / "run/model.pt")
+    line = one_line_error(_neighbours(root), capsys)
+    assert ("run/model.pt, key 'made_from.run.lambda': expected lambda 1.0 (the lambda "
+            "lambda.json chose), found lambda 10.0: another run's artefact") in line, line
+    assert not (root / "tables").exists()
+
+
+def test_a_ted_model_without_its_record_is_refused(ted, tmp_path, capsys):
+    """A model as an earlier version wrote it: the state without its record."""
+    import torch
+
+    root = _ted_copy(tmp_path, ted)
+    state = torch.load(root / "run/model.pt", weights_only=True)
+    del state["made_from"]
+    torch.save(state, root / "run/model.pt")
+    line = one_line_error(_neighbours(root), capsys)
+    assert ("run/model.pt: expected its record (key 'made_from': what it was made from, which "
+            "run it is), found none: made by an earlier version or outside mlmm; rerun "
+            "ted-train for this lambda") in line, line
+
+
 def test_codes_replaced_after_training_are_refused(ted, tmp_path, capsys):
     root = _ted_copy(tmp_path, ted)
     codes = dict(np.load(root / "run/codes.npz"))  # the record inside comes along
@@ -772,6 +806,10 @@ COVERED = {
         test_codes_of_another_bag_of_words_are_refused, test_codes_of_another_lambda_are_refused,
         test_codes_without_their_record_are_refused,
     ),
+    "TED CorrNet model (ted-train)": (
+        test_the_ted_model_of_another_lambda_is_refused,
+        test_a_ted_model_without_its_record_is_refused,
+    ),
     "TED tuning (ted-tune)": (
         test_a_run_retrained_after_tuning_is_refused,
         test_a_tuning_without_the_digest_of_its_codes_is_refused,
@@ -831,6 +869,9 @@ def test_writers_leave_their_records(features, ted, nmt, retrieval_runs, pivot_r
     codes = json.loads(str(np.load(ted / "run/codes.npz")["made_from"]))
     inside = {
         ted / "run/codes.npz": ("TED CorrNet codes (ted-train)", codes, {"lambda": 1.0}),
+        ted / "run/model.pt": ("TED CorrNet model (ted-train)",
+                               torch.load(ted / "run/model.pt", weights_only=True)["made_from"],
+                               {"lambda": 1.0}),
         nmt / "m1/model.pt": ("NMT model (train-nmt)",
                               torch.load(nmt / "m1/model.pt", weights_only=True)["made_from"],
                               {"languages": ["en", "de"], "seed": 1}),

@@ -131,6 +131,9 @@ ARTEFACT_KINDS = {
     # inside codes.npz (entry 'made_from'): content, run (lambda, its settings), bag of words
     # (mlmm.ted.experiment.codes_file: ted-tune with the run's lambda, ted-classify)
     "TED CorrNet codes (ted-train)": ("bag of words",),
+    # inside model.pt (key 'made_from'): content, run (lambda, its settings), bag of words
+    # (mlmm.ted.corrnet.load with the tuned lambda: ted-neighbours)
+    "TED CorrNet model (ted-train)": ("bag of words",),
     # inside model.pt (key 'made_from'): content, run (variant, seed), the digests of
     # mlmm.retrieval.train.Run.fingerprint (mlmm.retrieval.api.load_trained:
     # nbest-features --feature NAME=KIND:MODEL, checked against the run's metrics.json)

@@ -287,13 +287,13 @@ def run_neighbours(args: argparse.Namespace) -> None:
     record = read_command_record("ted-neighbours", args.config)
 
     from mlmm.results.ted_tables import neighbours
-    from mlmm.ted.experiment import bow_digest, chosen_run
+    from mlmm.ted.experiment import bow_digest, chosen_model
 
     tuning = read_json_object(args.tuning, ("overall",), "the tuning JSON of ted-tune")
     if not isinstance(tuning["overall"], dict) or "run" not in tuning["overall"]:
         raise InputError(args.tuning, "a run directory", "none", key="overall.run")
-    run = chosen_run(args.tuning, tuning["overall"], bow_digest(args.bow)).parent
+    model, expect = chosen_model(args.tuning, tuning["overall"], bow_digest(args.bow))
     neighbours(
-        run / "model.pt", args.bow, record["table4_words"], record["table4_k"], args.out_dir,
-        paper_tables, args.demo,
+        model, args.bow, record["table4_words"], record["table4_k"], args.out_dir,
+        paper_tables, args.demo, expect,
     )

@@ -231,15 +231,17 @@ def neighbours(
     out_dir: Path,
     paper_tables: str | Path | None = None,
     demo: bool = False,
+    expect: dict | None = None,
 ) -> pd.DataFrame:
     """Table 4: each English word's k nearest words (Euclidean, encoder columns) per language,
     with the paper's neighbours (`<lang>_paper`) and a row `overlap` per word:
-    |ours ∩ paper| / |paper| for the languages the paper shows."""
+    |ours ∩ paper| / |paper| for the languages the paper shows. ``expect``: the run the model's
+    record must name (``mlmm.ted.corrnet.load``; ted-neighbours passes the tuned lambda's)."""
     from mlmm.ted import PIVOT, corrnet
     from mlmm.ted.bow import Bow
 
     bow = Bow.load(bow_dir)
-    model = corrnet.load(model_path)
+    model = corrnet.load(model_path, expect=expect)
     english = {w: i for i, w in enumerate(bow.words(PIVOT))}
     pivot = corrnet.word_vectors(model, PIVOT)
     paper = paper_neighbours(paper_tables)

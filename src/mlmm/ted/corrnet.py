@@ -313,7 +313,10 @@ def encode(
     return np.concatenate(out) if out else np.zeros((0, model.hidden_size), np.float32)
 
 
-def save(model: BridgeCorrNet, path) -> None:
+def save(model: BridgeCorrNet, path, run: dict | None = None, inputs: dict | None = None) -> None:
+    """Write ``model``; with ``run`` (what its readers ask for: lambda and settings, as the
+    run's codes) its record inside it (``mlmm.fingerprint.inside_record``)."""
+    from mlmm.fingerprint import RECORD_KEY, inside_record
     from mlmm.io import atomic_path
 
     state = {
@@ -324,12 +327,22 @@ def save(model: BridgeCorrNet, path) -> None:
         "reconstruction": model.reconstruction_kind,
         "state_dict": model.state_dict(),
     }
+    if run is not None:
+        state[RECORD_KEY] = inside_record(state, run, inputs or {})
     with atomic_path(path) as tmp:
         torch.save(state, tmp)
 
 
-def load(path, device: str = "cpu") -> BridgeCorrNet:
+def load(path, device: str = "cpu", expect: dict | None = None) -> BridgeCorrNet:
+    """A model of ``save``; with ``expect`` (``run``, ``asked``, ``inputs`` of
+    ``mlmm.fingerprint.check_inside_record``) refused unless its record names that run."""
+    from mlmm.fingerprint import RECORD_KEY, check_inside_record
+
     state = read_torch(path, "a Bridge CorrNet model", map_location=device, weights_only=True)
+    if expect is not None:
+        content = {k: v for k, v in state.items() if k != RECORD_KEY}
+        check_inside_record(path, state.get(RECORD_KEY), lambda: content,
+                            maker="ted-train for this lambda", **expect)  # fmt: skip
     model = BridgeCorrNet(
         state["dims"], state["hidden"], state["binary"], state.get("dense", ()),
         state.get("reconstruction", "cross_entropy"),

@@ -92,6 +92,15 @@ def codes_file(run: str | Path, bow: str, asked: dict, why: str) -> Path:
     return path
 
 
+def chosen_model(tuning: str | Path, choice: dict, bow: str) -> tuple[Path, dict]:
+    """The model of a tuning's chosen run (``chosen_run``) and what its record must name
+    (``mlmm.ted.corrnet.load``'s ``expect``): the chosen lambda and the bag of words."""
+    run = chosen_run(tuning, choice, bow).parent
+    asked = f"the lambda {Path(tuning).name} chose"
+    return run / "model.pt", {"run": {"lambda": choice["lambda"]}, "asked": asked,
+                              "inputs": {"bag of words": bow}}  # fmt: skip
+
+
 def chosen_run(tuning: str | Path, choice: dict, bow: str) -> Path:
     """The codes of a tuning's chosen run: its path resolved against the tuning file (not the
     working directory), its lambda the chosen one, its bytes those the tuning chose from."""
@@ -153,9 +162,11 @@ def train_stage(bow_dir: Path, out_dir: Path, settings: dict, threads: int = 1) 
             for view, name in ((x, x), (PIVOT, english(x)))
             for split in ("train", "test")
         }
-    corrnet.save(model, out_dir / "model.pt")
-    # the record inside the archive, written with it: the run (lambda, settings), the bag of words
-    record = inside_record(codes, codes_run(settings), {"bag of words": bow_digest(bow_dir)})
+    # the records inside the model and the archive, written with them: the run (lambda,
+    # settings), the bag of words
+    run, inputs = codes_run(settings), {"bag of words": bow_digest(bow_dir)}
+    corrnet.save(model, out_dir / "model.pt", run, inputs)
+    record = inside_record(codes, run, inputs)
     with atomic_path(out_dir / "codes.npz") as tmp, open(tmp, "wb") as handle:
         np.savez(handle, **codes, **{RECORD_KEY: npz_record(record)})
     columns = list(history[0])
