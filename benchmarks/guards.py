@@ -36,10 +36,11 @@ results/benchmarks/guards_stages.csv:
   written; what the job waits for at its end is counted apart: each split's last shard, its
   rows' share of the array's sha256, the array's records and sidecar, the shards' claims;
 - ``stage_seconds``: the job's time at paper size from a rate measured on the project's CPU
-  machine (``stage_time_source`` names it: docs/features.md, docs/workflow.md, docs/ted.md,
-  results/benchmarks/pivot.csv) times the configuration's work; empty where no rate of that
-  stage was measured. ``gpu_stage_seconds`` likewise where a GPU-machine rate is recorded
-  (feature extraction: at least the time PIL decoding takes at the rate measured there);
+  machine (``stage_time_source`` names it: benchmarks/features.py and ted_corrnet.py, whose
+  CSVs are on docs/benchmarks.md; docs/workflow.md; results/benchmarks/pivot.csv) times the
+  configuration's work; empty where no rate of that stage was measured. ``gpu_stage_seconds``
+  likewise where a GPU-machine rate is recorded (feature extraction: at least the time PIL
+  decoding takes at the rate measured there);
 - ``guard_share`` = guard_seconds / stage_seconds; ``stage_seconds_at_2pct`` =
   guard_seconds / 0.02: a job faster than that (on a GPU) spends over 2 % in its guards;
   ``gpu_guard_seconds`` / ``gpu_guard_share``: the same where the CPU seconds of a guard run
@@ -223,18 +224,20 @@ MIC_IMAGES = 1_000  # the pivot stage's MIC test set (Rajendran et al. 2016, Sec
 # 11.5 G per crop and 10 crops. ResNet-50's images/s bounds their stage time from below.
 SLOWER_THAN_RESNET50 = {"vgg19", "vgg19_bn", "resnet152"}
 
-# Rates measured on the project's 2-core CPU machine, restated from where they are recorded
-# (and the one GPU-machine figure that bounds a stage): (rate, its source).
-FEATURES_CPU = (5.48, "ResNet-50 `mlmm features` end to end, 5.48 images/s, 2-core CPU "
-                "(docs/features.md)")  # fmt: skip
+# Rates measured on the project's 2-core CPU machine, restated from the benchmark that measured
+# them (its CSV, dated, with the machine, is on docs/benchmarks.md), and the one GPU-machine
+# figure that bounds a stage: (rate, its source).
+FEATURES_CPU = (5.93, "ResNet-50 `mlmm features` end to end, 5.93 images/s, 2-core CPU "
+                "(benchmarks/features.py, docs/benchmarks.md)")  # fmt: skip
 GPU_DECODE_WORKERS = 15  # mlmm.features.extraction.default_workers on the 16-core machine
 FEATURES_GPU_DECODE = (1598.0, "at most 1,598 images/s: PIL decode+resize on the 16 cores of "
-                       "the H100 machine, what decode: pil can feed (docs/gpu.md)")  # fmt: skip
+                       "the H100 machine, what decode: pil can feed (the measurement behind "
+                       "docs/gpu.md's speed target of 1,500 images/s)")  # fmt: skip
 RETRIEVAL_CPU = (0.228, "Kadar-family training step, 0.228 steps/s, 2-core CPU "
                  "(docs/workflow.md, Runtimes)")  # fmt: skip
 NMT_CPU = (12.5, "NMT training, 12.5 target tokens/s, 2-core CPU (docs/workflow.md, Runtimes)")
-TED_EPOCH_CPU = (330.0, "Bridge CorrNet at TED sizes, 330 s an epoch on one thread, 2-core CPU "
-                 "(docs/ted.md)")  # fmt: skip
+TED_EPOCH_CPU = (123.8, "Bridge CorrNet at TED sizes, 123.8 s an epoch on one thread, 2-core CPU "
+                 "(benchmarks/ted_corrnet.py, docs/benchmarks.md)")  # fmt: skip
 
 
 @dataclass

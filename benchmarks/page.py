@@ -39,13 +39,18 @@ def this_machine() -> str:
 
 def machine_of(frame: pd.DataFrame) -> str:
     """The accelerator a CSV names in its own columns, else this machine (the page is made on the
-    machine that ran the benchmarks)."""
-    named = [
-        f"{column} {', '.join(sorted(map(str, frame[column].dropna().unique())))}"
+    machine that ran the benchmarks); a CSV that names only the CPU as its device gets this
+    machine's description beside it, since "cpu" alone says nothing of the processor."""
+    values = {
+        column: sorted(map(str, frame[column].dropna().unique()))
         for column in MACHINE_COLUMNS
         if column in frame.columns and frame[column].notna().any()
-    ]
-    return "; ".join(named) if named else this_machine()
+    }
+    if not values:
+        return this_machine()
+    named = "; ".join(f"{column} {', '.join(found)}" for column, found in values.items())
+    only_cpu = all(value.lower().startswith("cpu") for found in values.values() for value in found)
+    return f"{named} ({this_machine()})" if only_cpu else named
 
 
 def script_of(stem: str) -> Path | None:

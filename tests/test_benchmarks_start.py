@@ -109,6 +109,14 @@ def test_benchmarks_page_carries_each_csv_with_its_date_and_machine(tmp_path):
     assert "| ours     |       1.5 |" in text
 
 
+def test_benchmarks_page_describes_the_processor_of_a_csv_whose_device_is_the_cpu(tmp_path):
+    pd.DataFrame({"device": ["cpu"], "images_per_s": [5.9]}).to_csv(
+        tmp_path / "features.csv", index=False
+    )
+    line = next(x for x in _page(tmp_path).splitlines() if x.startswith("Written by"))
+    assert "machine: device cpu (" in line and "cores" in line
+
+
 def test_benchmarks_page_names_the_script_of_a_second_csv(tmp_path):
     """A script's second CSV (guards.py writes guards.csv and guards_stages.csv) is credited
     to it, not to "a benchmark script"."""
