@@ -1,3 +1,3 @@
 """mlmm: regenerate the results of four papers on multilingual multimodal embeddings."""
 
-__version__ = "0.4.0"
+__version__ = "0.5.0"
